@@ -1,0 +1,30 @@
+"""deltakernel: Delta Lake implemented in Python."""
+
+from __future__ import annotations
+
+from .errors import (
+    CommitConflictError,
+    CorruptLogError,
+    DeltaError,
+    InvalidPathError,
+    MissingFileError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+from .table import DeltaTable
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DeltaTable",
+    "DeltaError",
+    "CommitConflictError",
+    "CorruptLogError",
+    "InvalidPathError",
+    "MissingFileError",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+    "__version__",
+]

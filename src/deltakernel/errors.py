@@ -1,0 +1,102 @@
+"""One error root for everything deltakernel raises.
+
+Every failure a user can meet is a subclass of :class:`DeltaError`, so ``except DeltaError`` catches
+them all; the subclasses exist so callers (and the Spark connector) can react to the specific case.
+"""
+
+from __future__ import annotations
+
+
+class DeltaError(Exception):
+    """Root of every deltakernel error."""
+
+
+# ----------------------------------------------------------------------------- table / log
+class TableNotFoundError(DeltaError):
+    """The URI holds no Delta table (no `_delta_log` with a commit or checkpoint)."""
+
+
+class VersionNotFoundError(DeltaError):
+    """A requested version or timestamp is not available in the log."""
+
+
+class CorruptLogError(DeltaError):
+    """The transaction log is damaged: unparsable JSON, a gap in versions, a missing checkpoint part."""
+
+
+class MissingFileError(DeltaError):
+    """A file the log references (data file, deletion vector, sidecar) does not exist."""
+
+
+class InvalidPathError(DeltaError):
+    """A path in the log points outside the table's storage (`..`, another bucket, ...)."""
+
+
+class DeletionVectorError(DeltaError):
+    """A deletion vector is malformed: bad magic, size or checksum."""
+
+
+class SchemaError(DeltaError):
+    """A schema cannot be parsed or converted, or data does not match it."""
+
+
+class InvalidFilterError(DeltaError, ValueError):
+    """A filter or predicate is malformed or names an unknown column."""
+
+
+class UnsupportedFeatureError(DeltaError):
+    """The table needs a protocol feature this version of deltakernel does not implement."""
+
+    def __init__(self, feature: str, message: str | None = None) -> None:
+        self.feature = feature
+        super().__init__(message or f"unsupported Delta table feature: {feature!r}")
+
+
+# ----------------------------------------------------------------------------- storage
+class StorageError(DeltaError):
+    """An I/O failure in the storage layer."""
+
+
+class ObjectNotFoundError(StorageError, MissingFileError):
+    """The object does not exist."""
+
+
+class FileAlreadyExistsError(StorageError):
+    """A put-if-absent found the object already there (the commit race was lost)."""
+
+
+# ----------------------------------------------------------------------------- commits
+class CommitConflictError(DeltaError):
+    """A concurrent commit conflicts with this transaction (mirrors Spark's exceptions)."""
+
+
+class ConcurrentAppendError(CommitConflictError):
+    """Files were added to data this transaction read."""
+
+
+class ConcurrentDeleteReadError(CommitConflictError):
+    """A file this transaction read was deleted concurrently."""
+
+
+class ConcurrentDeleteDeleteError(CommitConflictError):
+    """A file this transaction deletes was deleted concurrently."""
+
+
+class MetadataChangedError(CommitConflictError):
+    """The table's metadata changed concurrently."""
+
+
+class ProtocolChangedError(CommitConflictError):
+    """The table's protocol changed concurrently."""
+
+
+class ConcurrentTransactionError(CommitConflictError):
+    """The same application transaction (txn appId) committed concurrently."""
+
+
+class CommitStateUnknownError(DeltaError):
+    """The outcome of a commit put could not be determined."""
+
+
+class ConstraintViolationError(DeltaError):
+    """Data violates a table constraint (CHECK, NOT NULL, invariant, generated column)."""

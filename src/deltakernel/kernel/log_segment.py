@@ -1,0 +1,213 @@
+"""Which log files make up a snapshot: the newest complete checkpoint at or below the target version
+plus the contiguous commits after it (PROTOCOL.md "Delta Log Entries", "Checkpoints", "Last Checkpoint
+File").
+
+Listing uses `_last_checkpoint` as a hint only: a missing, unparsable or checksum-failing hint, or one
+pointing at a checkpoint that is not complete, falls back to a full listing. Gaps are errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import urllib.parse
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CorruptLogError, ObjectNotFoundError, TableNotFoundError, VersionNotFoundError
+from ..storage.base import ObjectMeta, Storage
+
+LOG_DIR = "_delta_log"
+LAST_CHECKPOINT_KEY = f"{LOG_DIR}/_last_checkpoint"
+
+_COMMIT_RE = re.compile(r"^(\d{20})\.json$")
+_CLASSIC_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
+_MULTIPART_RE = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
+_V2_RE = re.compile(r"^(\d{20})\.checkpoint\.([0-9a-fA-F-]{36})\.(json|parquet)$")
+_CRC_RE = re.compile(r"^(\d{20})\.crc$")
+
+
+def commit_key(version: int) -> str:
+    return f"{LOG_DIR}/{version:020d}.json"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A complete checkpoint: one file (classic / V2) or every part of a multi-part checkpoint."""
+
+    version: int
+    kind: str  # "classic" | "multipart" | "v2"
+    files: tuple[ObjectMeta, ...]
+
+
+@dataclass
+class LogSegment:
+    storage: Storage
+    version: int
+    checkpoint: Checkpoint | None
+    commits: list[ObjectMeta] = field(default_factory=list)  # ascending, checkpoint.version < v <= version
+
+    @property
+    def commit_versions(self) -> list[int]:
+        return [version_of(m.key) for m in self.commits]
+
+
+def version_of(key: str) -> int:
+    return int(key.rsplit("/", 1)[-1][:20])
+
+
+# ----------------------------------------------------------------------------- _last_checkpoint
+def _url_encode(s: str) -> str:
+    return urllib.parse.quote(s, safe="-._~")
+
+
+def _canonical_pairs(value: Any, path: list[str], out: list[tuple[str, str]]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _canonical_pairs(v, [*path, '"' + _url_encode(k) + '"'], out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _canonical_pairs(v, [*path, str(i)], out)
+    else:
+        if value is None:
+            rendered = "null"
+        elif value is True:
+            rendered = "true"
+        elif value is False:
+            rendered = "false"
+        elif isinstance(value, str):
+            rendered = '"' + _url_encode(value) + '"'
+        else:
+            rendered = json.dumps(value)
+        out.append(("+".join(path), rendered))
+
+
+def last_checkpoint_checksum(obj: dict[str, Any]) -> str:
+    """MD5 of the canonical form (PROTOCOL.md "JSON checksum"); the top-level `checksum` is excluded."""
+    pairs: list[tuple[str, str]] = []
+    _canonical_pairs({k: v for k, v in obj.items() if k != "checksum"}, [], pairs)
+    pairs.sort(key=lambda p: p[0].encode("utf-8"))
+    canonical = ",".join(f"{p}={v}" for p, v in pairs)
+    return hashlib.md5(canonical.encode("utf-8")).hexdigest()
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in d:
+            raise ValueError(f"duplicate key {k!r}")
+        d[k] = v
+    return d
+
+
+def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
+    """The `_last_checkpoint` hint, or None when missing, unparsable or failing its checksum."""
+    try:
+        raw = storage.read(LAST_CHECKPOINT_KEY)
+    except ObjectNotFoundError:
+        return None
+    try:
+        obj = json.loads(raw, object_pairs_hook=_no_duplicate_keys)
+        if not isinstance(obj, dict) or not isinstance(obj.get("version"), int):
+            return None
+    except ValueError:
+        return None
+    checksum = obj.get("checksum")
+    if checksum is not None and checksum != last_checkpoint_checksum(obj):
+        return None
+    return obj
+
+
+# ----------------------------------------------------------------------------- listing
+@dataclass
+class _Listing:
+    commits: dict[int, ObjectMeta] = field(default_factory=dict)
+    checkpoints: dict[int, list[Checkpoint]] = field(default_factory=dict)
+    crcs: dict[int, ObjectMeta] = field(default_factory=dict)
+
+
+def _classify(metas: Iterable[ObjectMeta]) -> _Listing:
+    out = _Listing()
+    multipart: dict[tuple[int, int], dict[int, ObjectMeta]] = {}
+    for m in metas:
+        name = m.key.rsplit("/", 1)[-1]
+        if mm := _COMMIT_RE.match(name):
+            out.commits[int(mm.group(1))] = m
+        elif mm := _CLASSIC_RE.match(name):
+            out.checkpoints.setdefault(int(mm.group(1)), []).append(Checkpoint(int(mm.group(1)), "classic", (m,)))
+        elif mm := _V2_RE.match(name):
+            out.checkpoints.setdefault(int(mm.group(1)), []).append(Checkpoint(int(mm.group(1)), "v2", (m,)))
+        elif mm := _MULTIPART_RE.match(name):
+            v, part, nparts = int(mm.group(1)), int(mm.group(2)), int(mm.group(3))
+            multipart.setdefault((v, nparts), {})[part] = m
+        elif mm := _CRC_RE.match(name):
+            out.crcs[int(mm.group(1))] = m
+    for (v, nparts), parts in multipart.items():
+        if nparts >= 1 and all(p in parts for p in range(1, nparts + 1)):  # only complete sets count
+            files = tuple(parts[p] for p in range(1, nparts + 1))
+            out.checkpoints.setdefault(v, []).append(Checkpoint(v, "multipart", files))
+    return out
+
+
+def _best_checkpoint(candidates: list[Checkpoint]) -> Checkpoint:
+    # Prefer V2 (carries sidecars and checkpointMetadata), then classic, then multi-part.
+    order = {"v2": 0, "classic": 1, "multipart": 2}
+    return sorted(candidates, key=lambda c: (order[c.kind], -len(c.files)))[0]
+
+
+def _list_log(storage: Storage, start_version: int | None) -> _Listing:
+    start_after = None if not start_version else f"{LOG_DIR}/{start_version - 1:020d}.~"
+    return _classify(storage.list_from(f"{LOG_DIR}/", start_after=start_after))
+
+
+def list_commits(storage: Storage) -> dict[int, ObjectMeta]:
+    """Every commit file in the log, by version (history and timestamp lookups use it)."""
+    return _list_log(storage, None).commits
+
+
+def build_log_segment(storage: Storage, version: int | None = None) -> LogSegment:
+    """The segment for `version` (latest when None)."""
+    hint = read_last_checkpoint(storage)
+    if hint is not None and (version is None or hint["version"] <= version):
+        listing = _list_log(storage, int(hint["version"]))
+        segment = _segment_from(storage, listing, version, require_checkpoint_at=int(hint["version"]))
+        if segment is not None:
+            return segment
+    listing = _list_log(storage, None)
+    segment = _segment_from(storage, listing, version, require_checkpoint_at=None)
+    assert segment is not None
+    return segment
+
+
+def _segment_from(
+    storage: Storage, listing: _Listing, version: int | None, require_checkpoint_at: int | None
+) -> LogSegment | None:
+    if require_checkpoint_at is not None and require_checkpoint_at not in listing.checkpoints:
+        return None  # stale or wrong hint: list everything
+    if not listing.commits and not listing.checkpoints:
+        if require_checkpoint_at is not None:
+            return None
+        raise TableNotFoundError(f"no Delta table at {storage.root_uri}: {LOG_DIR}/ has no commits or checkpoints")
+    latest = max([*listing.commits, *listing.checkpoints])
+    target = latest if version is None else version
+    if version is not None and (version < 0 or version > latest):
+        raise VersionNotFoundError(f"version {version} not found in {storage.root_uri} (latest is {latest})")
+    cp_versions = [v for v in listing.checkpoints if v <= target]
+    checkpoint = _best_checkpoint(listing.checkpoints[max(cp_versions)]) if cp_versions else None
+    first = checkpoint.version + 1 if checkpoint else 0
+    expected = list(range(first, target + 1))
+    missing = [v for v in expected if v not in listing.commits]
+    if missing:
+        if checkpoint is None and require_checkpoint_at is None and listing.commits and min(listing.commits) > 0 \
+                and all(v in listing.commits for v in range(min(listing.commits), target + 1)):
+            raise VersionNotFoundError(
+                f"version {target} of {storage.root_uri} cannot be reconstructed: commits before "
+                f"{min(listing.commits)} were cleaned up and no checkpoint covers them"
+            )
+        raise CorruptLogError(
+            f"gap in the Delta log of {storage.root_uri}: commit file(s) missing for version(s) "
+            f"{missing[:10]} (needed to reach version {target})"
+        )
+    return LogSegment(storage, target, checkpoint, [listing.commits[v] for v in expected])

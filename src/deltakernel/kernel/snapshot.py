@@ -1,0 +1,99 @@
+"""A snapshot: the table state at one version (protocol, metadata, live files, txns, domains).
+
+Built from a LogSegment by vectorized replay; checks the protocol before anything reads data.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+
+from ..storage.base import Storage
+from .actions import DomainMetadata, Metadata, Protocol, Txn
+from .features import check_read_supported
+from .log_segment import LogSegment, build_log_segment
+from .replay import ReplayResult, replay
+from .schema.types import StructField, StructType
+
+
+class Snapshot:
+    """Immutable view of a table at `version`."""
+
+    def __init__(self, storage: Storage, segment: LogSegment, result: ReplayResult) -> None:
+        self.storage = storage
+        self.segment = segment
+        self._result = result
+        check_read_supported(result.protocol)
+
+    @classmethod
+    def load(cls, storage: Storage, version: int | None = None) -> Snapshot:
+        segment = build_log_segment(storage, version)
+        return cls(storage, segment, replay(segment))
+
+    # ------------------------------------------------------------------ state
+    @property
+    def version(self) -> int:
+        return self.segment.version
+
+    @property
+    def protocol(self) -> Protocol:
+        return self._result.protocol
+
+    @property
+    def metadata(self) -> Metadata:
+        return self._result.metadata
+
+    @cached_property
+    def schema(self) -> StructType:
+        return self.metadata.schema
+
+    @property
+    def configuration(self) -> dict[str, str]:
+        return self.metadata.configuration
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.partition_columns)
+
+    @cached_property
+    def partition_fields(self) -> list[StructField]:
+        return [self.schema.field(c) for c in self.partition_columns]
+
+    @property
+    def column_mapping_mode(self) -> str:
+        mode = self.configuration.get("delta.columnMapping.mode", "none")
+        return mode if mode in ("name", "id") else "none"
+
+    @property
+    def files(self) -> pa.Table:
+        """The file table of live add actions (see docs/architecture.md)."""
+        return self._result.files
+
+    @property
+    def tombstones(self) -> pa.Table:
+        return self._result.tombstones
+
+    @property
+    def txns(self) -> dict[str, Txn]:
+        return self._result.txns
+
+    @property
+    def domain_metadata(self) -> dict[str, DomainMetadata]:
+        return self._result.domain_metadata
+
+    @property
+    def commit_infos(self) -> dict[int, dict[str, Any]]:
+        """commitInfo of the commits replayed after the checkpoint (not the whole history)."""
+        return self._result.commit_infos
+
+    @property
+    def num_files(self) -> int:
+        return self.files.num_rows
+
+    def in_commit_timestamps_enabled(self) -> bool:
+        return self.configuration.get("delta.enableInCommitTimestamps", "false").lower() == "true"
+
+    def table_properties(self) -> dict[str, str]:
+        return dict(self.configuration)

@@ -1,0 +1,74 @@
+"""Commit timestamps, history and timestamp -> version resolution (PROTOCOL.md "In-Commit Timestamps").
+
+A commit's timestamp is its in-commit timestamp when that feature was enabled at the commit's version,
+otherwise the commit file's modification time. File times are made monotonic (each at least the
+previous + 1 ms) as Delta does, so "latest commit at or before T" is well defined.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from ..errors import VersionNotFoundError
+from ..storage.base import Storage
+from .log_segment import list_commits
+from .replay import commit_infos_for
+
+
+def parse_timestamp(value: dt.datetime | str | int | float) -> int:
+    """Milliseconds since the epoch; naive datetimes and ISO strings without offset are UTC."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            value = dt.datetime.fromisoformat(text)
+        except ValueError as e:
+            raise VersionNotFoundError(f"not an ISO-8601 timestamp: {value!r}") from e
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dt.date):
+        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    raise TypeError(f"cannot interpret {value!r} as a timestamp")
+
+
+def commit_timestamps(
+    storage: Storage, ict_enablement_version: int | None = None, infos: dict[int, dict[str, Any]] | None = None
+) -> dict[int, int]:
+    """version -> commit timestamp (ms) for every commit still in the log."""
+    commits = list_commits(storage)
+    if not commits:
+        return {}
+    if ict_enablement_version is not None and infos is None:
+        metas = [m for v, m in sorted(commits.items()) if v >= ict_enablement_version]
+        infos = commit_infos_for(storage, metas)
+    out: dict[int, int] = {}
+    prev: int | None = None
+    for v in sorted(commits):
+        ts: int | None = None
+        if ict_enablement_version is not None and v >= ict_enablement_version and infos is not None:
+            info = infos.get(v) or {}
+            if info.get("inCommitTimestamp") is not None:
+                ts = int(info["inCommitTimestamp"])
+        if ts is None:
+            ts = commits[v].last_modified_ms
+            if prev is not None and ts <= prev:
+                ts = prev + 1
+        out[v] = ts
+        prev = ts
+    return out
+
+
+def version_at_timestamp(timestamps: dict[int, int], target_ms: int) -> int:
+    """Latest version whose commit timestamp is at or before `target_ms`."""
+    candidates = [v for v, ts in timestamps.items() if ts <= target_ms]
+    if not candidates:
+        earliest = min(timestamps.values()) if timestamps else None
+        raise VersionNotFoundError(
+            f"no commit at or before {dt.datetime.fromtimestamp(target_ms / 1000, dt.timezone.utc).isoformat()}"
+            + (f"; the earliest commit is at {earliest} ms" if earliest is not None else "")
+        )
+    return max(candidates)

@@ -1,0 +1,86 @@
+"""Storage backends and the URI -> backend dispatch.
+
+Everything above this package talks to `Storage` only; `storage_for_uri` is the single place that knows
+which URI forms map to which backend.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import unquote, urlsplit
+
+from deltakernel.errors import InvalidPathError, StorageError
+from deltakernel.storage.base import ObjectMeta, Storage
+from deltakernel.storage.local import LocalStorage
+from deltakernel.storage.object_store import (
+    OBJECT_STORE_SCHEMES,
+    ObjectStoreStorage,
+    normalize_object_store_url,
+)
+
+__all__ = [
+    "OBJECT_STORE_SCHEMES",
+    "LocalStorage",
+    "ObjectMeta",
+    "ObjectStoreStorage",
+    "Storage",
+    "normalize_table_uri",
+    "storage_for_uri",
+]
+
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def _scheme(uri: str) -> str | None:
+    m = _SCHEME_RE.match(uri)
+    return m.group(1).lower() if m else None
+
+
+def _file_url_to_path(uri: str) -> str:
+    """file:///abs/path (percent-decoded); file://localhost/... is accepted, other hosts are not."""
+    parts = urlsplit(uri)
+    if parts.netloc not in ("", "localhost"):
+        raise InvalidPathError(f"file URL with a remote host is not supported: {uri!r}")
+    path = unquote(parts.path)
+    if os.name == "nt" and re.match(r"^/[A-Za-z]:", path):
+        path = path[1:]  # file:///C:/x -> C:/x
+    if not path:
+        raise InvalidPathError(f"file URL without a path: {uri!r}")
+    return os.path.abspath(path)
+
+
+def _local_path(uri: str) -> str:
+    if not uri:
+        raise InvalidPathError("empty table path")
+    return os.path.abspath(os.path.expanduser(uri))
+
+
+def normalize_table_uri(uri: str) -> str:
+    """The canonical form of a table location (what `storage_for_uri(uri).root_uri` will be).
+
+    Local paths and file:// URLs become absolute paths without a trailing slash; object-store URLs keep
+    their scheme (lowercased) and lose the trailing slash.
+    """
+    uri = os.fspath(uri)
+    scheme = _scheme(uri)
+    if scheme is None:
+        return _local_path(uri)
+    if scheme == "file":
+        return _file_url_to_path(uri)
+    if scheme in OBJECT_STORE_SCHEMES:
+        return normalize_object_store_url(uri)
+    raise StorageError(f"unsupported URI scheme {scheme!r} in {uri!r}")
+
+
+def storage_for_uri(uri: str, storage_options: dict[str, str] | None = None) -> Storage:
+    """The backend for a table URI; `storage_options` are deltalake's keys (ignored for local paths)."""
+    uri = os.fspath(uri)
+    scheme = _scheme(uri)
+    if scheme is None:
+        return LocalStorage(_local_path(uri))
+    if scheme == "file":
+        return LocalStorage(_file_url_to_path(uri))
+    if scheme in OBJECT_STORE_SCHEMES:
+        return ObjectStoreStorage(uri, storage_options)
+    raise StorageError(f"unsupported URI scheme {scheme!r} in {uri!r}")

@@ -1,0 +1,617 @@
+"""Cloud object-store storage (S3, GCS, Azure, in-memory) on PyPI `obstore`.
+
+`obstore` is imported lazily so `deltakernel.storage` imports even where it is missing. The store is built
+at bucket/container level and the table prefix is applied here, so `child()` can share one client (same
+credentials, same connection pool) and `memory://` tables share one process-wide in-memory store.
+Commits rely on `put(mode="create")`, i.e. S3 `If-None-Match: *` / GCS and Azure preconditions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+import pyarrow.fs as pafs
+
+from deltakernel.errors import FileAlreadyExistsError, InvalidPathError, ObjectNotFoundError, StorageError
+from deltakernel.storage.base import ObjectMeta, Storage
+
+S3_SCHEMES = frozenset({"s3", "s3a"})
+GCS_SCHEMES = frozenset({"gs"})
+AZURE_SCHEMES = frozenset({"az", "abfs", "abfss", "adl", "azure"})
+MEMORY_SCHEMES = frozenset({"memory"})
+OBJECT_STORE_SCHEMES = S3_SCHEMES | GCS_SCHEMES | AZURE_SCHEMES | MEMORY_SCHEMES
+
+#: object_store HTTP-client options (deltalake passes them mixed in with the store keys)
+_CLIENT_KEYS = frozenset({
+    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type",
+    "http1_only", "http2_only", "http2_keep_alive_interval", "http2_keep_alive_timeout",
+    "http2_keep_alive_while_idle", "http2_max_frame_size", "pool_idle_timeout", "pool_max_idle_per_host",
+    "proxy_url", "proxy_ca_certificate", "proxy_excludes", "randomize_addresses", "timeout", "user_agent",
+})  # fmt: skip
+
+#: delta-rs keys for its rename/locking machinery or its own tuning; meaningless with conditional put
+_IGNORED_KEYS = frozenset({
+    "aws_s3_allow_unsafe_rename", "allow_unsafe_rename", "mount_allow_unsafe_rename",
+    "aws_s3_locking_provider", "delta_dynamo_table_name", "aws_endpoint_url_dynamodb",
+    "aws_region_dynamodb", "aws_access_key_id_dynamodb", "aws_secret_access_key_dynamodb",
+    "aws_session_token_dynamodb", "aws_s3_pool_idle_timeout_seconds", "aws_sts_pool_idle_timeout_seconds",
+    "aws_s3_get_internal_server_error_retries", "aws_force_credential_load", "aws_ec2_metadata_disabled",
+    "aws_ec2_metadata_timeout", "dynamodb_lock_max_elapsed_request_time", "aws_allow_unsafe_rename",
+})  # fmt: skip
+
+#: delta-rs spellings object_store does not know under that name
+_S3_ALIASES = {"aws_s3_assume_role_arn": "aws_role_arn", "aws_s3_role_session_name": "aws_role_session_name"}
+
+_OTHER_CLOUD_PREFIXES = {
+    "s3": ("azure_", "google_"),
+    "gcs": ("aws_", "azure_"),
+    "azure": ("aws_", "google_"),
+}
+
+_memory_store: Any = None
+_memory_lock = threading.Lock()
+
+
+def _shared_memory_store() -> Any:
+    """One MemoryStore per process, so separately opened `memory://` tables see each other's writes."""
+    global _memory_store
+    with _memory_lock:
+        if _memory_store is None:
+            from obstore.store import MemoryStore
+
+            _memory_store = MemoryStore()
+        return _memory_store
+
+
+def _backend(scheme: str) -> str:
+    if scheme in S3_SCHEMES:
+        return "s3"
+    if scheme in GCS_SCHEMES:
+        return "gcs"
+    if scheme in AZURE_SCHEMES:
+        return "azure"
+    if scheme in MEMORY_SCHEMES:
+        return "memory"
+    raise StorageError(f"unsupported object store scheme {scheme!r}")
+
+
+def _parse_seconds(key: str, value: str) -> timedelta:
+    v = value.strip().lower()
+    scale = 1.0
+    if v.endswith("ms"):
+        v, scale = v[:-2], 0.001
+    elif v.endswith("s"):
+        v = v[:-1]
+    elif v.endswith("m"):
+        v, scale = v[:-1], 60.0
+    try:
+        return timedelta(seconds=float(v) * scale)
+    except ValueError as exc:
+        raise StorageError(f"storage option {key}={value!r}: expected a duration like '30s'") from exc
+
+
+def split_storage_options(
+    backend: str, storage_options: dict[str, str] | None
+) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
+    """deltalake-style options -> (store config, client options, retry config) for obstore.
+
+    Keys are case-insensitive; object_store itself understands the `aws_*`, `google_*`, `azure_*` and
+    bare spellings, so those pass through lowercased. Client keys may carry a cloud prefix
+    (`AWS_ALLOW_HTTP`); delta-rs locking keys are accepted and ignored; other clouds' keys are dropped.
+    """
+    config: dict[str, str] = {}
+    client: dict[str, str] = {}
+    retry: dict[str, Any] = {}
+    skip_prefixes = _OTHER_CLOUD_PREFIXES.get(backend, ())
+    for raw_key, raw_value in (storage_options or {}).items():
+        key = raw_key.strip().lower()
+        value = str(raw_value)
+        if key in _IGNORED_KEYS or key.startswith(skip_prefixes):
+            continue
+        bare = key
+        for p in ("aws_", "google_", "azure_"):
+            if key.startswith(p):
+                bare = key[len(p) :]
+                break
+        if bare in _CLIENT_KEYS:
+            client[bare] = value
+        elif key == "max_retries":
+            try:
+                retry["max_retries"] = int(value)
+            except ValueError as exc:
+                raise StorageError(f"storage option {raw_key}={value!r}: expected an integer") from exc
+        elif key == "retry_timeout":
+            retry["retry_timeout"] = _parse_seconds(raw_key, value)
+        elif backend == "memory":
+            continue
+        else:
+            config[_S3_ALIASES.get(key, key) if backend == "s3" else key] = value
+    return config, client, retry
+
+
+def _is_not_found(exc: BaseException) -> bool:
+    from obstore.exceptions import NotFoundError
+
+    return isinstance(exc, (NotFoundError, FileNotFoundError))
+
+
+def _obstore_errors() -> tuple[type[BaseException], ...]:
+    from obstore.exceptions import BaseError
+
+    return (BaseError, FileNotFoundError, OSError)
+
+
+def parse_object_store_url(url: str) -> tuple[str, str, str]:
+    """(lowercased scheme, bucket/container netloc, percent-decoded prefix without slashes)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    backend = _backend(scheme)
+    if backend == "memory":
+        # memory://name/path and memory:///path both address the one shared store
+        netloc = ""
+        prefix = unquote(parts.netloc + parts.path).strip("/")
+    else:
+        netloc = parts.netloc
+        if not netloc:
+            raise InvalidPathError(f"object store URL {url!r} has no bucket/container")
+        prefix = unquote(parts.path).strip("/")
+    if any(seg in ("..", ".") for seg in prefix.split("/")):
+        raise InvalidPathError(f"object store URL {url!r} contains '.' or '..' segments")
+    return scheme, netloc, "/".join(seg for seg in prefix.split("/") if seg)
+
+
+def _root_uri(scheme: str, netloc: str, prefix: str) -> str:
+    if scheme in MEMORY_SCHEMES:
+        return f"memory:///{prefix}" if prefix else "memory://"
+    return f"{scheme}://{netloc}/{prefix}" if prefix else f"{scheme}://{netloc}"
+
+
+def normalize_object_store_url(url: str) -> str:
+    """The canonical root URI: lowercase scheme, no trailing slash, decoded path."""
+    return _root_uri(*parse_object_store_url(url))
+
+
+class _SeekableReader:
+    """obstore's ReadableFile plus the `closed` attribute pyarrow's PythonFile insists on."""
+
+    def __init__(self, inner: Any, name: str) -> None:
+        self._inner = inner
+        self.name = name
+        self.closed = False
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            return bytes(self._inner.read())
+        return bytes(self._inner.read(size))
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._inner.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._inner.tell())
+
+    def size(self) -> int:
+        return int(self._inner.size)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._inner.close()
+
+
+class _Writer:
+    """obstore's WritableFile with `closed` as an attribute (it is a method there, which pyarrow reads
+    as truthy)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        return int(self._inner.write(data))
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._inner.close()
+
+    def readable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+
+class ObjectStoreStorage(Storage):
+    """A table root inside an object store bucket/container, addressed by '/'-separated keys."""
+
+    def __init__(
+        self,
+        url: str,
+        storage_options: dict[str, str] | None = None,
+        *,
+        store: Any = None,
+    ) -> None:
+        """`store`: an already-built obstore store for the same bucket (used by `child`)."""
+        scheme, netloc, prefix = parse_object_store_url(url)
+        self.scheme = scheme
+        self.backend = _backend(scheme)
+        self.storage_options: dict[str, str] = dict(storage_options or {})
+        self.netloc = netloc
+        self.prefix = prefix
+        self.root_uri = _root_uri(scheme, netloc, prefix)
+        self._store = store if store is not None else self._build_store()
+
+    def __repr__(self) -> str:
+        return f"ObjectStoreStorage({self.root_uri!r})"
+
+    def _build_store(self) -> Any:
+        if self.backend == "memory":
+            return _shared_memory_store()
+        from obstore.exceptions import BaseError
+        from obstore.store import from_url
+
+        config, client, retry = split_storage_options(self.backend, self.storage_options)
+        try:
+            return from_url(
+                f"{self.scheme}://{self.netloc}",
+                config=config or None,  # type: ignore[arg-type]
+                client_options=client or None,  # type: ignore[arg-type]
+                retry_config=retry or None,  # type: ignore[arg-type]
+            )
+        except BaseError as exc:
+            raise StorageError(f"cannot configure object store for {self.root_uri}: {exc}") from exc
+
+    # ------------------------------------------------------------------ paths
+    def _path(self, key: str) -> str:
+        """The store path of `key`; refuses '..' that would climb above the table root."""
+        segments: list[str] = []
+        for seg in key.split("/"):
+            if seg in ("", "."):
+                continue
+            if seg == "..":
+                if not segments:
+                    raise InvalidPathError(f"key {key!r} escapes the storage root {self.root_uri}")
+                segments.pop()
+                continue
+            segments.append(seg)
+        rel = "/".join(segments)
+        if self.prefix:
+            return f"{self.prefix}/{rel}" if rel else self.prefix
+        return rel
+
+    def _key(self, path: str) -> str:
+        if self.prefix:
+            return path[len(self.prefix) + 1 :]
+        return path
+
+    def _wrap(self, exc: BaseException, what: str, key: str) -> Exception:
+        uri = self.full_uri(key)
+        if _is_not_found(exc):
+            return ObjectNotFoundError(f"object not found: {uri}")
+        return StorageError(f"{what} {uri} failed: {exc}")
+
+    # ------------------------------------------------------------------ listing
+    def list_from(
+        self, prefix: str, start_after: str | None = None, *, recursive: bool = False
+    ) -> Iterator[ObjectMeta]:
+        """Objects under key prefix `prefix`, sorted, keys > `start_after`.
+
+        object_store lists whole path segments, so the directory part of `prefix` is listed (with
+        `start_after` as the server-side offset) and names are filtered here. Without `recursive`,
+        objects in deeper "subdirectories" are skipped.
+        """
+        import obstore
+
+        dir_part, _, name_prefix = prefix.rpartition("/")
+        list_prefix = self._path(dir_part) if dir_part else self.prefix
+        key_base = f"{dir_part}/" if dir_part else ""
+        offset = self._path(start_after) if start_after else None
+        found: list[ObjectMeta] = []
+        try:
+            stream = obstore.list(self._store, list_prefix or None, offset=offset, chunk_size=1000)
+            for chunk in stream:
+                for meta in chunk:
+                    key = self._key(meta["path"])
+                    if not key.startswith(key_base):
+                        continue
+                    rest = key[len(key_base) :]
+                    if not rest.startswith(name_prefix) or (not recursive and "/" in rest):
+                        continue
+                    if start_after is not None and key <= start_after:
+                        continue
+                    mtime = int(meta["last_modified"].timestamp() * 1000)
+                    found.append(ObjectMeta(key, int(meta["size"]), mtime))
+        except _obstore_errors() as exc:
+            if _is_not_found(exc):
+                return iter(())
+            raise StorageError(f"listing {self.full_uri(prefix)} failed: {exc}") from exc
+        found.sort(key=lambda m: m.key)
+        return iter(found)
+
+    # ------------------------------------------------------------------ reads
+    def read(self, key: str, start: int | None = None, end: int | None = None) -> bytes:
+        import obstore
+
+        path = self._path(key)
+        if start is not None and start < 0:
+            raise ValueError(f"negative start offset {start}")
+        if start is not None and end is not None and end < start:
+            raise ValueError(f"range end {end} before start {start}")
+        try:
+            if end is not None:
+                if end == (start or 0):
+                    self.head(key)  # an empty range still must fail for a missing object
+                    return b""
+                return bytes(obstore.get_range(self._store, path, start=start or 0, end=end))
+            if start:
+                return bytes(obstore.get(self._store, path, options={"range": {"offset": start}}).bytes())
+            return bytes(obstore.get(self._store, path).bytes())
+        except _obstore_errors() as exc:
+            raise self._wrap(exc, "read of", key) from exc
+
+    def head(self, key: str) -> ObjectMeta:
+        import obstore
+
+        try:
+            meta = obstore.head(self._store, self._path(key))
+        except _obstore_errors() as exc:
+            raise self._wrap(exc, "head of", key) from exc
+        mtime = int(meta["last_modified"].timestamp() * 1000)
+        return ObjectMeta(self._key(meta["path"]), int(meta["size"]), mtime)
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.head(key)
+        except ObjectNotFoundError:
+            return False
+        return True
+
+    def open_input_file(self, key: str) -> Any:
+        """A pyarrow PythonFile over obstore's buffered range reader (one HEAD, then ranged GETs)."""
+        import obstore
+        import pyarrow as pa
+
+        path = self._path(key)
+        try:
+            inner = obstore.open_reader(self._store, path)
+        except _obstore_errors() as exc:
+            raise self._wrap(exc, "open of", key) from exc
+        return pa.PythonFile(_SeekableReader(inner, self.full_uri(key)), mode="r")
+
+    # ------------------------------------------------------------------ writes
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        """Conditional create (`If-None-Match: *` on S3); a lost race raises FileAlreadyExistsError.
+
+        Caveat: an S3-compatible server that silently ignores `If-None-Match` overwrites instead;
+        that cannot be detected from the response.
+        """
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, NotSupportedError, PreconditionError
+
+        path = self._path(key)
+        if not key.strip("/"):
+            raise InvalidPathError("cannot put an object at the storage root")
+        try:
+            obstore.put(self._store, path, data, mode="create")
+        except (AlreadyExistsError, PreconditionError) as exc:
+            raise FileAlreadyExistsError(f"object already exists: {self.full_uri(key)}") from exc
+        except _obstore_errors() as exc:
+            msg = str(exc)
+            if isinstance(exc, NotSupportedError) or "501" in msg or "NotImplemented" in msg:
+                raise StorageError(
+                    f"conditional put of {self.full_uri(key)} is not supported by this object store: "
+                    f"{msg}. Delta commits need atomic create-if-absent (S3 `If-None-Match: *`); use a "
+                    "server that supports it or configure AWS_CONDITIONAL_PUT for your store."
+                ) from exc
+            raise self._wrap(exc, "put of", key) from exc
+
+    def put(self, key: str, data: bytes) -> None:
+        """Unconditional write (data files, `_last_checkpoint`), not for commits."""
+        import obstore
+
+        try:
+            obstore.put(self._store, self._path(key), data)
+        except _obstore_errors() as exc:
+            raise self._wrap(exc, "put of", key) from exc
+
+    def delete(self, key: str) -> None:
+        import obstore
+
+        if not key.strip("/"):
+            raise InvalidPathError("cannot delete the storage root")
+        try:
+            obstore.delete(self._store, self._path(key))
+        except _obstore_errors() as exc:
+            if _is_not_found(exc):
+                return
+            raise self._wrap(exc, "delete of", key) from exc
+
+    # ------------------------------------------------------------------ arrow / children
+    def arrow_filesystem(self) -> tuple[Any, str]:
+        """A pyarrow PyFileSystem over the same obstore client; paths are `<prefix>/<key>`.
+
+        Chosen over pyarrow's native S3/GCS/Azure filesystems because it reuses exactly this store's
+        configuration (every scheme incl. memory://, every credential option obstore supports) instead
+        of translating options a second time. Paths are bucket-relative; a leading '/' is ignored, so a
+        table at the bucket root has base "" and `base + '/' + key` still works.
+        """
+        return pafs.PyFileSystem(_ObstoreFSHandler(self._store, self.root_uri)), self.prefix
+
+    def child(self, key_prefix: str) -> ObjectStoreStorage:
+        rel = self._path(key_prefix)
+        if self.backend == "memory":
+            url = f"memory:///{quote(rel)}"
+        else:
+            url = f"{self.scheme}://{self.netloc}/{quote(rel)}"
+        return ObjectStoreStorage(url, self.storage_options, store=self._store)
+
+
+def _file_info(path: str, meta: Any) -> Any:
+    return pafs.FileInfo(path, pafs.FileType.File, size=int(meta["size"]), mtime=meta["last_modified"])
+
+
+class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
+    """pyarrow `FileSystemHandler` over an obstore store (directories are implicit, as in S3)."""
+
+    def __init__(self, store: Any, label: str) -> None:
+        self.store = store
+        self.label = label
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ObstoreFSHandler) and other.store is self.store
+
+    def __hash__(self) -> int:
+        return id(self.store)
+
+    def get_type_name(self) -> str:
+        return "deltakernel-obstore"
+
+    def normalize_path(self, path: str) -> str:
+        return path.strip("/")
+
+    def _errors(self, exc: BaseException, path: str) -> Exception:
+        if _is_not_found(exc):
+            return FileNotFoundError(f"{self.label}: {path} not found")
+        return OSError(f"{self.label}: {path}: {exc}")
+
+    def _is_dir(self, path: str) -> bool:
+        import obstore
+
+        if not path:
+            return True
+        result = obstore.list_with_delimiter(self.store, path)
+        return bool(result["objects"]) or bool(result["common_prefixes"])
+
+    def get_file_info(self, paths: list[str]) -> list[Any]:
+        import obstore
+
+        infos = []
+        for raw in paths:
+            path = self.normalize_path(raw)
+            if path:
+                try:
+                    infos.append(_file_info(raw, obstore.head(self.store, path)))
+                    continue
+                except _obstore_errors() as exc:
+                    if not _is_not_found(exc):
+                        raise self._errors(exc, raw) from exc
+            kind = pafs.FileType.Directory if self._is_dir(path) else pafs.FileType.NotFound
+            infos.append(pafs.FileInfo(raw, kind))
+        return infos
+
+    def get_file_info_selector(self, selector: Any) -> list[Any]:
+        import obstore
+
+        base = self.normalize_path(selector.base_dir)
+        if not self._is_dir(base):
+            if selector.allow_not_found:
+                return []
+            raise FileNotFoundError(f"{self.label}: directory {selector.base_dir} not found")
+        lead = "/" if selector.base_dir.startswith("/") else ""
+        infos: list[Any] = []
+        if selector.recursive:
+            dirs: set[str] = set()
+            for chunk in obstore.list(self.store, base or None, chunk_size=1000):
+                for meta in chunk:
+                    infos.append(_file_info(lead + meta["path"], meta))
+                    parent = meta["path"].rpartition("/")[0]
+                    while parent and parent != base and parent not in dirs:
+                        dirs.add(parent)
+                        parent = parent.rpartition("/")[0]
+            infos.extend(pafs.FileInfo(lead + d, pafs.FileType.Directory) for d in sorted(dirs))
+        else:
+            result = obstore.list_with_delimiter(self.store, base or None)
+            infos.extend(_file_info(lead + m["path"], m) for m in result["objects"])
+            infos.extend(
+                pafs.FileInfo(lead + p.rstrip("/"), pafs.FileType.Directory)
+                for p in result["common_prefixes"]
+            )
+        return infos
+
+    def create_dir(self, path: str, recursive: bool) -> None:
+        """Directories are implicit in object stores."""
+
+    def delete_dir(self, path: str) -> None:
+        self.delete_dir_contents(path, missing_dir_ok=True)
+
+    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
+        import obstore
+
+        base = self.normalize_path(path)
+        if not base:
+            raise OSError("refusing to delete the contents of the bucket root")
+        paths = [m["path"] for chunk in obstore.list(self.store, base, chunk_size=1000) for m in chunk]
+        if not paths and not missing_dir_ok:
+            raise FileNotFoundError(f"{self.label}: directory {path} not found")
+        if paths:
+            obstore.delete(self.store, paths)
+
+    def delete_root_dir_contents(self) -> None:
+        raise OSError("refusing to delete the contents of the bucket root")
+
+    def delete_file(self, path: str) -> None:
+        import obstore
+
+        try:
+            obstore.delete(self.store, self.normalize_path(path))
+        except _obstore_errors() as exc:
+            raise self._errors(exc, path) from exc
+
+    def move(self, src: str, dest: str) -> None:
+        import obstore
+
+        try:
+            obstore.rename(self.store, self.normalize_path(src), self.normalize_path(dest))
+        except _obstore_errors() as exc:
+            raise self._errors(exc, src) from exc
+
+    def copy_file(self, src: str, dest: str) -> None:
+        import obstore
+
+        try:
+            obstore.copy(self.store, self.normalize_path(src), self.normalize_path(dest))
+        except _obstore_errors() as exc:
+            raise self._errors(exc, src) from exc
+
+    def open_input_stream(self, path: str) -> Any:
+        return self.open_input_file(path)
+
+    def open_input_file(self, path: str) -> Any:
+        import obstore
+        import pyarrow as pa
+
+        try:
+            inner = obstore.open_reader(self.store, self.normalize_path(path))
+        except _obstore_errors() as exc:
+            raise self._errors(exc, path) from exc
+        return pa.PythonFile(_SeekableReader(inner, path), mode="r")
+
+    def open_output_stream(self, path: str, metadata: Any) -> Any:
+        """A multipart-upload writer; the object appears when the stream is closed."""
+        import obstore
+        import pyarrow as pa
+
+        return pa.PythonFile(_Writer(obstore.open_writer(self.store, self.normalize_path(path))), mode="w")
+
+    def open_append_stream(self, path: str, metadata: Any) -> Any:
+        raise NotImplementedError("object stores do not support appending")

@@ -1,0 +1,181 @@
+"""Delta <-> Arrow schema conversion, including every schemaString in the conformance corpus."""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from deltakernel.errors import SchemaError
+from deltakernel.kernel.schema import (
+    VARIANT_ARROW_TYPE,
+    ArrayType,
+    DecimalType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    from_arrow_schema,
+    from_arrow_type,
+    parse_schema_string,
+    to_arrow_schema,
+    to_arrow_type,
+)
+
+CORPUS = Path("/work/shared/conformance/tables")
+
+PRIMITIVES = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+    "void": pa.null(),
+}
+
+
+@pytest.mark.parametrize("name,arrow", sorted(PRIMITIVES.items()))
+def test_primitive_mapping_round_trips(name: str, arrow: pa.DataType) -> None:
+    assert to_arrow_type(PrimitiveType(name)) == arrow
+    assert from_arrow_type(arrow) == PrimitiveType(name)
+
+
+def test_decimal() -> None:
+    assert to_arrow_type(DecimalType(38, 18)) == pa.decimal128(38, 18)
+    assert from_arrow_type(pa.decimal128(10, 2)) == DecimalType(10, 2)
+    assert from_arrow_type(pa.decimal256(20, 2)) == DecimalType(20, 2)
+    with pytest.raises(SchemaError):
+        from_arrow_type(pa.decimal256(40, 2))
+    with pytest.raises(SchemaError):
+        to_arrow_type(DecimalType(39, 0))
+
+
+def _full_schema() -> StructType:
+    inner = StructType(
+        (
+            StructField("d", PrimitiveType("integer"), nullable=False, metadata={"comment": "x"}),
+            StructField("v", PrimitiveType("variant")),
+        )
+    )
+    return StructType(
+        (
+            StructField("a", PrimitiveType("integer"), nullable=False, metadata={"delta.columnMapping.id": 1}),
+            StructField("b", inner),
+            StructField("c", ArrayType(PrimitiveType("integer"), contains_null=False)),
+            StructField("e", ArrayType(inner, contains_null=True)),
+            StructField("f", MapType(PrimitiveType("string"), PrimitiveType("string"), True)),
+            StructField("g", MapType(PrimitiveType("string"), ArrayType(DecimalType(5, 2)), False)),
+            StructField("h", DecimalType(12, 3)),
+            StructField("v", PrimitiveType("variant"), nullable=False),
+            StructField("av", ArrayType(PrimitiveType("variant"))),
+            *[StructField(f"p_{n}", PrimitiveType(n)) for n in PRIMITIVES],
+        )
+    )
+
+
+def test_nested_round_trip_keeps_nullability_and_metadata() -> None:
+    schema = _full_schema()
+    arrow = to_arrow_schema(schema)
+    back = from_arrow_schema(arrow)
+    assert back == schema
+    assert [f.metadata for f in back.fields] == [f.metadata for f in schema.fields]
+    assert back.fields[1].type.fields[0].metadata == {"comment": "x"}  # type: ignore[union-attr]
+    assert not arrow.field("a").nullable
+    assert arrow.field("a").metadata[b"delta.columnMapping.id"] == b"1"
+    assert arrow.field("c").type.value_field.nullable is False
+    assert arrow.field("f").type.key_field.nullable is False
+    assert arrow.field("g").type.item_field.nullable is False
+
+
+def test_variant_layout() -> None:
+    t = to_arrow_type(PrimitiveType("variant"))
+    assert t == VARIANT_ARROW_TYPE
+    assert [t.field(i).name for i in range(2)] == ["metadata", "value"]
+    assert all(t.field(i).type == pa.binary() and not t.field(i).nullable for i in range(2))
+    # an untagged struct of the same shape stays a struct
+    assert isinstance(from_arrow_type(t), StructType)
+
+
+def test_metadata_json_encoding() -> None:
+    meta = {"delta.columnMapping.physicalName": "col-1", "delta.columnMapping.id": 7, "x": {"a": [1, True]}}
+    schema = StructType((StructField("a", PrimitiveType("long"), metadata=meta),))
+    f = to_arrow_schema(schema).field("a")
+    assert json.loads(f.metadata[b"delta.columnMapping.physicalName"]) == "col-1"
+    assert json.loads(f.metadata[b"x"]) == {"a": [1, True]}
+    assert from_arrow_schema(to_arrow_schema(schema)).fields[0].metadata == meta
+    assert to_arrow_schema(schema, include_metadata=False).field("a").metadata is None
+
+
+def test_from_arrow_lenient_types() -> None:
+    assert from_arrow_type(pa.large_string()) == PrimitiveType("string")
+    assert from_arrow_type(pa.string_view()) == PrimitiveType("string")
+    assert from_arrow_type(pa.large_binary()) == PrimitiveType("binary")
+    assert from_arrow_type(pa.timestamp("ns", tz="Europe/Paris")) == PrimitiveType("timestamp")
+    assert from_arrow_type(pa.timestamp("ms")) == PrimitiveType("timestamp_ntz")
+    assert from_arrow_type(pa.uint8()) == PrimitiveType("short")
+    assert from_arrow_type(pa.uint16()) == PrimitiveType("integer")
+    assert from_arrow_type(pa.uint32()) == PrimitiveType("long")
+    assert from_arrow_type(pa.dictionary(pa.int32(), pa.string())) == PrimitiveType("string")
+    assert from_arrow_type(pa.large_list(pa.int8())) == ArrayType(PrimitiveType("byte"))
+    assert from_arrow_type(pa.date64()) == PrimitiveType("date")
+    # foreign metadata keys are dropped, plain strings kept
+    f = pa.field("x", pa.int32(), metadata={"PARQUET:field_id": "3", "note": "not json"})
+    assert from_arrow_schema(pa.schema([f])).fields[0].metadata == {"note": "not json"}
+
+
+@pytest.mark.parametrize("t", [pa.time64("us"), pa.duration("s"), pa.month_day_nano_interval()])
+def test_from_arrow_unsupported(t: pa.DataType) -> None:
+    with pytest.raises(SchemaError):
+        from_arrow_type(t)
+
+
+def test_unknown_delta_type_raises_at_conversion() -> None:
+    schema = parse_schema_string(
+        '{"type":"struct","fields":[{"name":"g","type":"geometry(OGC:CRS84)","nullable":true,"metadata":{}}]}'
+    )
+    with pytest.raises(SchemaError):
+        to_arrow_schema(schema)
+
+
+def _corpus_schema_strings() -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(glob.glob(str(CORPUS / "**" / "_delta_log" / "*.json"), recursive=True)):
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if not line:
+                    continue
+                action = json.loads(line)
+                md = action.get("metaData")
+                if md and md.get("schemaString"):
+                    out.append((path, md["schemaString"]))
+    return out
+
+
+CORPUS_SCHEMAS = _corpus_schema_strings()
+
+
+@pytest.mark.skipif(not CORPUS_SCHEMAS, reason="conformance corpus not present")
+def test_every_corpus_schema_converts() -> None:
+    unsupported = []
+    for path, schema_string in CORPUS_SCHEMAS:
+        schema = parse_schema_string(schema_string)
+        try:
+            arrow = to_arrow_schema(schema)
+        except SchemaError:
+            # only geospatial types (geometry/geography) have no Arrow mapping
+            assert "geometry" in schema_string or "geography" in schema_string, path
+            unsupported.append(path)
+            continue
+        assert from_arrow_schema(arrow) == schema, path
+    assert len(unsupported) < len(CORPUS_SCHEMAS)
