@@ -30,7 +30,9 @@ def nested_schema() -> StructType:
     return StructType(
         (
             StructField("a", PrimitiveType("long"), True, cm("col-a", 1)),
-            StructField("s", StructType((StructField("x", leaf, True, cm("col-x", 3)),)), True, cm("col-s", 2)),
+            StructField(
+                "s", StructType((StructField("x", leaf, True, cm("col-x", 3)),)), True, cm("col-s", 2)
+            ),
             StructField("e", ArrayType(leaf), True, cm("col-e", 4)),
             StructField("m", MapType(PrimitiveType("string"), leaf), True, cm("col-m", 6)),
             StructField("plain", PrimitiveType("string")),  # no mapping metadata: falls back to its name

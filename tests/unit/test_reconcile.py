@@ -36,7 +36,9 @@ def cm(name: str, fid: int) -> dict[str, object]:
 
 
 def test_missing_and_extra_columns_and_order() -> None:
-    logical = StructType((StructField("b", P("string")), StructField("a", P("long")), StructField("z", P("date"))))
+    logical = StructType(
+        (StructField("b", P("string")), StructField("a", P("long")), StructField("z", P("date")))
+    )
     file_table = pa.table({"a": pa.array([1, 2], pa.int64()), "b": ["x", "y"], "extra": [1.0, 2.0]})
     out = conform_table(file_table, logical, "none")
     assert out.schema == to_arrow_schema(logical, include_metadata=False)
@@ -107,7 +109,9 @@ def test_year_9999_int96_style_us() -> None:
 
 
 def test_string_binary_dictionary_normalised() -> None:
-    logical = StructType((StructField("s", P("string")), StructField("b", P("binary")), StructField("d", P("string"))))
+    logical = StructType(
+        (StructField("s", P("string")), StructField("b", P("binary")), StructField("d", P("string")))
+    )
     table = pa.table(
         {
             "s": pa.array(["a", None], pa.large_string()),
@@ -118,7 +122,9 @@ def test_string_binary_dictionary_normalised() -> None:
     out = conform_table(table, logical, "none")
     assert out.schema == to_arrow_schema(logical, include_metadata=False)
     assert out.to_pydict() == {"s": ["a", None], "b": [b"x", b"y"], "d": ["p", "q"]}
-    sv = conform_table(pa.table({"s": pa.array(["v"], pa.string_view())}), StructType(logical.fields[:1]), "none")
+    sv = conform_table(
+        pa.table({"s": pa.array(["v"], pa.string_view())}), StructType(logical.fields[:1]), "none"
+    )
     assert sv.column("s").type == pa.string()
 
 
@@ -147,7 +153,11 @@ def test_nested_missing_fields_and_renames_name_mode() -> None:
     out = conform_table(file_table, logical, "name")
     assert out.schema == to_arrow_schema(logical, include_metadata=False)
     assert out.to_pylist() == [
-        {"s": {"d": 1, "new": None}, "arr": [{"d": 2, "new": None}, None], "m": [("k", {"d": 3, "new": None})]},
+        {
+            "s": {"d": 1, "new": None},
+            "arr": [{"d": 2, "new": None}, None],
+            "m": [("k", {"d": 3, "new": None})],
+        },
         {"s": None, "arr": None, "m": None},
     ]
 
@@ -157,8 +167,10 @@ def test_sliced_and_chunked_nested_input() -> None:
     logical = StructType((StructField("l", ArrayType(leaf)), StructField("s", leaf)))
     st = pa.struct([pa.field("x", pa.int32())])
     chunk1 = pa.record_batch(
-        {"l": pa.array([[{"x": 1}], None, [{"x": 2}, {"x": 3}]], pa.list_(st)),
-         "s": pa.array([{"x": 1}, None, {"x": 9}], st)}
+        {
+            "l": pa.array([[{"x": 1}], None, [{"x": 2}, {"x": 3}]], pa.list_(st)),
+            "s": pa.array([{"x": 1}, None, {"x": 9}], st),
+        }
     ).slice(1)
     chunk2 = pa.record_batch({"l": pa.array([[]], pa.list_(st)), "s": pa.array([None], st)})
     out = conform_table(pa.Table.from_batches([chunk1, chunk2]), logical, "none")
@@ -183,7 +195,9 @@ def test_id_mode_matches_field_ids_first(tmp_path: Path) -> None:
             pa.field("col-b", pa.string(), metadata={"PARQUET:field_id": "99"}),
         ]
     )
-    pq.write_table(pa.Table.from_pylist([{"something-else": 5, "col-b": "no"}], schema=schema), tmp_path / "f.pq")
+    pq.write_table(
+        pa.Table.from_pylist([{"something-else": 5, "col-b": "no"}], schema=schema), tmp_path / "f.pq"
+    )
     out = conform_table(pq.read_table(tmp_path / "f.pq"), logical, "id")
     assert out.to_pydict() == {"renamed": [5], "added": [None]}
     # files without any field ids fall back to physical names
@@ -194,7 +208,10 @@ def test_id_mode_matches_field_ids_first(tmp_path: Path) -> None:
 def test_id_mode_nested_round_trip_through_parquet(tmp_path: Path) -> None:
     leaf = StructType((StructField("d", P("integer"), True, cm("col-d", 3)),))
     logical = StructType(
-        (StructField("s", leaf, True, cm("col-s", 1)), StructField("e", ArrayType(leaf), True, cm("col-e", 2)))
+        (
+            StructField("s", leaf, True, cm("col-s", 1)),
+            StructField("e", ArrayType(leaf), True, cm("col-e", 2)),
+        )
     )
     phys = to_physical_arrow_schema(logical, "id")
     data = pa.Table.from_pylist([{"col-s": {"col-d": 1}, "col-e": [{"col-d": 2}]}], schema=phys)
@@ -206,8 +223,11 @@ def test_id_mode_nested_round_trip_through_parquet(tmp_path: Path) -> None:
 def test_variant_fields_any_order() -> None:
     logical = StructType((StructField("v", P("variant")),))
     file_type = pa.struct([pa.field("value", pa.binary()), pa.field("metadata", pa.binary())])
-    out = conform_table(pa.table({"v": pa.array([{"value": b"\x0c\x01", "metadata": b"\x01\x00\x00"}], file_type)}),
-                        logical, "none")
+    out = conform_table(
+        pa.table({"v": pa.array([{"value": b"\x0c\x01", "metadata": b"\x01\x00\x00"}], file_type)}),
+        logical,
+        "none",
+    )
     assert out.column("v").to_pylist() == [{"metadata": b"\x01\x00\x00", "value": b"\x0c\x01"}]
 
 
@@ -236,9 +256,10 @@ def test_nullability_from_file_not_enforced() -> None:
 def _schema_at_latest(log_dir: Path) -> StructType:
     schema = None
     for path in sorted(glob.glob(str(log_dir / "*.json"))):
-        for line in open(path, encoding="utf-8"):
-            if line.strip() and "metaData" in (a := json.loads(line)):
-                schema = parse_schema_string(a["metaData"]["schemaString"])
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip() and "metaData" in (a := json.loads(line)):
+                    schema = parse_schema_string(a["metaData"]["schemaString"])
     assert schema is not None
     return schema
 
@@ -247,7 +268,10 @@ def _schema_at_latest(log_dir: Path) -> StructType:
 def test_corpus_column_mapping_name_mode() -> None:
     root = CORPUS / "dat/column_mapping"
     logical = _schema_at_latest(root / "delta/_delta_log")
-    parts = [conform_table(pq.read_table(f), logical, "name") for f in sorted(glob.glob(str(root / "delta/*.parquet")))]
+    parts = [
+        conform_table(pq.read_table(f), logical, "name")
+        for f in sorted(glob.glob(str(root / "delta/*.parquet")))
+    ]
     got = pa.concat_tables(parts)
     expected = pq.read_table(root / "expected/latest/table_content")
     assert got.schema.names == expected.schema.names == ["letter", "new_int", "date"]

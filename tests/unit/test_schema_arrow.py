@@ -69,7 +69,9 @@ def _full_schema() -> StructType:
     )
     return StructType(
         (
-            StructField("a", PrimitiveType("integer"), nullable=False, metadata={"delta.columnMapping.id": 1}),
+            StructField(
+                "a", PrimitiveType("integer"), nullable=False, metadata={"delta.columnMapping.id": 1}
+            ),
             StructField("b", inner),
             StructField("c", ArrayType(PrimitiveType("integer"), contains_null=False)),
             StructField("e", ArrayType(inner, contains_null=True)),

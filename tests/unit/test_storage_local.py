@@ -70,6 +70,9 @@ def test_read_ranges_and_head(store: LocalStorage) -> None:
     assert store.read("a/b.bin", None, 3) == b"012"
     assert store.read("a/b.bin", 8, 100) == b"89"
     assert store.read("a/b.bin", 4, 4) == b""
+    assert store.read("a/b.bin", 10) == b"" and store.read("a/b.bin", 12, 20) == b""
+    store.put_if_absent("a/empty", b"")
+    assert store.read("a/empty") == b"" and store.read("a/empty", 0, 5) == b""
     meta = store.head("a/b.bin")
     assert (meta.key, meta.size) == ("a/b.bin", 10)
     st = os.stat(store.full_uri("a/b.bin"))
@@ -192,3 +195,10 @@ def test_normalize_object_store_uris() -> None:
     )
     assert normalize_table_uri("memory:///t/") == "memory:///t"
     assert normalize_table_uri("memory://t") == "memory:///t"
+
+
+def test_unconditional_put_overwrites(store: LocalStorage) -> None:
+    store.put("_delta_log/_last_checkpoint", b"1")
+    store.put("_delta_log/_last_checkpoint", b"22")
+    assert store.read("_delta_log/_last_checkpoint") == b"22"
+    assert _keys(store, "_delta_log/") == ["_delta_log/_last_checkpoint"]

@@ -77,6 +77,9 @@ def test_read_ranges_head_exists(s3: Storage) -> None:
     assert s3.read("a/b.bin", None, 3) == b"012"
     assert s3.read("a/b.bin", 8, 100) == b"89"
     assert s3.read("a/b.bin", 4, 4) == b""
+    assert s3.read("a/b.bin", 10) == b"" and s3.read("a/b.bin", 12, 20) == b""
+    s3.put_if_absent("a/empty", b"")
+    assert s3.read("a/empty") == b"" and s3.read("a/empty", 0, 5) == b""
     meta = s3.head("a/b.bin")
     assert (meta.key, meta.size) == ("a/b.bin", 10)
     assert meta == next(s3.list_from("a/"))
@@ -206,3 +209,10 @@ def test_option_mapping() -> None:
     assert config == {"google_service_account": "/x.json"} and client == {}
     with pytest.raises(StorageError):
         storage_for_uri("s3://bucket/t", {"AWS_NOT_A_REAL_KEY": "1"})
+
+
+def test_unconditional_put_overwrites(s3: Storage) -> None:
+    assert isinstance(s3, ObjectStoreStorage)
+    s3.put("_delta_log/_last_checkpoint", b"1")
+    s3.put("_delta_log/_last_checkpoint", b"22")
+    assert s3.read("_delta_log/_last_checkpoint") == b"22"

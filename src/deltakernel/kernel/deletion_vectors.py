@@ -80,7 +80,8 @@ def z85_encode(data: bytes) -> str:
         return ""
     words = np.frombuffer(data, dtype=">u4").astype(np.uint64)
     digits = (words[:, None] // _POW85[None, :]) % np.uint64(85)
-    return _Z85_ENC[digits.astype(np.intp)].tobytes().decode("ascii")
+    encoded: bytes = _Z85_ENC[digits.astype(np.intp)].tobytes()
+    return encoded.decode("ascii")
 
 
 def z85_decode(text: str) -> bytes:
@@ -107,7 +108,8 @@ def z85_decode(text: str) -> bytes:
     values = (digits.reshape(-1, 5).astype(np.uint64) * _POW85[None, :]).sum(axis=1, dtype=np.uint64)
     if (values > np.uint64(0xFFFFFFFF)).any():
         raise ValueError("Z85 group exceeds 32 bits")
-    return values.astype(">u4").tobytes() + tail
+    decoded: bytes = values.astype(">u4").tobytes()
+    return decoded + tail
 
 
 def _z85_digits(raw: bytes) -> npt.NDArray[np.uint8]:
@@ -263,7 +265,7 @@ class DeletionVectorDescriptor:
         the table's storage is refused); a scheme-less relative 'p' path is taken as relative.
         """
         if self.storage_type == "u":
-            prefix = self.path_or_inline_dv[: -_UUID_Z85_LEN]
+            prefix = self.path_or_inline_dv[:-_UUID_Z85_LEN]
             name = f"deletion_vector_{self.uuid()}.bin"
             return _check_relative_key(f"{prefix}/{name}" if prefix else name, "deletion vector path")
         if self.storage_type == "p":
@@ -367,11 +369,13 @@ def _bitmap_values(chunk: bytes) -> npt.NDArray[np.uint32]:
         bitmap = BitMap.deserialize(chunk)
     except (ValueError, IndexError, OverflowError) as exc:
         raise DeletionVectorError(f"corrupt roaring bitmap: {exc}") from exc
-    return np.frombuffer(bitmap.to_array(), dtype=np.uint32)
+    values: npt.NDArray[np.uint32] = np.frombuffer(bitmap.to_array(), dtype=np.uint32)
+    return values
 
 
 def _combine(key: int, lows: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
-    return (np.uint64(key) << np.uint64(32)) | lows.astype(np.uint64)
+    combined: npt.NDArray[np.uint64] = (np.uint64(key) << np.uint64(32)) | lows.astype(np.uint64)
+    return combined
 
 
 def deserialize_roaring_bitmap_array(data: bytes) -> npt.NDArray[np.uint64]:
@@ -447,18 +451,28 @@ def _as_row_index_array(row_indexes: Iterable[int] | npt.NDArray[Any]) -> npt.ND
     return out
 
 
+def _sorted_unique(rows: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """Sort + dedupe; avoids numpy 2's hash-based ``np.unique``, which is slow on large uint64."""
+    if rows.size > 1 and not bool(np.all(rows[1:] >= rows[:-1])):
+        rows = np.sort(rows)
+    if rows.size > 1:
+        rows = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
+    return rows
+
+
 def serialize_roaring_bitmap_array(row_indexes: Iterable[int] | npt.NDArray[Any]) -> bytes:
     """Portable RoaringBitmapArray bytes (magic + 64-bit bitmap) of a set of row indexes.
 
     Duplicates are dropped and order does not matter; empty buckets are not written.
     """
-    rows = np.unique(_as_row_index_array(row_indexes))
+    rows = _sorted_unique(_as_row_index_array(row_indexes))
     highs = (rows >> np.uint64(32)).astype(np.uint32)
     lows = (rows & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    keys, starts = np.unique(highs, return_index=True)
-    bounds = [*starts.tolist(), int(rows.size)]
-    out = [struct.pack("<iQ", PORTABLE_MAGIC, int(keys.size))]
-    for i, key in enumerate(keys.tolist()):
+    starts = np.flatnonzero(highs[1:] != highs[:-1]) + 1 if rows.size else np.empty(0, np.intp)
+    bounds = [0, *starts.tolist(), int(rows.size)] if rows.size else [0]
+    keys = highs[bounds[:-1]].tolist()
+    out = [struct.pack("<iQ", PORTABLE_MAGIC, len(keys))]
+    for i, key in enumerate(keys):
         low_values = array("I")
         low_values.frombytes(lows[bounds[i] : bounds[i + 1]].tobytes())
         bitmap = BitMap(low_values)

@@ -196,8 +196,10 @@ def partition_columns_table(
     """
     if isinstance(raw_struct, pa.ChunkedArray):
         raw_struct = (
-            raw_struct.combine_chunks() if raw_struct.num_chunks != 1 else raw_struct.chunk(0)
-        ) if raw_struct.num_chunks else pa.array([], raw_struct.type)
+            (raw_struct.combine_chunks() if raw_struct.num_chunks != 1 else raw_struct.chunk(0))
+            if raw_struct.num_chunks
+            else pa.array([], raw_struct.type)
+        )
     names: list[str]
     if isinstance(raw_struct, (pa.Table, pa.RecordBatch)):
         names = list(raw_struct.column_names)

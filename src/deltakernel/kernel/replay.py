@@ -167,6 +167,9 @@ class _CommitBatch:
     removes: pa.Table
     cdc_versions: list[int]
     rare: list[tuple[int, dict[str, Any]]]  # (version, action) in log order
+    #: cdc actions (file-table columns: path, size, partition_values, data_change; others null) tagged
+    #: with _version/_order; read by the change data feed (table_changes.py)
+    cdcs: pa.Table | None = None
 
 
 def _read_commit_bytes(storage: Storage, metas: Sequence[ObjectMeta]) -> list[bytes]:
@@ -259,7 +262,7 @@ def read_commits(
         [
             ("add", _json_action_type("add", pnames)),
             ("remove", _json_action_type("remove", pnames)),
-            ("cdc", pa.struct([("path", pa.string())])),
+            ("cdc", _json_action_type("cdc", pnames)),
         ]
     )
     try:
@@ -271,9 +274,9 @@ def read_commits(
     line_versions = pc.take(pa.array(versions, pa.int64()), bulk_parents)
     adds = _tagged(parsed, "add", pnames, line_versions, order)
     removes = _tagged(parsed, "remove", pnames, line_versions, order)
-    cdc_mask = parsed.field("cdc").is_valid()
-    cdc_versions = sorted(set(pc.filter(line_versions, cdc_mask).to_pylist()))
-    return _CommitBatch(versions, adds, removes, cdc_versions, rare)
+    cdcs = _tagged(parsed, "cdc", pnames, line_versions, order)
+    cdc_versions = sorted(set(cdcs.column("_version").to_pylist()))
+    return _CommitBatch(versions, adds, removes, cdc_versions, rare, cdcs)
 
 
 def _tagged(parsed: pa.StructArray, kind: str, pnames: Sequence[str], versions: pa.Array, order: pa.Array) -> pa.Table:

@@ -215,6 +215,23 @@ class LocalStorage(Storage):
             except OSError:  # pragma: no cover - best effort cleanup
                 pass
 
+    def put(self, key: str, data: bytes) -> None:
+        """Unconditional atomic write (`_last_checkpoint`, data files); never use it for commits."""
+        path = self._path(key)
+        if path == self.root_path:
+            raise InvalidPathError("cannot put an object at the storage root")
+        parent, name = os.path.split(path)
+        tmp = os.path.join(parent, f".{name}.{uuid.uuid4().hex}{_TMP_SUFFIX}")
+        try:
+            os.makedirs(parent, exist_ok=True)
+            self._write_new(tmp, data)
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc}") from exc
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
     @staticmethod
     def _write_new(path: str, data: bytes, *, exists_error: bool = False) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)

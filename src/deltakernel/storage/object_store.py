@@ -197,15 +197,6 @@ class _SeekableReader:
     def size(self) -> int:
         return int(self._inner.size)
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
     def close(self) -> None:
         if not self.closed:
             self.closed = True
@@ -230,15 +221,6 @@ class _Writer:
         if not self.closed:
             self.closed = True
             self._inner.close()
-
-    def readable(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
 
 
 class ObjectStoreStorage(Storage):
@@ -265,6 +247,10 @@ class ObjectStoreStorage(Storage):
         return f"ObjectStoreStorage({self.root_uri!r})"
 
     def _build_store(self) -> Any:
+        try:
+            import obstore  # noqa: F401
+        except ImportError as exc:
+            raise StorageError(f"{self.scheme}:// tables need the 'obstore' package: {exc}") from exc
         if self.backend == "memory":
             return _shared_memory_store()
         from obstore.exceptions import BaseError
@@ -325,7 +311,9 @@ class ObjectStoreStorage(Storage):
         dir_part, _, name_prefix = prefix.rpartition("/")
         list_prefix = self._path(dir_part) if dir_part else self.prefix
         key_base = f"{dir_part}/" if dir_part else ""
-        offset = self._path(start_after) if start_after else None
+        # a server-side offset only when start_after is a clean key (normalizing could move it forward)
+        clean = start_after and all(seg not in ("", ".", "..") for seg in start_after.split("/"))
+        offset = self._path(start_after) if clean and start_after else None
         found: list[ObjectMeta] = []
         try:
             stream = obstore.list(self._store, list_prefix or None, offset=offset, chunk_size=1000)
@@ -367,7 +355,17 @@ class ObjectStoreStorage(Storage):
                 return bytes(obstore.get(self._store, path, options={"range": {"offset": start}}).bytes())
             return bytes(obstore.get(self._store, path).bytes())
         except _obstore_errors() as exc:
+            # S3 answers 416 for a range starting at/after EOF; match local files (empty read)
+            if self._is_range_error(exc, start, end) and (start or 0) >= self.head(key).size:
+                return b""
             raise self._wrap(exc, "read of", key) from exc
+
+    @staticmethod
+    def _is_range_error(exc: BaseException, start: int | None, end: int | None) -> bool:
+        if (start is None and end is None) or _is_not_found(exc):
+            return False
+        msg = str(exc)
+        return "416" in msg or "range" in msg.lower()
 
     def head(self, key: str) -> ObjectMeta:
         import obstore

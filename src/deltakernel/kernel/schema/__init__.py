@@ -34,6 +34,7 @@ from .types import (
 )
 
 __all__ = [
+    "VARIANT_ARROW_TYPE",
     "ArrayType",
     "ColumnMappingMode",
     "DataType",
@@ -42,7 +43,6 @@ __all__ = [
     "PrimitiveType",
     "StructField",
     "StructType",
-    "VARIANT_ARROW_TYPE",
     "column_mapping_mode",
     "conform_batch",
     "conform_table",

@@ -64,7 +64,9 @@ def to_arrow_type(dtype: DataType) -> pa.DataType:
             raise SchemaError(f"Delta type {dtype.name!r} has no Arrow mapping (unsupported type)") from None
     if isinstance(dtype, DecimalType):
         if not (1 <= dtype.precision <= MAX_DECIMAL_PRECISION) or not (0 <= dtype.scale <= dtype.precision):
-            raise SchemaError(f"invalid Delta decimal({dtype.precision},{dtype.scale}); precision must be 1..38")
+            raise SchemaError(
+                f"invalid Delta decimal({dtype.precision},{dtype.scale}); precision must be 1..38"
+            )
         return pa.decimal128(dtype.precision, dtype.scale)
     if isinstance(dtype, ArrayType):
         return pa.list_(_child_field(LIST_ELEMENT_NAME, dtype.element_type, dtype.contains_null))
@@ -214,7 +216,9 @@ def _from_child(f: pa.Field) -> DataType:
 
 def from_arrow_field(f: pa.Field) -> StructField:
     """One Arrow field as a Delta field; JSON-decodes its metadata and drops Arrow/Parquet-owned keys."""
-    return StructField(f.name, _from_child(f), nullable=f.nullable, metadata=decode_field_metadata(f.metadata))
+    return StructField(
+        f.name, _from_child(f), nullable=f.nullable, metadata=decode_field_metadata(f.metadata)
+    )
 
 
 def from_arrow_schema(schema: pa.Schema) -> StructType:

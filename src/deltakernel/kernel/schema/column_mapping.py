@@ -84,7 +84,9 @@ def _physical_type(dtype: DataType, mode: str) -> DataType:
         return ArrayType(_physical_type(dtype.element_type, mode), dtype.contains_null)
     if isinstance(dtype, MapType):
         return MapType(
-            _physical_type(dtype.key_type, mode), _physical_type(dtype.value_type, mode), dtype.value_contains_null
+            _physical_type(dtype.key_type, mode),
+            _physical_type(dtype.value_type, mode),
+            dtype.value_contains_null,
         )
     return dtype
 

@@ -8,15 +8,15 @@ schema, so each column is matched, cast and renamed here, column-at-a-time with 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import SchemaError
-from .arrow import to_arrow_schema, to_arrow_type
+from .arrow import to_arrow_schema
 from .column_mapping import PARQUET_FIELD_ID, field_id, physical_name
-from .types import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField, StructType
+from .types import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
 
 _US_PER_DAY = 86_400_000_000
 
@@ -32,9 +32,7 @@ def _arrow_field_id(f: pa.Field) -> int | None:
         return None
 
 
-def _match_fields(
-    file_fields: list[pa.Field], logical: StructType, mode: str
-) -> list[int | None]:
+def _match_fields(file_fields: list[pa.Field], logical: StructType, mode: str) -> list[int | None]:
     """For each logical field, the index of the file field holding it (None when absent)."""
     by_name: dict[str, int] = {}
     by_lower: dict[str, int] = {}
@@ -149,8 +147,9 @@ def _conform_struct(arr: pa.Array, logical: StructType, target: pa.DataType, mod
 
 def _empty_struct(arr: pa.Array, target: pa.DataType) -> pa.Array:
     """A struct with no fields: keep only the validity."""
-    return pa.StructArray.from_buffers(target, len(arr), [arr.buffers()[0]], null_count=arr.null_count,
-                                       offset=arr.offset)
+    return pa.StructArray.from_buffers(
+        target, len(arr), [arr.buffers()[0]], null_count=arr.null_count, offset=arr.offset
+    )
 
 
 def _list_parts(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -175,8 +174,13 @@ def _rebase(offsets: pa.Array, values: pa.Array, src: pa.DataType) -> tuple[pa.A
 
 def _conform_list(arr: pa.Array, dtype: ArrayType, target: pa.DataType, mode: str) -> pa.Array:
     src = arr.type
-    if not (pa.types.is_list(src) or pa.types.is_large_list(src) or pa.types.is_fixed_size_list(src)
-            or pa.types.is_list_view(src) or pa.types.is_large_list_view(src)):
+    if not (
+        pa.types.is_list(src)
+        or pa.types.is_large_list(src)
+        or pa.types.is_fixed_size_list(src)
+        or pa.types.is_list_view(src)
+        or pa.types.is_large_list_view(src)
+    ):
         raise SchemaError(f"file column of type {src} cannot be read as {target}")
     offsets, values = _list_parts(arr)
     values = _conform_array(values, dtype.element_type, target.value_type, mode)
@@ -199,7 +203,9 @@ def _conform_map(arr: pa.Array, dtype: MapType, target: pa.DataType, mode: str) 
     keys = _conform_array(keys, dtype.key_type, target.key_type, mode)
     items = _conform_array(items, dtype.value_type, target.item_type, mode)
     return _wrap(
-        lambda: pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=_validity_mask(arr)), src, target
+        lambda: pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=_validity_mask(arr)),
+        src,
+        target,
     )
 
 
@@ -213,8 +219,12 @@ def _conform_column(
 
 # ----------------------------------------------------------------------------- public API
 def _conform_columns(
-    schema: pa.Schema, columns: list[pa.ChunkedArray] | list[pa.Array], num_rows: int, logical: StructType,
-    mode: str, chunked: bool,
+    schema: pa.Schema,
+    columns: list[pa.ChunkedArray] | list[pa.Array],
+    num_rows: int,
+    logical: StructType,
+    mode: str,
+    chunked: bool,
 ) -> tuple[list[pa.ChunkedArray] | list[pa.Array], pa.Schema]:
     out_schema = to_arrow_schema(logical, include_metadata=False)
     matches = _match_fields(list(schema), logical, mode)
@@ -242,10 +252,7 @@ def conform_table(file_table: pa.Table, logical: StructType, mode: str) -> pa.Ta
 
 def conform_batch(batch: pa.RecordBatch, logical: StructType, mode: str) -> pa.RecordBatch:
     """`conform_table` for one RecordBatch (the streaming scan path)."""
-    columns, schema = _conform_columns(batch.schema, batch.columns, batch.num_rows, logical, mode, chunked=False)
+    columns, schema = _conform_columns(
+        batch.schema, batch.columns, batch.num_rows, logical, mode, chunked=False
+    )
     return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
-def logical_arrow_type(dtype: DataType) -> pa.DataType:
-    """The Arrow type `conform_*` produces for a Delta type (re-exported for callers building empty results)."""
-    return to_arrow_type(dtype)

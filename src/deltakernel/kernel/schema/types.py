@@ -105,6 +105,21 @@ class StructType:
     def __len__(self) -> int:
         return len(self.fields)
 
+    def to_arrow(self) -> Any:
+        """The Arrow schema (deltalake's `Schema.to_arrow()`); imported lazily to keep the model Arrow-free."""
+        from .arrow import to_arrow_schema
+
+        return to_arrow_schema(self, include_metadata=False)
+
+    def to_pyarrow(self) -> Any:
+        return self.to_arrow()
+
+    def json(self) -> str:
+        return schema_to_json(self)
+
+    def __str__(self) -> str:
+        return "\n".join(f"{f.name}: {_type_str(f.type)}{'' if f.nullable else ' not null'}" for f in self.fields)
+
 
 DataType = Union[PrimitiveType, DecimalType, ArrayType, MapType, StructType]
 
@@ -160,3 +175,15 @@ def parse_schema_string(schema_string: str) -> StructType:
 
 def schema_to_json(schema: StructType) -> str:
     return json.dumps(schema.to_json(), separators=(",", ":"))
+
+
+def _type_str(t: DataType) -> str:
+    if isinstance(t, PrimitiveType):
+        return t.name
+    if isinstance(t, DecimalType):
+        return f"decimal({t.precision},{t.scale})"
+    if isinstance(t, ArrayType):
+        return f"array<{_type_str(t.element_type)}>"
+    if isinstance(t, MapType):
+        return f"map<{_type_str(t.key_type)}, {_type_str(t.value_type)}>"
+    return "struct<" + ", ".join(f"{f.name}: {_type_str(f.type)}" for f in t.fields) + ">"

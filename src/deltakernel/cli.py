@@ -1,0 +1,141 @@
+"""`deltakernel` command line: inspect a Delta table (info, history, files, schema, head, count)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import DeltaError
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from .table import DeltaTable
+
+    options = dict(kv.split("=", 1) for kv in (args.storage_option or []))
+    table = DeltaTable(args.table, storage_options=options or None)
+    if args.version is not None:
+        table.load_as_version(int(args.version) if args.version.lstrip("-").isdigit() else args.version)
+    return table
+
+
+def _progress(stream: Any) -> Any:
+    """A one-line progress bar on stderr for long scans (files read / total)."""
+
+    def report(done: int, total: int) -> None:
+        if not stream.isatty():
+            return
+        width = 30
+        filled = int(width * done / max(total, 1))
+        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
+        if done == total:
+            stream.write("\n")
+        stream.flush()
+
+    return report
+
+
+def cmd_info(args: argparse.Namespace) -> None:
+    t = _open(args)
+    md, proto = t.metadata(), t.protocol()
+    info = {
+        "uri": t.table_uri,
+        "version": t.version(),
+        "id": md.id,
+        "name": md.name,
+        "description": md.description,
+        "partition_columns": list(md.partition_columns),
+        "num_files": t.snapshot.num_files,
+        "min_reader_version": proto.min_reader_version,
+        "min_writer_version": proto.min_writer_version,
+        "reader_features": sorted(proto.reader_features) if proto.reader_features is not None else None,
+        "writer_features": sorted(proto.writer_features) if proto.writer_features is not None else None,
+        "configuration": md.configuration,
+    }
+    print(json.dumps(info, indent=2))
+
+
+def cmd_history(args: argparse.Namespace) -> None:
+    t = _open(args)
+    for entry in t.history(limit=args.limit):
+        print(json.dumps(entry, default=str))
+
+
+def cmd_files(args: argparse.Namespace) -> None:
+    t = _open(args)
+    for uri in t.file_uris():
+        print(uri)
+
+
+def cmd_schema(args: argparse.Namespace) -> None:
+    t = _open(args)
+    if args.json:
+        print(json.dumps(t.schema().to_json(), indent=2))
+    else:
+        from .kernel.schema.arrow import to_arrow_schema
+
+        print(to_arrow_schema(t.schema(), include_metadata=False))
+
+
+def cmd_head(args: argparse.Namespace) -> None:
+    import pyarrow as pa
+
+    t = _open(args)
+    batches = []
+    rows = 0
+    for batch in t.scan(columns=args.columns, progress=_progress(sys.stderr)).to_batches():
+        batches.append(batch)
+        rows += batch.num_rows
+        if rows >= args.n:
+            break
+    table = pa.Table.from_batches(batches, schema=t.scan(columns=args.columns).arrow_schema).slice(0, args.n)
+    try:
+        print(table.to_pandas().to_string())
+    except ImportError:
+        print(table.to_string(preview_cols=20))
+
+
+def cmd_count(args: argparse.Namespace) -> None:
+    print(_open(args).count())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="deltakernel", description="Inspect Delta Lake tables.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name: str, fn: Any, help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_)
+        sp.add_argument("table", help="table URI (local path, file://, s3://, gs://, az://)")
+        sp.add_argument("--version", "-v", help="version number or ISO-8601 timestamp (time travel)")
+        sp.add_argument("--storage-option", "-o", action="append", metavar="KEY=VALUE",
+                        help="storage option, e.g. AWS_ENDPOINT_URL=http://127.0.0.1:9000")
+        sp.set_defaults(fn=fn)
+        return sp
+
+    add("info", cmd_info, "version, protocol, metadata")
+    add("history", cmd_history, "commit history, newest first").add_argument("--limit", type=int)
+    add("files", cmd_files, "URIs of the live data files")
+    add("schema", cmd_schema, "the table schema").add_argument("--json", action="store_true")
+    h = add("head", cmd_head, "first rows")
+    h.add_argument("-n", type=int, default=10)
+    h.add_argument("--columns", "-c", nargs="*")
+    add("count", cmd_count, "number of rows")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.fn(args)
+    except DeltaError as e:
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

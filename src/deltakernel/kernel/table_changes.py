@@ -1,0 +1,577 @@
+"""Change data feed over a version range (PROTOCOL.md "Change Data Files", "Add CDC File").
+
+Per commit version: when the commit has `cdc` actions, its changes are exactly the rows of those
+files (which carry `_change_type`); otherwise rows of `add` actions with dataChange are inserts and
+rows of `remove` actions with dataChange are deletes. A file removed and re-added in the same commit
+with a different deletion vector contributes only the rows whose DV state changed. Every version in
+the range must have `delta.enableChangeDataFeed` on in the metadata in effect at that version.
+
+Output: the table's logical columns (schema at the end version), then `_change_type`,
+`_commit_version`, `_commit_timestamp`. Files are read through :class:`Scan` (column mapping, type
+widening, partition values, deletion vectors), several at a time, streamed in version order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import DeltaError, InvalidFilterError, SchemaError, VersionNotFoundError
+from ..storage.base import ObjectMeta, Storage
+from .actions import Metadata, Protocol
+from .deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from .features import check_read_supported
+from .log_segment import list_commits
+from .replay import _physical_partition_names, read_commits
+from .scan import Scan
+from .schema.arrow import to_arrow_schema
+from .schema.column_mapping import column_mapping_mode
+from .schema.types import PrimitiveType, StructField, StructType
+from .snapshot import Snapshot
+
+CDF_PROPERTY = "delta.enableChangeDataFeed"
+ICT_PROPERTY = "delta.enableInCommitTimestamps"
+CHANGE_TYPE = "_change_type"
+COMMIT_VERSION = "_commit_version"
+COMMIT_TIMESTAMP = "_commit_timestamp"
+#: deltalake 1.6.6 returns `timestamp[ms]` without a time zone (values are UTC epoch milliseconds)
+COMMIT_TIMESTAMP_TYPE = pa.timestamp("ms")
+META_FIELDS = [
+    pa.field(CHANGE_TYPE, pa.string()),
+    pa.field(COMMIT_VERSION, pa.int64()),
+    pa.field(COMMIT_TIMESTAMP, COMMIT_TIMESTAMP_TYPE),
+]
+_MAX_IN_FLIGHT = 4
+
+
+class ChangeDataFeedNotEnabledError(DeltaError):
+    """A version in the requested range was written while the change data feed was off."""
+
+
+@dataclass
+class _Task:
+    """One file to read for the feed; `kind` is cdc, insert, delete or dv_change (re-added file)."""
+
+    version: int
+    timestamp_ms: int
+    kind: str
+    path: str
+    partition_values: dict[str, Any]
+    size: int | None
+    deletion_vector: dict[str, Any] | None = None
+    removed_dv: dict[str, Any] | None = None  # dv_change: the DV of the remove action
+
+
+@dataclass
+class _VersionInfo:
+    timestamp_ms: int
+    tasks: list[_Task] = field(default_factory=list)
+
+
+class _SnapshotView:
+    """The few Snapshot attributes :class:`Scan` reads, for a schema of our choosing."""
+
+    def __init__(self, storage: Storage, version: int, schema: StructType, partition_columns: list[str],
+                 mode: str) -> None:
+        self.storage = storage
+        self.version = version
+        self.schema = schema
+        self.partition_columns = partition_columns
+        self.column_mapping_mode = mode
+        self.files = pa.table({})
+
+
+def _cdf_enabled(md: Metadata) -> bool:
+    return str(md.configuration.get(CDF_PROPERTY, "false")).strip().lower() == "true"
+
+
+class TableChanges:
+    """The change data feed of versions [starting_version, ending_version] (end: latest when None)."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        starting_version: int = 0,
+        ending_version: int | None = None,
+        allow_out_of_range: bool = False,
+        max_workers: int = _MAX_IN_FLIGHT,
+    ) -> None:
+        self.storage = storage
+        self.max_workers = max(1, max_workers)
+        start = int(starting_version)
+        if start < 0:
+            raise VersionNotFoundError(f"invalid starting version {start}: versions start at 0")
+        if ending_version is not None and int(ending_version) < start:
+            raise DeltaError(f"invalid version range: start version {start} is greater than end version "
+                             f"{ending_version}")
+        commits = list_commits(storage)
+        if not commits:
+            Snapshot.load(storage)  # raises the usual "not a Delta table" error
+        latest = max(commits)
+        end = latest if ending_version is None else min(int(ending_version), latest)  # clamped like deltalake
+        self.start_version = start
+        self.empty = start > latest
+        if self.empty:
+            if not allow_out_of_range:
+                raise VersionNotFoundError(
+                    f"starting version {start} is after the latest version {latest} of {storage.root_uri}"
+                )
+            end = latest
+        self.end_version = end
+        missing = [v for v in range(start, end + 1) if v not in commits]
+        if missing and not self.empty:
+            raise VersionNotFoundError(
+                f"change data for version(s) {missing[:10]} of {storage.root_uri} is not available: the "
+                "commit files were cleaned up"
+            )
+        first = end if self.empty else start
+        base = Snapshot.load(storage, first)  # metadata and protocol in effect at the start version
+        self._versions: dict[int, _VersionInfo] = {}
+        metadata, protocol = base.metadata, base.protocol
+        if not self.empty:
+            metadata, protocol = self._plan(base, [commits[v] for v in range(start, end + 1)])
+        self.metadata = metadata
+        self.protocol = protocol
+        self.schema: StructType = metadata.schema
+        self.partition_columns = list(metadata.partition_columns)
+        self.mode = column_mapping_mode(metadata.configuration, protocol)
+
+    # ------------------------------------------------------------------ planning (log only)
+    def _plan(self, base: Snapshot, metas: list[ObjectMeta]) -> tuple[Metadata, Protocol]:
+        hint = _physical_partition_names(base.metadata.to_json())
+        batch = read_commits(self.storage, metas, hint)
+        metadata, protocol = base.metadata, base.protocol
+        by_version: dict[int, list[dict[str, Any]]] = {}
+        for version, obj in batch.rare:
+            by_version.setdefault(version, []).append(obj)
+        for meta in metas:
+            v = int(meta.key.rsplit("/", 1)[-1][:20])
+            info: dict[str, Any] = {}
+            for obj in by_version.get(v, []):
+                if isinstance(obj.get("metaData"), dict) and v != base.version:
+                    metadata = Metadata.from_json(obj["metaData"])
+                if isinstance(obj.get("protocol"), dict) and v != base.version:
+                    protocol = Protocol.from_json(obj["protocol"])
+                    check_read_supported(protocol)
+                if isinstance(obj.get("commitInfo"), dict) and not info:
+                    info = obj["commitInfo"]
+            if not _cdf_enabled(metadata):
+                raise ChangeDataFeedNotEnabledError(
+                    f"change data feed is not enabled at version {v} of {self.storage.root_uri} "
+                    f"(requested {self.start_version}..{self._end_of(metas)}); "
+                    f"set {CDF_PROPERTY}=true before the changes to read"
+                )
+            self._versions[v] = _VersionInfo(self._timestamp(v, info, metadata, meta))
+        self._collect_tasks(batch)
+        return metadata, protocol
+
+    @staticmethod
+    def _end_of(metas: list[ObjectMeta]) -> int:
+        return int(metas[-1].key.rsplit("/", 1)[-1][:20])
+
+    @staticmethod
+    def _timestamp(version: int, info: dict[str, Any], md: Metadata, meta: ObjectMeta) -> int:
+        """In-commit timestamp when enabled, else commitInfo.timestamp (as deltalake), else file mtime."""
+        ict_on = str(md.configuration.get(ICT_PROPERTY, "false")).lower() == "true"
+        for key in (("inCommitTimestamp", "timestamp") if ict_on else ("timestamp",)):
+            value = info.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return int(value)
+        return int(meta.last_modified_ms)
+
+    def _collect_tasks(self, batch: Any) -> None:
+        cdcs = batch.cdcs
+        cdc_versions = set(batch.cdc_versions)
+        if cdcs is not None and cdcs.num_rows:
+            for row in cdcs.select(["_version", "path", "partition_values", "size"]).to_pylist():
+                v = row["_version"]
+                self._versions[v].tasks.append(
+                    _Task(v, self._versions[v].timestamp_ms, "cdc", row["path"], row["partition_values"] or {},
+                          row["size"])
+                )
+        cols = ["_version", "_order", "path", "partition_values", "size", "deletion_vector"]
+
+        def changed(t: pa.Table) -> list[dict[str, Any]]:
+            if t.num_rows == 0:
+                return []
+            keep = pc.fill_null(t.column("data_change"), True)
+            rows = t.filter(keep).select(cols).to_pylist()
+            return [r for r in rows if r["_version"] not in cdc_versions]
+
+        adds, removes = changed(batch.adds), changed(batch.removes)
+        removed = {(r["_version"], r["path"]): r for r in removes}
+        paired: set[int] = set()  # _order of removes consumed by a re-add of the same file
+        planned: list[tuple[int, _Task]] = []
+        for row in adds:
+            v = row["_version"]
+            rem = removed.get((v, row["path"]))
+            task = _Task(v, self._versions[v].timestamp_ms, "insert", row["path"], row["partition_values"] or {},
+                         row["size"], row["deletion_vector"])
+            if rem is not None and rem["_order"] not in paired:
+                paired.add(rem["_order"])
+                task.kind, task.removed_dv = "dv_change", rem["deletion_vector"]
+            planned.append((row["_order"], task))
+        for row in removes:
+            if row["_order"] in paired:
+                continue
+            v = row["_version"]
+            planned.append((row["_order"], _Task(v, self._versions[v].timestamp_ms, "delete", row["path"],
+                                                 row["partition_values"] or {}, row["size"],
+                                                 row["deletion_vector"])))
+        for _, task in sorted(planned, key=lambda p: p[0]):
+            self._versions[task.version].tasks.append(task)
+
+    # ------------------------------------------------------------------ output
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """Logical table columns, then the three change columns."""
+        return pa.schema([*to_arrow_schema(self.schema, include_metadata=False), *META_FIELDS])
+
+    def _output_schema(self, columns: Sequence[str] | None) -> pa.Schema:
+        full = self.arrow_schema
+        if columns is None:
+            return full
+        fields = []
+        for c in columns:
+            idx = _find(full, c)
+            if idx is None:
+                raise SchemaError(f"no column {c!r} in the change data feed (columns: {full.names})")
+            fields.append(full.field(idx))
+        return pa.schema(fields)
+
+    def tasks(self) -> list[_Task]:
+        """The planned file reads, in version and log order."""
+        return [t for v in sorted(self._versions) for t in self._versions[v].tasks]
+
+    def to_reader(
+        self,
+        columns: Sequence[str] | None = None,
+        predicate: Any = None,
+        row_filter: pc.Expression | None = None,
+        sql_predicate: str | None = None,
+    ) -> pa.RecordBatchReader:
+        """Stream the changes; `predicate` (kernel expression), `row_filter` and `sql_predicate` AND-ed."""
+        out_schema = self._output_schema(columns)
+        flt = self._filter(predicate, row_filter, sql_predicate)
+        return pa.RecordBatchReader.from_batches(out_schema, self._batches(out_schema, flt))
+
+    def to_table(self, **kwargs: Any) -> pa.Table:
+        return self.to_reader(**kwargs).read_all()
+
+    def _filter(self, predicate: Any, row_filter: pc.Expression | None, sql: str | None) -> pc.Expression | None:
+        exprs: list[pc.Expression] = []
+        if predicate is not None:
+            from .expressions import to_pyarrow
+
+            exprs.append(to_pyarrow(predicate, self.schema))
+        if row_filter is not None:
+            exprs.append(row_filter)
+        if sql is not None and sql.strip():
+            exprs.append(parse_sql_predicate(sql, self.arrow_schema))
+        if not exprs:
+            return None
+        out = exprs[0]
+        for e in exprs[1:]:
+            out = out & e
+        return out
+
+    def _data_columns(self, out_schema: pa.Schema, flt: pc.Expression | None) -> list[str]:
+        """Logical data columns to read: all when filtering (cheap and safe), else those selected."""
+        names = self.schema.names
+        if flt is not None:
+            return list(names)
+        wanted = [n for n in names if n in out_schema.names]
+        return wanted or names[:1]  # at least one column, so row counts survive
+
+    def _batches(self, out_schema: pa.Schema, flt: pc.Expression | None) -> Iterator[pa.RecordBatch]:
+        tasks = [] if self.empty else self.tasks()
+        if not tasks:
+            return
+        data_cols = self._data_columns(out_schema, flt)
+        partition_cols = [c for c in self.partition_columns if self.schema.has(c)]
+        view = _SnapshotView(self.storage, self.end_version, self.schema, partition_cols, self.mode)
+        cdc_schema = StructType((*self.schema.fields, StructField(CHANGE_TYPE, PrimitiveType("string"))))
+        cdc_view = _SnapshotView(self.storage, self.end_version, cdc_schema, partition_cols, self.mode)
+        scans = {
+            "data": Scan(view, columns=data_cols),  # type: ignore[arg-type]
+            "cdc": Scan(cdc_view, columns=[*data_cols, CHANGE_TYPE]),  # type: ignore[arg-type]
+        }
+        full = pa.schema([*to_arrow_schema(StructType(tuple(self.schema.field(c) for c in data_cols)),
+                                           include_metadata=False), *META_FIELDS])
+
+        def run(task: _Task) -> pa.Table:
+            table = self._read_task(task, scans, full)
+            if flt is not None and table.num_rows:
+                try:
+                    table = table.filter(flt)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as e:
+                    raise InvalidFilterError(f"cannot apply change data feed filter {flt}: {e}") from e
+            return table.select(out_schema.names).cast(out_schema)
+
+        with ThreadPoolExecutor(max_workers=self.max_workers) as pool:
+            queue: deque[Future[pa.Table]] = deque()
+            it = iter(tasks)
+            for task in it:
+                queue.append(pool.submit(run, task))
+                if len(queue) >= self.max_workers:
+                    break
+            while queue:
+                table = queue.popleft().result()
+                nxt = next(it, None)
+                if nxt is not None:
+                    queue.append(pool.submit(run, nxt))
+                yield from table.to_batches()
+
+    def _read_task(self, task: _Task, scans: dict[str, Scan], full: pa.Schema) -> pa.Table:
+        file_task = {"path": task.path, "partition_values": task.partition_values, "size": task.size,
+                     "deletion_vector": task.deletion_vector}
+        if task.kind == "cdc":
+            data = scans["cdc"].read_file({**file_task, "deletion_vector": None})
+            change = data.column(CHANGE_TYPE)
+            data = data.drop_columns([CHANGE_TYPE])
+            return self._with_meta(data, change, task, full)
+        if task.kind in ("insert", "delete"):
+            data = scans["data"].read_file(file_task)
+            change = pa.repeat(pa.scalar(task.kind), data.num_rows)
+            return self._with_meta(data, change, task, full)
+        # dv_change: the same file removed and re-added with another DV in one commit
+        data = scans["data"].read_file({**file_task, "deletion_vector": None})
+        now = self._deleted_rows(task.deletion_vector)
+        before = self._deleted_rows(task.removed_dv)
+        newly_deleted = np.setdiff1d(now, before, assume_unique=True)
+        restored = np.setdiff1d(before, now, assume_unique=True)
+        for rows in (newly_deleted, restored):
+            if rows.size and int(rows.max()) >= data.num_rows:
+                raise DeltaError(f"deletion vector of {task.path} deletes row {int(rows.max())} but the file "
+                                 f"has {data.num_rows} rows")
+        parts = []
+        for rows, kind in ((newly_deleted, "delete"), (restored, "insert")):
+            if rows.size:
+                sub = data.take(pa.array(rows.astype(np.int64)))
+                parts.append(self._with_meta(sub, pa.repeat(pa.scalar(kind), sub.num_rows), task, full))
+        return pa.concat_tables(parts) if parts else full.empty_table()
+
+    def _deleted_rows(self, dv: dict[str, Any] | None) -> np.ndarray:
+        if not dv:
+            return np.array([], dtype=np.uint64)
+        return read_deletion_vector(self.storage, DeletionVectorDescriptor.from_dict(dv))
+
+    @staticmethod
+    def _with_meta(data: pa.Table, change: Any, task: _Task, full: pa.Schema) -> pa.Table:
+        n = data.num_rows
+        cols = [data.column(i) for i in range(data.num_columns)]
+        cols += [
+            pc.cast(change, pa.string()),
+            pa.repeat(pa.scalar(task.version, pa.int64()), n),
+            pa.repeat(pa.scalar(task.timestamp_ms, pa.int64()), n).cast(COMMIT_TIMESTAMP_TYPE),
+        ]
+        return pa.Table.from_arrays(cols, schema=full)
+
+
+def _find(schema: pa.Schema, name: str) -> int | None:
+    idx = schema.get_field_index(name)
+    if idx >= 0:
+        return idx
+    lower = [n.lower() for n in schema.names]
+    return lower.index(name.lower()) if name.lower() in lower else None
+
+
+# ----------------------------------------------------------------------------- SQL predicates
+# deltalake's load_cdf takes a SQL predicate string; this covers the boolean subset people write:
+# comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN (...), [NOT] BETWEEN, parentheses, literals.
+_TOKEN_RE = re.compile(
+    r"\s*(?:(?P<num>\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?)"
+    r"|(?P<str>'(?:[^']|'')*')|(?P<qid>`(?:[^`]|``)+`|\"(?:[^\"]|\"\")+\")"
+    r"|(?P<op><=|>=|<>|!=|==|=|<|>|\(|\)|,|-)|(?P<id>[A-Za-z_][A-Za-z0-9_]*))"
+)
+_CMP = {"=": "equal", "==": "equal", "!=": "not_equal", "<>": "not_equal", "<": "less", "<=": "less_equal",
+        ">": "greater", ">=": "greater_equal"}
+
+
+class _SqlParser:
+    def __init__(self, text: str, schema: pa.Schema) -> None:
+        self.text = text
+        self.schema = schema
+        self.tokens: list[tuple[str, str]] = []
+        pos = 0
+        while pos < len(text):
+            m = _TOKEN_RE.match(text, pos)
+            if not m or m.end() == pos:
+                if text[pos:].strip() == "":
+                    break
+                raise InvalidFilterError(f"cannot parse predicate {text!r} at {text[pos:pos + 20]!r}")
+            pos = m.end()
+            kind = m.lastgroup or ""
+            self.tokens.append((kind, m.group(kind)))
+        self.i = 0
+
+    def peek(self, *words: str) -> bool:
+        if self.i >= len(self.tokens):
+            return False
+        kind, val = self.tokens[self.i]
+        return (val.upper() if kind == "id" else val) in words and kind in ("id", "op")
+
+    def take(self, *words: str) -> bool:
+        if self.peek(*words):
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, word: str) -> None:
+        if not self.take(word):
+            raise InvalidFilterError(f"expected {word!r} in predicate {self.text!r}")
+
+    def parse(self) -> pc.Expression:
+        expr = self.or_()
+        if self.i != len(self.tokens):
+            raise InvalidFilterError(f"unexpected {self.tokens[self.i][1]!r} in predicate {self.text!r}")
+        return expr  # type: ignore[return-value]
+
+    def or_(self) -> Any:
+        left = self.and_()
+        while self.take("OR"):
+            left = left | self.and_()
+        return left
+
+    def and_(self) -> Any:
+        left = self.not_()
+        while self.take("AND"):
+            left = left & self.not_()
+        return left
+
+    def not_(self) -> Any:
+        if self.take("NOT"):
+            return ~self.not_()
+        return self.predicate()
+
+    def predicate(self) -> Any:
+        left = self.operand()
+        negate = self.take("NOT")
+        if self.take("IS"):
+            neg = self.take("NOT")
+            self.expect("NULL")
+            out = _as_expr(left).is_valid() if neg else _as_expr(left).is_null()
+        elif self.take("IN"):
+            self.expect("(")
+            values = [self.operand()]
+            while self.take(","):
+                values.append(self.operand())
+            self.expect(")")
+            out = self._in(left, values)
+        elif self.take("BETWEEN"):
+            low = self.operand()
+            self.expect("AND")
+            high = self.operand()
+            out = self._cmp(">=", left, low) & self._cmp("<=", left, high)
+        elif self.i < len(self.tokens) and self.tokens[self.i][1] in _CMP:
+            op = self.tokens[self.i][1]
+            self.i += 1
+            out = self._cmp(op, left, self.operand())
+        else:
+            if negate:
+                raise InvalidFilterError(f"dangling NOT in predicate {self.text!r}")
+            return _as_expr(left)
+        return ~out if negate else out
+
+    def operand(self) -> Any:
+        if self.i >= len(self.tokens):
+            raise InvalidFilterError(f"predicate {self.text!r} ends too early")
+        if self.take("("):
+            inner = self.or_()
+            self.expect(")")
+            return inner
+        kind, val = self.tokens[self.i]
+        self.i += 1
+        if kind == "op" and val == "-":
+            nxt = self.operand()
+            if isinstance(nxt, _Lit) and isinstance(nxt.value, (int, float)):
+                return _Lit(-nxt.value)
+            raise InvalidFilterError(f"unsupported '-' in predicate {self.text!r}")
+        if kind == "num":
+            return _Lit(float(val) if any(c in val for c in ".eE") else int(val))
+        if kind == "str":
+            return _Lit(val[1:-1].replace("''", "'"))
+        if kind == "qid":
+            q = val[0]
+            return self._column(val[1:-1].replace(q + q, q))
+        if kind == "id":
+            word = val.upper()
+            if word in ("TRUE", "FALSE"):
+                return _Lit(word == "TRUE")
+            if word == "NULL":
+                return _Lit(None)
+            if word in ("DATE", "TIMESTAMP") and self.i < len(self.tokens) and self.tokens[self.i][0] == "str":
+                raw = self.tokens[self.i][1][1:-1]
+                self.i += 1
+                typ = pa.date32() if word == "DATE" else pa.timestamp("us", tz="UTC")
+                return _Lit(pa.scalar(raw).cast(typ))
+            return self._column(val)
+        raise InvalidFilterError(f"unexpected {val!r} in predicate {self.text!r}")
+
+    def _column(self, name: str) -> _Col:
+        idx = _find(self.schema, name)
+        if idx is None:
+            raise InvalidFilterError(f"predicate {self.text!r} names unknown column {name!r}")
+        f = self.schema.field(idx)
+        return _Col(f.name, f.type)
+
+    def _cmp(self, op: str, a: Any, b: Any) -> pc.Expression:
+        a_e, b_e = _as_expr(a, _type_of(b)), _as_expr(b, _type_of(a))
+        return getattr(pc, _CMP[op])(a_e, b_e)  # type: ignore[no-any-return]
+
+    def _in(self, left: Any, values: list[Any]) -> pc.Expression:
+        if isinstance(left, _Col) and all(isinstance(v, _Lit) for v in values):
+            lits = [v.scalar(left.type) for v in values if v.value is not None]
+            return pc.field(left.name).isin(pa.array([s.as_py() for s in lits], left.type))
+        out = self._cmp("=", left, values[0])
+        for v in values[1:]:
+            out = out | self._cmp("=", left, v)
+        return out
+
+
+@dataclass
+class _Col:
+    name: str
+    type: pa.DataType
+
+
+@dataclass
+class _Lit:
+    value: Any
+
+    def scalar(self, hint: pa.DataType | None) -> pa.Scalar:
+        s = self.value if isinstance(self.value, pa.Scalar) else pa.scalar(self.value)
+        if hint is not None and s.type != hint:
+            try:
+                return s.cast(hint)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                return s
+        return s
+
+
+def _type_of(x: Any) -> pa.DataType | None:
+    return x.type if isinstance(x, _Col) else None
+
+
+def _as_expr(x: Any, hint: pa.DataType | None = None) -> pc.Expression:
+    if isinstance(x, _Col):
+        return pc.field(x.name)
+    if isinstance(x, _Lit):
+        return pc.scalar(x.scalar(hint))
+    return x  # type: ignore[no-any-return]
+
+
+def parse_sql_predicate(text: str, schema: pa.Schema) -> pc.Expression:
+    """A SQL boolean expression as a pyarrow filter over `schema` (literals cast to column types)."""
+    return _SqlParser(text, schema).parse()
+
+
+__all__ = ["TableChanges", "ChangeDataFeedNotEnabledError", "parse_sql_predicate", "COMMIT_TIMESTAMP_TYPE"]
