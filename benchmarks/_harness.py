@@ -14,6 +14,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ _base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 _t0 = time.perf_counter()
 {op}
 _t1 = time.perf_counter()
+{post}
 print("@@RESULT@@" + json.dumps({{"seconds": _t1 - _t0, "rss_base_kb": _base, "result": result}}))
 """
 
@@ -39,6 +41,7 @@ class Contender:
     name: str
     setup: str  # imports etc. (not timed); may use the variable PARAMS (json-decoded argv[1])
     op: str  # timed; must assign a JSON-serialisable `result`
+    post: str = ""  # untimed check after the op; may replace `result` (peak RSS still counts it)
 
 
 @dataclass
@@ -70,21 +73,20 @@ def run_once(c: Contender, params: dict[str, Any]) -> tuple[float, int, int, Any
     code = _CHILD_TEMPLATE.format(
         setup="PARAMS = json.loads(sys.argv[1])\n" + textwrap.dedent(c.setup),
         op=textwrap.dedent(c.op),
+        post=textwrap.dedent(c.post),
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.Popen(
-        [PYTHON, "-c", code, json.dumps(params)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=str(ROOT),
-    )
-    out_b = proc.stdout.read()  # type: ignore[union-attr]
-    err_b = proc.stderr.read()  # type: ignore[union-attr]
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    out = out_b.decode()
+    with tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
+        proc = subprocess.Popen(
+            [PYTHON, "-c", code, json.dumps(params)], stdout=fout, stderr=ferr, env=env, cwd=str(ROOT)
+        )
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage (ru_maxrss in KiB on Linux)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        fout.seek(0)
+        ferr.seek(0)
+        out = fout.read().decode()
+        err_b = ferr.read()
     if proc.returncode != 0:
         raise RuntimeError(f"{c.name} failed (exit {proc.returncode}):\n{err_b.decode()[-4000:]}")
     line = next(x for x in reversed(out.splitlines()) if x.startswith("@@RESULT@@"))

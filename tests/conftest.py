@@ -17,3 +17,8 @@ def conformance_dir() -> Path:
     if not (CONFORMANCE / "run.py").exists():
         pytest.skip("../shared/conformance is not present (only in the project's workspace)")
     return CONFORMANCE
+
+import sys  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "unit"))
+from s3_fixtures import moto_endpoint, s3_bucket, s3_options  # noqa: E402,F401

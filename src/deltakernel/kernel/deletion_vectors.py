@@ -15,7 +15,8 @@ Byte layouts (the protocol mixes endianness on purpose):
   ``dataSize`` bytes of RoaringBitmapArray, ``uint32 CRC-32(data)``. A descriptor's ``offset``
   points at the ``dataSize`` field.
 * Inline DVs (``storageType='i'``): Z85 of the RoaringBitmapArray bytes, zero padded to a multiple
-  of 4 before encoding; ``sizeInBytes`` is the unpadded length.
+  of 4 before encoding; ``sizeInBytes`` is the unpadded length. The decoder also accepts the
+  '#'-padded tail written by the Rust ``z85`` crate (delta-rs / delta-kernel-rs).
 """
 
 from __future__ import annotations
@@ -383,7 +384,8 @@ def deserialize_roaring_bitmap_array(data: bytes) -> npt.NDArray[np.uint64]:
 
     The header integers are little endian per the protocol; a header written big endian (as in the
     protocol's own inline example, a native-format DV) is accepted too. The embedded 32-bit
-    bitmaps are always little endian.
+    bitmaps are always little endian. Bytes after the last bitmap are ignored, as Delta Spark does;
+    files are bounded by their size field and CRC, and the reader checks the cardinality.
     """
     data = bytes(data)
     _need(data, 4)

@@ -26,7 +26,9 @@ class Storage(ABC):
     root_uri: str
 
     @abstractmethod
-    def list_from(self, prefix: str, start_after: str | None = None) -> Iterator[ObjectMeta]:
+    def list_from(
+        self, prefix: str, start_after: str | None = None, *, recursive: bool = False
+    ) -> Iterator[ObjectMeta]:
         """Objects whose key starts with `prefix`, in lexicographic key order, keys > `start_after`."""
 
     @abstractmethod

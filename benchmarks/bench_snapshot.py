@@ -1,0 +1,70 @@
+"""Snapshot load of snapshot_100k: open the table at its latest version and list its 100,100 live files.
+
+Contenders (each in a fresh subprocess per repetition; imports not timed):
+* deltakernel: ``DeltaTable(path)`` + ``len(dt.files())``
+* deltalake:   ``DeltaTable(path)`` + ``len(dt.file_uris())`` (deltalake 1.x has no ``files()``)
+
+Target: deltakernel no slower than deltalake (time ratio <= 1.0).
+
+Usage: ``.venv/bin/python benchmarks/bench_snapshot.py [--repeat N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import Contender, Measurement, measure, measurement_rows, table  # noqa: E402
+from make_tables import EXPECTED_SNAPSHOT_FILES, SNAPSHOT_TABLE, make_snapshot_table  # noqa: E402
+
+CONTENDERS = [
+    Contender(
+        "deltakernel DeltaTable + files()",
+        "from deltakernel import DeltaTable",
+        "dt = DeltaTable(PARAMS['path'])\nresult = len(dt.files())",
+    ),
+    Contender(
+        "deltalake DeltaTable + file_uris()",
+        "from deltalake import DeltaTable",
+        "dt = DeltaTable(PARAMS['path'])\nresult = len(dt.file_uris())",
+    ),
+]
+TARGET = 1.0  # deltakernel / deltalake best time
+
+
+def run(repeat: int = 7) -> tuple[str, list[Measurement], dict[str, float]]:
+    if not (SNAPSHOT_TABLE / "_delta_log" / "_last_checkpoint").exists():
+        make_snapshot_table()
+    params = {"path": str(SNAPSHOT_TABLE)}
+    ms = []
+    for c in CONTENDERS:
+        print(f"[snapshot] {c.name}", file=sys.stderr, flush=True)
+        m = measure(c, params, repeat)
+        if m.result != EXPECTED_SNAPSHOT_FILES:
+            raise SystemExit(f"{c.name}: {m.result} files, expected {EXPECTED_SNAPSHOT_FILES}")
+        ms.append(m)
+    dk, dl = ms
+    headers, rows = measurement_rows(ms, {dl.name: "deltalake"})
+    r = dk.best / dl.best
+    md = (
+        f"### Snapshot load: snapshot_100k (checkpoint of 100k adds + 100 commits, {EXPECTED_SNAPSHOT_FILES} live "
+        f"files), best of {repeat}\n\n" + table(headers, rows) + "\n\n"
+        f"deltakernel / deltalake: time {r:.2f}x (target <= {TARGET:.1f}x: "
+        f"{'MET' if r <= TARGET else 'MISSED'}), peak RSS {dk.peak_rss_mb / dl.peak_rss_mb:.2f}x\n"
+    )
+    return md, ms, {"snapshot_time_ratio": r, "snapshot_rss_ratio": dk.peak_rss_mb / dl.peak_rss_mb}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    md, _, _ = run(args.repeat)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
