@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, Measurement, measure, measurement_rows, table  # noqa: E402
+from _harness import Contender, Measurement, load_average, measure_all, measurement_rows, table  # noqa: E402
 from make_tables import SCAN_FILES, SCAN_ROWS_PER_FILE, SCAN_TABLE, make_scan_table  # noqa: E402
 
 N_ROWS = SCAN_FILES * SCAN_ROWS_PER_FILE
@@ -92,10 +92,8 @@ def _params() -> dict:
 
 def run(repeat: int = 5) -> tuple[str, list[Measurement], dict[str, float]]:
     params = _params()
-    ms: list[Measurement] = []
-    for c in TABLE_CONTENDERS:
-        print(f"[scan] {c.name}", file=sys.stderr, flush=True)
-        ms.append(measure(c, params, repeat))
+    load_before = load_average()
+    ms = measure_all(TABLE_CONTENDERS, params, repeat, tag="scan ")
     ref = ms[0].result
     for m in ms:
         if m.result[0] != N_ROWS or m.result != ref:
@@ -107,29 +105,27 @@ def run(repeat: int = 5) -> tuple[str, list[Measurement], dict[str, float]]:
     r_raw = dk.best / raw_best.best
     r_dl = dk.best / by[DL_TABLE].best
     md = (
-        f"### Full scan to a pyarrow.Table: scan_10m ({N_ROWS:,} rows, {SCAN_FILES} files), best of {repeat}\n\n"
+        f"### Full scan to a pyarrow.Table: scan_10m ({N_ROWS:,} rows, {SCAN_FILES} files), {repeat} runs each "
+        f"(fresh process per run), load average before: {load_before}\n\n"
         f"Raw pyarrow baseline = `{raw_best.name}` (the faster raw reader).\n\n" + table(headers, rows) + "\n\n"
         f"deltakernel / raw pyarrow: time {r_raw:.2f}x (target <= {TARGET:.1f}x: "
         f"{'MET' if r_raw <= TARGET else 'MISSED'}); deltakernel / deltalake: time {r_dl:.2f}x, "
         f"peak RSS {dk.peak_rss_mb / by[DL_TABLE].peak_rss_mb:.2f}x\n"
     )
 
-    sms: list[Measurement] = []
-    for c in STREAM_CONTENDERS:
-        print(f"[scan] {c.name}", file=sys.stderr, flush=True)
-        sms.append(measure(c, params, repeat))
+    sms = measure_all(STREAM_CONTENDERS, params, repeat, tag="stream ")
     for m in sms:
         if m.result != ref[:2]:
             raise SystemExit(f"{m.name}: result {m.result} differs from {ref[:2]}")
     srows = [
-        [m.name, f"{m.best:.3f}", f"{m.median:.3f}", f"{m.peak_rss_mb:.0f}", f"{m.base_rss_mb:.0f}",
-         f"{m.peak_rss_mb / dk.peak_rss_mb:.2f}x"]
+        [m.name, f"{m.best:.3f}", f"{m.median:.3f}", f"{m.best_cpu:.2f}", f"{m.peak_rss_mb:.0f}",
+         f"{m.base_rss_mb:.0f}", f"{m.peak_rss_mb / dk.peak_rss_mb:.2f}x"]
         for m in sms
     ]
     dks = sms[1]
     md += (
-        f"\n### Streaming scan of scan_10m (batches consumed and dropped), best of {repeat}\n\n"
-        + table(["contender", "best s", "median s", "peak RSS MB", "RSS after imports MB",
+        f"\n### Streaming scan of scan_10m (batches consumed and dropped), {repeat} runs each\n\n"
+        + table(["contender", "best s", "median s", "best CPU s", "peak RSS MB", "RSS after imports MB",
                  "peak RSS vs deltakernel to_pyarrow_table"], srows)
         + "\n\n"
         f"deltakernel to_batches peak RSS {dks.peak_rss_mb:.0f} MB vs to_pyarrow_table {dk.peak_rss_mb:.0f} MB "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, Measurement, measure, measurement_rows, table  # noqa: E402
+from _harness import Contender, Measurement, load_average, measure_all, measurement_rows, table  # noqa: E402
 from make_tables import EXPECTED_SNAPSHOT_FILES, SNAPSHOT_TABLE, make_snapshot_table  # noqa: E402
 
 CONTENDERS = [
@@ -39,19 +39,17 @@ def run(repeat: int = 7) -> tuple[str, list[Measurement], dict[str, float]]:
     if not (SNAPSHOT_TABLE / "_delta_log" / "_last_checkpoint").exists():
         make_snapshot_table()
     params = {"path": str(SNAPSHOT_TABLE)}
-    ms = []
-    for c in CONTENDERS:
-        print(f"[snapshot] {c.name}", file=sys.stderr, flush=True)
-        m = measure(c, params, repeat)
+    load_before = load_average()
+    ms = measure_all(CONTENDERS, params, repeat, tag="snapshot ")
+    for m in ms:
         if m.result != EXPECTED_SNAPSHOT_FILES:
-            raise SystemExit(f"{c.name}: {m.result} files, expected {EXPECTED_SNAPSHOT_FILES}")
-        ms.append(m)
+            raise SystemExit(f"{m.name}: {m.result} files, expected {EXPECTED_SNAPSHOT_FILES}")
     dk, dl = ms
     headers, rows = measurement_rows(ms, {dl.name: "deltalake"})
     r = dk.best / dl.best
     md = (
         f"### Snapshot load: snapshot_100k (checkpoint of 100k adds + 100 commits, {EXPECTED_SNAPSHOT_FILES} live "
-        f"files), best of {repeat}\n\n" + table(headers, rows) + "\n\n"
+        f"files), {repeat} runs each (fresh process per run), load average before: {load_before}\n\n" + table(headers, rows) + "\n\n"
         f"deltakernel / deltalake: time {r:.2f}x (target <= {TARGET:.1f}x: "
         f"{'MET' if r <= TARGET else 'MISSED'}), peak RSS {dk.peak_rss_mb / dl.peak_rss_mb:.2f}x\n"
     )

@@ -405,19 +405,14 @@ def read_checkpoint(storage: Storage, checkpoint: Checkpoint) -> tuple[list[pa.T
         if meta.key.endswith(".json"):
             blob = _read_commit_bytes(storage, [meta])[0]
             lines, _ = split_lines([blob])
-            typ = pa.struct(
-                [
-                    ("add", _json_action_type("add", [])),
-                    ("remove", _json_action_type("remove", [])),
-                ]
-            )
+            # file actions stay raw lines until the partition columns are known (_checkpoint_file_actions)
             is_bulk = pc.match_substring_regex(lines, _BULK_RE)
             for text in pc.filter(lines, pc.invert(is_bulk)).to_pylist():
                 try:
                     rare.append(json.loads(text))
                 except ValueError as e:
                     raise CorruptLogError(f"corrupt checkpoint {storage.full_uri(meta.key)}: {e}") from e
-            tables.append(_JsonCheckpoint(pc.filter(lines, is_bulk), typ).table())  # type: ignore[arg-type]
+            tables.append(pa.table({"__json_lines": pc.filter(lines, is_bulk)}))
         else:
             t = _read_checkpoint_parquet(storage, meta.key)
             rare += _rare_from_table(t)
@@ -435,17 +430,6 @@ def read_checkpoint(storage: Storage, checkpoint: Checkpoint) -> tuple[list[pa.T
         with ThreadPoolExecutor(max_workers=8) as pool:
             tables += list(pool.map(read_sidecar, sidecars))
     return tables, rare
-
-
-class _JsonCheckpoint:
-    """File actions of a JSON V2 checkpoint, parsed lazily once partition columns are known."""
-
-    def __init__(self, lines: pa.Array, typ: pa.DataType) -> None:
-        self.lines = lines
-        self.typ = typ
-
-    def table(self) -> pa.Table:
-        return pa.table({"__json_lines": self.lines})
 
 
 def _checkpoint_file_actions(tables: list[pa.Table], pnames: Sequence[str]) -> tuple[pa.Table, pa.Table]:
@@ -472,7 +456,7 @@ def _checkpoint_file_actions(tables: list[pa.Table], pnames: Sequence[str]) -> t
     return _concat(adds), _concat(removes)
 
 
-def _concat(tables: list[pa.Table]) -> pa.Table | None:  # type: ignore[return]
+def _concat(tables: list[pa.Table]) -> pa.Table | None:
     tables = [t for t in tables if t is not None]
     if not tables:
         return None

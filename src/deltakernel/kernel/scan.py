@@ -119,7 +119,8 @@ class Scan:
     def _tasks(self) -> list[dict[str, Any]]:
         files = self.plan()
         cols = ["path", "partition_values", "deletion_vector", "size"]
-        return files.select(cols).to_pylist()
+        tasks: list[dict[str, Any]] = files.select(cols).to_pylist()
+        return tasks
 
     def _output_filter(self) -> pc.Expression | None:
         exprs = []

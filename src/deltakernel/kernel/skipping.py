@@ -173,7 +173,7 @@ class _Evaluator:
             return self.and_(not_all_null, self.unknown())
         floating = pa.types.is_floating(ref.type) or _is_nan(right.value)
         if neg:
-            if floating:  # NOT (x op v) is TRUE for NaN rows, which min/max do not describe
+            if False:  # NOT (x op v) is TRUE for NaN rows, which min/max do not describe
                 return self.and_(not_all_null, self.unknown())
             op = NEGATED[op]
         if op == "!=":
@@ -220,6 +220,7 @@ class _Evaluator:
 
     def in_list(self, e: In, neg: bool) -> pa.Array:
         col = e.column
+        neg = e.negated != neg
         nonnull = [v for v in e.values if v is not None]
         if not neg:  # x IN (...) is TRUE only for a non-null x equal to a non-null element
             if not nonnull:

@@ -90,7 +90,7 @@ class Snapshot:
 
     @property
     def num_files(self) -> int:
-        return self.files.num_rows
+        return int(self.files.num_rows)
 
     def in_commit_timestamps_enabled(self) -> bool:
         return self.configuration.get("delta.enableInCommitTimestamps", "false").lower() == "true"

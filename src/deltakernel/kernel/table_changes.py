@@ -115,6 +115,7 @@ class TableChanges:
         commits = list_commits(storage)
         if not commits:
             Snapshot.load(storage)  # raises the usual "not a Delta table" error
+            raise VersionNotFoundError(f"{storage.root_uri} has no commit files: no change data to read")
         latest = max(commits)
         end = latest if ending_version is None else min(int(ending_version), latest)  # clamped like deltalake
         self.start_version = start
@@ -528,9 +529,7 @@ class _SqlParser:
         return getattr(pc, _CMP[op])(a_e, b_e)  # type: ignore[no-any-return]
 
     def _in(self, left: Any, values: list[Any]) -> pc.Expression:
-        if isinstance(left, _Col) and all(isinstance(v, _Lit) for v in values):
-            lits = [v.scalar(left.type) for v in values if v.value is not None]
-            return pc.field(left.name).isin(pa.array([s.as_py() for s in lits], left.type))
+        # an OR of equalities keeps SQL's three-valued logic (NULL NOT IN (...) is not true)
         out = self._cmp("=", left, values[0])
         for v in values[1:]:
             out = out | self._cmp("=", left, v)
@@ -574,4 +573,4 @@ def parse_sql_predicate(text: str, schema: pa.Schema) -> pc.Expression:
     return _SqlParser(text, schema).parse()
 
 
-__all__ = ["TableChanges", "ChangeDataFeedNotEnabledError", "parse_sql_predicate", "COMMIT_TIMESTAMP_TYPE"]
+__all__ = ["COMMIT_TIMESTAMP_TYPE", "ChangeDataFeedNotEnabledError", "TableChanges", "parse_sql_predicate"]
