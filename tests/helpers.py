@@ -241,3 +241,57 @@ def inline_dv(deleted_rows: Sequence[int]) -> dict[str, Any]:
 
     data = serialize_roaring_bitmap_array(sorted(deleted_rows))
     return DeletionVectorDescriptor.inline(data, len(set(deleted_rows))).to_dict()
+
+
+_DV_STRUCT = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
+                        ("sizeInBytes", pa.int32()), ("cardinality", pa.int64())])
+_STR_MAP = pa.map_(pa.string(), pa.string())
+CHECKPOINT_SCHEMA = pa.schema([
+    ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])),
+    ("add", pa.struct([("path", pa.string()), ("partitionValues", _STR_MAP), ("size", pa.int64()),
+                       ("modificationTime", pa.int64()), ("dataChange", pa.bool_()), ("stats", pa.string()),
+                       ("tags", _STR_MAP), ("deletionVector", _DV_STRUCT), ("baseRowId", pa.int64()),
+                       ("defaultRowCommitVersion", pa.int64())])),
+    ("remove", pa.struct([("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
+                          ("extendedFileMetadata", pa.bool_()), ("partitionValues", _STR_MAP),
+                          ("size", pa.int64()), ("deletionVector", _DV_STRUCT)])),
+    ("metaData", pa.struct([("id", pa.string()), ("name", pa.string()), ("description", pa.string()),
+                            ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
+                            ("schemaString", pa.string()), ("partitionColumns", pa.list_(pa.string())),
+                            ("configuration", _STR_MAP), ("createdTime", pa.int64())])),
+    ("protocol", pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32()),
+                            ("readerFeatures", pa.list_(pa.string())), ("writerFeatures", pa.list_(pa.string()))])),
+    ("domainMetadata", pa.struct([("domain", pa.string()), ("configuration", pa.string()),
+                                  ("removed", pa.bool_())])),
+])
+
+
+def _to_map(d: dict[str, Any] | None) -> list[tuple[str, Any]] | None:
+    return None if d is None else list(d.items())
+
+
+def write_classic_checkpoint(table: str | pathlib.Path, version: int, actions: Iterable[dict[str, Any]],
+                             write_last_checkpoint: bool = True) -> pathlib.Path:
+    """A classic `<version>.checkpoint.parquet` holding `actions` (JSON-shaped dicts, one per row)."""
+    rows: list[dict[str, Any]] = []
+    for a in actions:
+        ((kind, body),) = a.items()
+        body = dict(body)
+        if kind in ("add", "remove"):
+            body["partitionValues"] = _to_map(body.get("partitionValues") or {})
+            if isinstance(body.get("stats"), dict):
+                body["stats"] = json.dumps(body["stats"])
+            if "tags" in body:
+                body["tags"] = _to_map(body["tags"])
+        elif kind == "metaData":
+            body["configuration"] = _to_map(body.get("configuration") or {})
+            fmt = dict(body.get("format") or {"provider": "parquet"})
+            fmt["options"] = _to_map(fmt.get("options") or {})
+            body["format"] = fmt
+        rows.append({kind: body})
+    t = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
+    path = log_dir(table) / f"{version:020d}.checkpoint.parquet"
+    pq.write_table(t, path)
+    if write_last_checkpoint:
+        (log_dir(table) / "_last_checkpoint").write_text(json.dumps({"version": version, "size": len(rows)}))
+    return path

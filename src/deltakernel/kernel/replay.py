@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
@@ -128,13 +129,34 @@ def _conform_partition_values(arr: pa.Array | None, names: Sequence[str], n: int
     if arr is None or pa.types.is_null(arr.type):
         return pa.StructArray.from_arrays([pa.nulls(n, pa.string()) for _ in names], names=list(names))
     if pa.types.is_map(arr.type):
-        children = [pc.map_lookup(arr, pa.scalar(name), "first").cast(pa.string()) for name in names]
+        children = _map_columns(arr, names, n)
     else:
         sub = {arr.type.field(i).name for i in range(arr.type.num_fields)}
         children = [
             arr.field(name).cast(pa.string()) if name in sub else pa.nulls(n, pa.string()) for name in names
         ]
     return pa.StructArray.from_arrays(children, names=list(names))
+
+
+def _map_columns(arr: pa.Array, names: Sequence[str], n: int) -> list[pa.Array]:
+    """Columns of a map<string,string> by key; one pass over the flat entries (faster than map_lookup)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    offsets = arr.offsets.to_numpy()
+    start, stop = int(offsets[0]), int(offsets[-1])
+    keys, items = arr.keys, arr.items
+    if len(keys) != stop - start:  # the child arrays are not sliced with the parent
+        keys, items = keys.slice(start, stop - start), items.slice(start, stop - start)
+    items = items.cast(pa.string())
+    parents = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    out = []
+    for name in names:
+        hit = pc.equal(keys, pa.scalar(name, keys.type)).to_numpy(zero_copy_only=False)
+        rows = parents[hit]
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[rows] = np.nonzero(hit)[0]
+        out.append(pc.take(items, pa.array(pos, mask=pos < 0)))
+    return out
 
 
 def _empty_struct(n: int) -> pa.Array:
