@@ -454,3 +454,74 @@ def test_replay_matches_model(tmp_path_factory: pytest.TempPathFactory, commits:
     got_tomb = sorted(((r["path"], (r["deletion_vector"] or {}).get("pathOrInlineDv"))
                        for r in snap.tombstones.select(["path", "deletion_vector"]).to_pylist()), key=repr)
     assert got_tomb == want_tomb
+
+
+# ----------------------------------------------------------------------------- V2 checkpoints
+
+V2_PROTOCOL = protocol_action(3, 7, ["v2Checkpoint", "deletionVectors"], ["v2Checkpoint", "deletionVectors"])
+
+
+def _write_sidecar(root: pathlib.Path, name: str, actions: list[dict]) -> dict:
+    import pyarrow.parquet as pq
+
+    sc_dir = helpers.log_dir(root) / "_sidecars"
+    sc_dir.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([helpers.CHECKPOINT_SCHEMA.field("add"), helpers.CHECKPOINT_SCHEMA.field("remove")])
+    rows = []
+    for a in actions:
+        ((kind, body),) = a.items()
+        body = dict(body, partitionValues=list((body.get("partitionValues") or {}).items()))
+        rows.append({kind: body})
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), sc_dir / name)
+    return {"sidecar": {"path": name, "sizeInBytes": (sc_dir / name).stat().st_size,
+                        "modificationTime": 1_700_000_000_000}}
+
+
+@pytest.mark.parametrize("fmt", ["json", "parquet"])
+def test_v2_checkpoint_with_sidecars_and_commits(tmp_path: pathlib.Path, fmt: str) -> None:
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    sizes = {n: _data(tmp_path, f"{n}.parquet", [i]) for i, n in enumerate(["a", "b", "c", "d", "e"])}
+    header = [V2_PROTOCOL, metadata_action(SCHEMA, table_id="v2", configuration={"delta.checkpointPolicy": "v2"})]
+    # commits 0..2 (will be cleaned up): a, b, c, d added, b removed
+    helpers.write_actions(tmp_path, 0, [*header, add_action("a.parquet", sizes["a"])])
+    helpers.write_actions(tmp_path, 1, [add_action("b.parquet", sizes["b"]), add_action("c.parquet", sizes["c"])])
+    helpers.write_actions(tmp_path, 2, [remove_action("b.parquet"), add_action("d.parquet", sizes["d"])])
+    sc1 = _write_sidecar(tmp_path, f"{uuid.uuid4()}.parquet", [add_action("a.parquet", sizes["a"]),
+                                                               add_action("c.parquet", sizes["c"])])
+    sc2 = _write_sidecar(tmp_path, f"{uuid.uuid4()}.parquet", [add_action("d.parquet", sizes["d"]),
+                                                               remove_action("b.parquet")])
+    top = [{"checkpointMetadata": {"version": 2}}, *header, {"txn": {"appId": "x", "version": 4}}, sc1, sc2]
+    name = f"{2:020d}.checkpoint.{uuid.uuid4()}.{fmt}"
+    if fmt == "json":
+        (helpers.log_dir(tmp_path) / name).write_text("".join(json.dumps(a) + "\n" for a in top))
+    else:
+        schema = pa.schema([*helpers.CHECKPOINT_SCHEMA,
+                            ("checkpointMetadata", pa.struct([("version", pa.int64())])),
+                            ("sidecar", pa.struct([("path", pa.string()), ("sizeInBytes", pa.int64()),
+                                                   ("modificationTime", pa.int64())]))])
+        rows = []
+        for a in top:
+            ((kind, body),) = a.items()
+            if kind == "metaData":
+                body = dict(body, configuration=list(body["configuration"].items()),
+                            format={"provider": "parquet", "options": []})
+            rows.append({kind: body})
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), helpers.log_dir(tmp_path) / name)
+    for v in range(2):
+        helpers.commit_file(tmp_path, v).unlink()
+    # after the checkpoint: re-add b, remove a
+    helpers.write_actions(tmp_path, 3, [add_action("b.parquet", sizes["b"]), remove_action("a.parquet"),
+                                        add_action("e.parquet", sizes["e"])])
+    snap = _snap(tmp_path)
+    assert snap.segment.checkpoint is not None and snap.segment.checkpoint.kind == "v2"
+    assert snap.segment.commit_versions == [3]
+    assert _live(snap) == [("b.parquet", None), ("c.parquet", None), ("d.parquet", None), ("e.parquet", None)]
+    assert {k: t.version for k, t in snap.txns.items()} == {"x": 4}
+    assert _ids(tmp_path) == [1, 2, 3, 4]
+    snap2 = _snap(tmp_path, 2)
+    assert _live(snap2) == [("a.parquet", None), ("c.parquet", None), ("d.parquet", None)]
+    assert snap2.tombstones.column("path").to_pylist() == ["b.parquet"]
+    assert _ids(tmp_path, 2) == [0, 2, 3]
