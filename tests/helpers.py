@@ -36,7 +36,7 @@ def canon_value(v: Any) -> Any:
     if isinstance(v, int):
         return ("int", v)
     if isinstance(v, decimal.Decimal):
-        return ("dec", str(v.normalize()) if v == v else "nan")
+        return ("dec", "nan" if v.is_nan() else str(v.normalize()))
     if isinstance(v, dt.datetime):
         if v.tzinfo is not None:
             return ("tstz", v.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat())

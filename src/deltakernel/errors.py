@@ -24,6 +24,14 @@ class CorruptLogError(DeltaError):
     """The transaction log is damaged: unparsable JSON, a gap in versions, a missing checkpoint part."""
 
 
+class LogTruncatedError(CorruptLogError, VersionNotFoundError):
+    """Early commits were cleaned up and no checkpoint covers them: the version cannot be rebuilt."""
+
+
+class ChangeDataFeedNotEnabledError(DeltaError):
+    """A change data feed read covers versions where `delta.enableChangeDataFeed` was off."""
+
+
 class MissingFileError(DeltaError):
     """A file the log references (data file, deletion vector, sidecar) does not exist."""
 

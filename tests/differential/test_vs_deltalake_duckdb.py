@@ -20,14 +20,13 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import helpers  # noqa: E402
+import helpers
 
 deltalake = pytest.importorskip("deltalake")
 pytest.importorskip("duckdb")
 pytest.importorskip("duckdb_extension_delta")
 
-from deltakernel.errors import DeltaError  # noqa: E402
-from deltakernel.table import DeltaTable  # noqa: E402
+from deltakernel.table import DeltaTable
 
 write = deltalake.write_deltalake
 
@@ -121,7 +120,7 @@ def _all_types_batch(seed: int) -> pa.Table:
             "dec": pa.array([decimal.Decimal("1.23"), None, decimal.Decimal("-99999999.99"),
                              decimal.Decimal(seed)], pa.decimal128(10, 2)),
             "dec38": pa.array([decimal.Decimal("12345678901234567890.123456789012345678"), None,
-                               decimal.Decimal("-1"), decimal.Decimal("0")], pa.decimal128(38, 18)),
+                               decimal.Decimal(-1), decimal.Decimal(0)], pa.decimal128(38, 18)),
             "b": pa.array([True, False, None, True]),
             "s": pa.array(["a", None, "", "ünï\u00e7ødé"]),
             "bin": pa.array([b"x", None, b"\x00\xff", b""], pa.binary()),
@@ -168,7 +167,60 @@ def overwritten(tmp_path_factory: pytest.TempPathFactory) -> str:
     return p
 
 
-TABLES = ["partitioned", "many_commits", "schema_evolution", "all_types", "overwritten"]
+@pytest.fixture(scope="module")
+def typed_partitions(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Partitioned by bool, int8, timestamp (UTC), timestamp_ntz and decimal, incl. nulls."""
+    p = str(tmp_path_factory.mktemp("diff") / "typedparts")
+    utc = dt.timezone.utc
+
+    def batch(seed: int) -> pa.Table:
+        return pa.table({
+            "b": pa.array([True, False, None, True]),
+            "i8": pa.array([1, None, -3, seed], pa.int8()),
+            "ts": pa.array([dt.datetime(2020, 1, 1, 12, 30, tzinfo=utc), None,
+                            dt.datetime(1999, 1, 1, 0, 0, 0, 5, tzinfo=utc),
+                            dt.datetime(2020, 1, 1, 12, 30, tzinfo=utc)], pa.timestamp("us", tz="UTC")),
+            "tsn": pa.array([dt.datetime(2020, 1, 1, 12, 30), None, dt.datetime(1999, 1, 1), None],
+                            pa.timestamp("us")),
+            "dec": pa.array([decimal.Decimal("1.50"), None, decimal.Decimal("0.05"), decimal.Decimal("1.50")],
+                            pa.decimal128(5, 2)),
+            "x": pa.array([seed * 10 + k for k in range(4)], pa.int64()),
+        })
+
+    parts = ["b", "i8", "ts", "tsn", "dec"]
+    write(p, batch(0), partition_by=parts)
+    write(p, batch(1), partition_by=parts, mode="append")
+    deltalake.DeltaTable(p).create_checkpoint()
+    write(p, batch(2), partition_by=parts, mode="append")
+    return p
+
+
+@pytest.fixture(scope="module")
+def stats_struct(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Checkpoint with `stats_parsed` only (writeStatsAsStruct, not writeStatsAsJson), sub-millisecond
+    timestamps whose JSON/struct stats are truncated to milliseconds."""
+    p = str(tmp_path_factory.mktemp("diff") / "statsstruct")
+    utc = dt.timezone.utc
+    for k in range(4):
+        t = pa.table({
+            "x": pa.array([k * 10 + j for j in range(3)], pa.int64()),
+            "s": pa.array([f"s{k}{j}" for j in range(3)]),
+            "ts": pa.array([dt.datetime(2020, 1, 1 + k, 12, 30, 0, 999 * j, tzinfo=utc) for j in range(3)],
+                           pa.timestamp("us", tz="UTC")),
+            "tsn": pa.array([dt.datetime(2020, 1, 1 + k, 12, 30, 0, 999 * j) for j in range(3)], pa.timestamp("us")),
+            "f": pa.array([float(k) + j / 4 for j in range(3)], pa.float64()),
+        })
+        if k == 0:
+            write(p, t, configuration={"delta.checkpoint.writeStatsAsStruct": "true",
+                                       "delta.checkpoint.writeStatsAsJson": "false"})
+        else:
+            write(p, t, mode="append")
+    deltalake.DeltaTable(p).create_checkpoint()
+    return p
+
+
+TABLES = ["partitioned", "many_commits", "schema_evolution", "all_types", "overwritten", "typed_partitions",
+          "stats_struct"]
 
 
 @pytest.fixture(params=TABLES)
@@ -401,7 +453,7 @@ def test_filters_on_evolved_column(schema_evolution: str) -> None:
     # files written before `c` existed have no `c` column: it reads as null and must not match `c > 1`
     _check_filter(schema_evolution, pc.field("c") > 1, pc.field("c") > 1, "c > 1")
     _check_filter(schema_evolution, pc.field("c").is_null(), pc.field("c").is_null(), "c is null")
-    _check_filter(schema_evolution, [("e", "=", True)], pc.field("e") == True, "e = true")  # noqa: E712
+    _check_filter(schema_evolution, [("e", "=", True)], pc.field("e") == True, "e = true")
 
 
 def test_filters_all_types(all_types: str) -> None:
@@ -412,7 +464,7 @@ def test_filters_all_types(all_types: str) -> None:
         pc.field("ts") > pa.scalar(dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc), pa.timestamp("us", tz="UTC")),
         pc.field("tsn") < pa.scalar(dt.datetime(2000, 1, 1), pa.timestamp("us")),
         pc.field("s") == "",
-        pc.field("b") == False,  # noqa: E712
+        pc.field("b") == False,
     ]
     for expr in cases:
         _check_filter(all_types, expr, expr, f"filter {expr}")
@@ -459,3 +511,65 @@ def test_load_as_version_by_timestamp(tmp_path: pathlib.Path) -> None:
             assert dk.version() == v
             helpers.assert_same_rows(dk.to_pyarrow_table(), pa.table(dl.to_pyarrow_dataset().to_table()),
                                      f"as of {when}")
+
+
+def test_filters_typed_partitions(typed_partitions: str) -> None:
+    utc = dt.timezone.utc
+    cases = [
+        pc.field("b") == True,
+        pc.field("b").is_null(),
+        pc.field("i8") < 0,
+        pc.field("ts") == pa.scalar(dt.datetime(2020, 1, 1, 12, 30, tzinfo=utc), pa.timestamp("us", tz="UTC")),
+        pc.field("ts") < pa.scalar(dt.datetime(1999, 1, 1, 0, 0, 0, 6, tzinfo=utc), pa.timestamp("us", tz="UTC")),
+        pc.field("tsn") == pa.scalar(dt.datetime(1999, 1, 1), pa.timestamp("us")),
+        pc.field("dec") > pa.scalar(decimal.Decimal("1.00"), pa.decimal128(5, 2)),
+    ]
+    for expr in cases:
+        _check_filter(typed_partitions, expr, expr, f"filter {expr}")
+    expected = pa.table(deltalake.DeltaTable(typed_partitions).to_pyarrow_table(filters=[("b", "=", True)]))
+    helpers.assert_same_rows(DeltaTable(typed_partitions).to_pyarrow_table(filters=[("b", "=", True)]), expected,
+                             "b = True (DNF)")
+
+
+def test_filters_stats_struct_and_submillisecond_timestamps(stats_struct: str) -> None:
+    """Stats skipping from `stats_parsed` and ms-truncated timestamp bounds must never drop a match."""
+    files = DeltaTable(stats_struct).snapshot.files
+    assert files.column("stats").null_count == files.num_rows  # the fixture really has struct stats only
+    assert "stats_parsed" in files.column_names
+    utc = dt.timezone.utc
+    exact = dt.datetime(2020, 1, 2, 12, 30, 0, 1998, tzinfo=utc)  # above the ms-truncated max of its file
+    cases = [
+        pc.field("x") == 21,
+        pc.field("x") > 25,
+        pc.field("s") == "s12",
+        pc.field("f") >= 3.5,
+        pc.field("ts") == pa.scalar(exact, pa.timestamp("us", tz="UTC")),
+        pc.field("ts") > pa.scalar(dt.datetime(2020, 1, 2, 12, 30, 0, 1500, tzinfo=utc), pa.timestamp("us", tz="UTC")),
+        pc.field("tsn") == pa.scalar(exact.replace(tzinfo=None), pa.timestamp("us")),
+        pc.field("tsn") >= pa.scalar(exact.replace(tzinfo=None), pa.timestamp("us")),
+    ]
+    for expr in cases:
+        _check_filter(stats_struct, expr, expr, f"filter {expr}")
+    for dnf in ([("x", "=", 21)], [("s", ">", "s30")], [("ts", "=", exact)]):
+        expected = pa.table(deltalake.DeltaTable(stats_struct).to_pyarrow_table(filters=dnf))
+        helpers.assert_same_rows(DeltaTable(stats_struct).to_pyarrow_table(filters=dnf), expected, f"{dnf}")
+
+
+def test_submillisecond_timestamp_filters_json_stats(tmp_path: pathlib.Path) -> None:
+    """JSON stats truncate timestamps to milliseconds (max "…12:30:00.000Z" for a .000999 value): a
+    filter on the exact value must still find the row."""
+    utc = dt.timezone.utc
+    p = str(tmp_path / "subms")
+    v = dt.datetime(2020, 1, 1, 12, 30, 0, 999, tzinfo=utc)
+    write(p, pa.table({"ts": pa.array([dt.datetime(2020, 1, 1, tzinfo=utc), v], pa.timestamp("us", tz="UTC")),
+                       "tsn": pa.array([dt.datetime(2020, 1, 1), v.replace(tzinfo=None)], pa.timestamp("us")),
+                       "x": [1, 2]}))
+    write(p, pa.table({"ts": pa.array([dt.datetime(2021, 1, 1, tzinfo=utc)], pa.timestamp("us", tz="UTC")),
+                       "tsn": pa.array([dt.datetime(2021, 1, 1)], pa.timestamp("us")), "x": [3]}), mode="append")
+    for expr in (
+        pc.field("ts") == pa.scalar(v, pa.timestamp("us", tz="UTC")),
+        pc.field("ts") >= pa.scalar(v, pa.timestamp("us", tz="UTC")),
+        pc.field("tsn") == pa.scalar(v.replace(tzinfo=None), pa.timestamp("us")),
+        pc.field("tsn") > pa.scalar(dt.datetime(2020, 1, 1, 12, 30, 0, 500), pa.timestamp("us")),
+    ):
+        _check_filter(p, expr, expr, f"filter {expr}")

@@ -17,11 +17,11 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import helpers  # noqa: E402
+import helpers
 
 deltalake = pytest.importorskip("deltalake")
 
-from deltakernel.errors import (  # noqa: E402
+from deltakernel.errors import (
     CorruptLogError,
     DeltaError,
     InvalidPathError,
@@ -30,9 +30,9 @@ from deltakernel.errors import (  # noqa: E402
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from deltakernel.kernel.snapshot import Snapshot  # noqa: E402
-from deltakernel.storage import LocalStorage  # noqa: E402
-from deltakernel.table import DeltaTable  # noqa: E402
+from deltakernel.kernel.snapshot import Snapshot
+from deltakernel.storage import LocalStorage
+from deltakernel.table import DeltaTable
 
 
 def _make_table(path: pathlib.Path, commits: int = 3, rows: int = 4, **kw: object) -> str:

@@ -13,15 +13,15 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import helpers  # noqa: E402
+import helpers
 
-from deltakernel.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError  # noqa: E402
-from deltakernel.kernel.log_segment import (  # noqa: E402
+from deltakernel.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from deltakernel.kernel.log_segment import (
     build_log_segment,
     last_checkpoint_checksum,
     read_last_checkpoint,
 )
-from deltakernel.storage import LocalStorage  # noqa: E402
+from deltakernel.storage import LocalStorage
 
 # ----------------------------------------------------------------------------- checksum
 

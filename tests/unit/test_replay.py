@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import helpers  # noqa: E402
-from helpers import add_action, commit_info, metadata_action, protocol_action, remove_action  # noqa: E402
+import helpers
+from helpers import add_action, commit_info, metadata_action, protocol_action, remove_action
 
-from deltakernel.kernel.snapshot import Snapshot  # noqa: E402
-from deltakernel.storage import LocalStorage  # noqa: E402
-from deltakernel.table import DeltaTable  # noqa: E402
+from deltakernel.kernel.snapshot import Snapshot
+from deltakernel.storage import LocalStorage
+from deltakernel.table import DeltaTable
 
 SCHEMA = [("id", "long"), ("name", "string")]
 DV_PROTOCOL = protocol_action(3, 7, ["deletionVectors"], ["deletionVectors"])
@@ -162,7 +162,7 @@ def test_domain_metadata_add_and_remove(tmp_path: pathlib.Path) -> None:
     helpers.write_actions(tmp_path, 1, [dm("d2", '{"b":2}'), dm("d1", '{"a":2}')])
     helpers.write_actions(tmp_path, 2, [dm("d1", '{"a":2}', removed=True)])
     helpers.write_actions(tmp_path, 3, [dm("d1", '{"a":3}')])
-    confs = lambda s: {k: d.configuration for k, d in s.domain_metadata.items()}  # noqa: E731
+    confs = lambda s: {k: d.configuration for k, d in s.domain_metadata.items()}
     assert confs(_snap(tmp_path, 0)) == {"d1": '{"a":1}'}
     assert confs(_snap(tmp_path, 1)) == {"d1": '{"a":2}', "d2": '{"b":2}'}
     assert confs(_snap(tmp_path, 2)) == {"d2": '{"b":2}'}

@@ -16,7 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CorruptLogError, ObjectNotFoundError, TableNotFoundError, VersionNotFoundError
+from ..errors import (
+    CorruptLogError,
+    LogTruncatedError,
+    ObjectNotFoundError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from ..storage.base import ObjectMeta, Storage
 
 LOG_DIR = "_delta_log"
@@ -202,7 +208,7 @@ def _segment_from(
     if missing:
         if checkpoint is None and require_checkpoint_at is None and listing.commits and min(listing.commits) > 0 \
                 and all(v in listing.commits for v in range(min(listing.commits), target + 1)):
-            raise VersionNotFoundError(
+            raise LogTruncatedError(
                 f"version {target} of {storage.root_uri} cannot be reconstructed: commits before "
                 f"{min(listing.commits)} were cleaned up and no checkpoint covers them"
             )

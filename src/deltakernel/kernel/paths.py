@@ -8,6 +8,7 @@ escapes the root is refused (PROTOCOL.md "Add File and Remove File": paths are r
 from __future__ import annotations
 
 import posixpath
+import re
 import urllib.parse
 
 from ..errors import InvalidPathError
@@ -30,15 +31,19 @@ def _absolute_to_comparable(path: str) -> str:
     return f"{parsed.scheme}://{parsed.netloc}{urllib.parse.unquote(parsed.path)}"
 
 
+_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
 def is_absolute(path: str) -> bool:
-    return path.startswith("/") or "://" in path.split("/", 1)[0] + "/" or path.startswith("file:")
+    """An absolute path or a URI with a scheme (`file:`, `s3://`, ...)."""
+    return path.startswith("/") or bool(_SCHEME_RE.match(path))
 
 
 def resolve_key(root_uri: str, path: str) -> str:
     """Storage key (relative to the table root) for a path from the log."""
     if not path:
         raise InvalidPathError("empty file path in the Delta log")
-    if is_absolute(path) and (":" in path.split("/", 1)[0] or path.startswith("/")):
+    if is_absolute(path):
         absolute = _absolute_to_comparable(path)
         root = _normalize_root(root_uri)
         if not (absolute.startswith(root + "/")):

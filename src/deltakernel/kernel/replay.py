@@ -68,9 +68,13 @@ def partition_struct_type(names: Sequence[str]) -> pa.DataType:
     return pa.struct([(n, pa.string()) for n in names])
 
 
+TAGS_TYPE = pa.map_(pa.string(), pa.string())
+
+
 def _file_schema(partition_names: Sequence[str], extra: Sequence[tuple[str, str, pa.DataType]] = ()) -> pa.Schema:
     fields = [pa.field(n, t) for n, _, t in FILE_COLUMNS]
     fields.insert(4, pa.field("partition_values", partition_struct_type(partition_names)))
+    fields.append(pa.field("tags", TAGS_TYPE))
     fields += [pa.field(n, t) for n, _, t in extra]
     return pa.schema(fields)
 
@@ -105,6 +109,8 @@ def _conform_file_actions(
             cols[out_name] = arr
         else:
             cols[out_name] = pa.nulls(n, typ)
+    tags = struct.field("tags") if "tags" in names else None
+    cols["tags"] = tags.cast(TAGS_TYPE) if tags is not None and pa.types.is_map(tags.type) else pa.nulls(n, TAGS_TYPE)
     cols["partition_values"] = _conform_partition_values(
         struct.field("partitionValues") if "partitionValues" in names else None, partition_names, n
     )
@@ -249,7 +255,15 @@ def read_commits(
 ) -> _CommitBatch:
     versions = [version_of(m.key) for m in metas]
     blobs = _read_commit_bytes(storage, metas)
-    lines, parents = split_lines(blobs)
+    try:
+        lines, parents = split_lines(blobs)
+    except pa.ArrowInvalid as e:  # invalid UTF-8 somewhere: name the file
+        for meta, blob in zip(metas, blobs):
+            try:
+                blob.decode("utf-8")
+            except UnicodeDecodeError as ue:
+                raise CorruptLogError(f"corrupt commit file {storage.full_uri(meta.key)}: not UTF-8 ({ue})") from e
+        raise CorruptLogError(f"corrupt commit file(s) in the Delta log of {storage.root_uri}: {e}") from e
     is_bulk = pc.match_substring_regex(lines, _BULK_RE)
     rare_idx = pc.indices_nonzero(pc.invert(is_bulk)).to_numpy()
     rare_lines = pc.take(lines, pa.array(rare_idx, pa.int64())).to_pylist()
@@ -294,23 +308,85 @@ def read_commits(
         raise
     order = pa.array(range(len(bulk_lines)), pa.int64())
     line_versions = pc.take(pa.array(versions, pa.int64()), bulk_parents)
-    adds = _tagged(parsed, "add", pnames, line_versions, order)
-    removes = _tagged(parsed, "remove", pnames, line_versions, order)
+    tags = extract_tags(bulk_lines)
+    adds = _tagged(parsed, "add", pnames, line_versions, order, tags)
+    removes = _tagged(parsed, "remove", pnames, line_versions, order, tags)
     cdcs = _tagged(parsed, "cdc", pnames, line_versions, order)
     cdc_versions = sorted(set(cdcs.column("_version").to_pylist()))
     return _CommitBatch(versions, adds, removes, cdc_versions, rare, cdcs)
 
 
-def _tagged(parsed: pa.StructArray, kind: str, pnames: Sequence[str], versions: pa.Array, order: pa.Array) -> pa.Table:
+def _tagged(
+    parsed: pa.StructArray,
+    kind: str,
+    pnames: Sequence[str],
+    versions: pa.Array,
+    order: pa.Array,
+    tags: pa.Array | None = None,
+) -> pa.Table:
     col = parsed.field(kind)
     mask = col.is_valid()
     sub = pc.filter(col, mask)
     table = _conform_file_actions(sub, pnames, kind)
+    if tags is not None and "tags" in table.column_names:
+        table = table.set_column(table.schema.get_field_index("tags"), "tags", pc.filter(tags, mask))
     table = table.append_column("_version", pc.filter(versions, mask))
     table = table.append_column("_order", pc.filter(order, mask))
     if table.num_rows and table.column("path").null_count:
         raise CorruptLogError(f"{kind} action without a path in the Delta log")
     return table
+
+
+_TAGS_RE = r'(?:^|[^\\])"tags"\s*:\s*(?P<t>\{[^{}]*\})'
+
+
+def extract_tags(lines: pa.Array) -> pa.Array:
+    """`tags` objects of file-action lines as map<string,string> (null where absent), vectorized.
+
+    pyarrow's JSON reader cannot produce maps, so the (flat, string-valued) tag objects are cut out
+    with a regex and parsed as their own JSON lines with inferred fields, then pivoted into a map.
+    """
+    n = len(lines)
+    if n == 0:
+        return pa.array([], TAGS_TYPE)
+    raw = pc.struct_field(pc.extract_regex(lines, _TAGS_RE), [0])
+    valid = raw.is_valid()
+    m = int(pc.sum(valid).as_py() or 0)
+    if m == 0:
+        return pa.nulls(n, TAGS_TYPE)
+    objs = pc.filter(raw, valid)
+    try:
+        compact = _pivot_tags(objs)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        compact = pa.array(
+            [[(str(k), None if v is None else str(v)) for k, v in json.loads(o).items()] for o in objs.to_pylist()],
+            TAGS_TYPE,
+        )
+    positions = np.cumsum(valid.to_numpy(zero_copy_only=False)) - 1
+    mask = ~valid.to_numpy(zero_copy_only=False)
+    return pc.take(compact, pa.array(positions, pa.int64(), mask=mask))
+
+
+def _pivot_tags(objs: pa.Array) -> pa.Array:
+    one = pa.ListArray.from_arrays(pa.array([0, len(objs)], pa.int32()), objs)
+    buf = pc.binary_join(one, pa.scalar("\n", objs.type))[0].as_buffer()
+    table = pajson.read_json(
+        pa.BufferReader(buf),
+        read_options=pajson.ReadOptions(block_size=max(1 << 20, buf.size + 16), use_threads=False),
+        parse_options=pajson.ParseOptions(unexpected_field_behavior="infer"),
+    )
+    m = len(objs)
+    names = table.column_names
+    if not names:
+        return pa.array([[]] * m, TAGS_TYPE)
+    cols = [table.column(c).combine_chunks().cast(pa.string()) for c in names]
+    valid = np.stack([c.is_valid().to_numpy(zero_copy_only=False) for c in cols], axis=1)  # m x K
+    flat = np.nonzero(valid.ravel())[0]
+    rows, ks = flat // len(names), flat % len(names)
+    values = pc.take(pa.concat_arrays(cols), pa.array(ks * m + rows, pa.int64()))
+    keys = pc.take(pa.array(names, pa.string()), pa.array(ks, pa.int64()))
+    offsets = np.concatenate([[0], np.cumsum(valid.sum(axis=1))]).astype(np.int32)
+    return pa.MapArray.from_arrays(pa.array(offsets), keys, values)
 
 
 def _locate_bad_line(
@@ -426,7 +502,10 @@ def read_checkpoint(storage: Storage, checkpoint: Checkpoint) -> tuple[list[pa.T
     for meta in checkpoint.files:
         if meta.key.endswith(".json"):
             blob = _read_commit_bytes(storage, [meta])[0]
-            lines, _ = split_lines([blob])
+            try:
+                lines, _ = split_lines([blob])
+            except pa.ArrowInvalid as e:
+                raise CorruptLogError(f"corrupt checkpoint {storage.full_uri(meta.key)}: {e}") from e
             # file actions stay raw lines until the partition columns are known (_checkpoint_file_actions)
             is_bulk = pc.match_substring_regex(lines, _BULK_RE)
             for text in pc.filter(lines, pc.invert(is_bulk)).to_pylist():

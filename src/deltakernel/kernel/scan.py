@@ -169,9 +169,10 @@ class Scan:
             if deleted.size:
                 table = table.filter(pa.array(deleted_mask(deleted, 0, num_rows)))
                 self.metrics.rows_deleted_by_dv += num_rows - table.num_rows
-        if not file_cols:
-            table = pa.table({"__rows": pa.nulls(table.num_rows, pa.null())})
-        conformed = conform_table(table, StructType(tuple(data_fields)), self.mode)
+        if data_fields:
+            conformed = conform_table(table, StructType(tuple(data_fields)), self.mode)
+        else:  # only partition columns requested: keep the row count
+            conformed = pa.table({"__rows": pa.nulls(table.num_rows, pa.null())})
         return self._finish(conformed, task)
 
     def _file_columns(self, file_schema: pa.Schema, fields: list[StructField]) -> list[str]:
@@ -209,7 +210,7 @@ class Scan:
             else:
                 columns.append(data.column(f.name))
             names.append(f.name)
-        table = pa.table(columns, names=names) if names else pa.table({})
+        table = pa.table(columns, names=names) if names else pa.table({"__rows": pa.nulls(n)}).drop_columns(["__rows"])
         flt = self._output_filter()
         if flt is not None and table.num_rows:
             try:

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DeltaError, InvalidFilterError, SchemaError, VersionNotFoundError
+from ..errors import ChangeDataFeedNotEnabledError, DeltaError, InvalidFilterError, SchemaError, VersionNotFoundError
 from ..storage.base import ObjectMeta, Storage
 from .actions import Metadata, Protocol
 from .deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
@@ -51,9 +51,6 @@ META_FIELDS = [
 ]
 _MAX_IN_FLIGHT = 4
 
-
-class ChangeDataFeedNotEnabledError(DeltaError):
-    """A version in the requested range was written while the change data feed was off."""
 
 
 @dataclass
