@@ -132,7 +132,7 @@ class _Evaluator:
         names = {c: f"c{i}" for i, c in enumerate(sorted(referenced_columns(e)))}
         table = pa.table({names[c]: self.partitions[c] for c in names})
         renamed = _rename(e, names)
-        types = {(names[c],): self.partitions[c].type for c in names}
+        types: dict[Path, pa.DataType] = {(names[c],): self.partitions[c].type for c in names}
         try:
             pa_expr = _to_pa(Not(renamed) if neg else renamed, types)
             out = ds.dataset(table).to_table(columns={"r": pa_expr}).column("r").combine_chunks()
@@ -173,7 +173,7 @@ class _Evaluator:
             return self.and_(not_all_null, self.unknown())
         floating = pa.types.is_floating(ref.type) or _is_nan(right.value)
         if neg:
-            if False:  # NOT (x op v) is TRUE for NaN rows, which min/max do not describe
+            if floating:  # NOT (x op v) is TRUE for NaN rows, which min/max do not describe
                 return self.and_(not_all_null, self.unknown())
             op = NEGATED[op]
         if op == "!=":
