@@ -114,8 +114,13 @@ class DeltaTable:
         return out
 
     # ------------------------------------------------------------------ files
-    def _filter_expr(self, filters: FilterLike | None) -> tuple[Any, pc.Expression | None]:
-        """(kernel predicate or None, leftover pyarrow row filter or None)."""
+    def _filter_expr(self, filters: FilterLike | None, rows: bool = True) -> tuple[Any, pc.Expression | None]:
+        """(kernel predicate or None, leftover pyarrow row filter or None).
+
+        Row filters (`filters=`) have deltalake's pyarrow semantics (`""` is the empty string,
+        `not in` keeps nulls); partition filters (`partition_filters=`) its file-pruning semantics
+        (`""` is null, `not in` never matches null partitions).
+        """
         if filters is None or (isinstance(filters, (list, tuple)) and len(filters) == 0):
             return None, None
         from .kernel import expressions as ex
@@ -124,13 +129,15 @@ class DeltaTable:
             converted = ex.from_pyarrow(filters, self.schema())
             return (converted, None) if converted is not None else (None, filters)
         if isinstance(filters, (list, tuple)):
+            if rows:
+                return ex.from_dnf(filters, self.schema(), empty_string_is_null=False, not_in_keeps_nulls=True), None
             return ex.from_dnf(filters, self.schema()), None
-        if isinstance(filters, ex.Expr):  # type: ignore[attr-defined]
+        if isinstance(filters, ex.EXPR_TYPES):
             return filters, None
         raise InvalidFilterError(f"unsupported filter type: {type(filters).__name__}")
 
     def _partition_filter(self, partition_filters: FilterLike | None) -> Any:
-        pred, row = self._filter_expr(partition_filters)
+        pred, row = self._filter_expr(partition_filters, rows=False)
         if row is not None:
             raise InvalidFilterError("partition_filters must be DNF tuples over partition columns")
         if pred is not None:

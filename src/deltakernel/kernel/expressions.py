@@ -158,6 +158,7 @@ class AlwaysFalse:
 
 
 Expr = Union[Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column, Literal]
+EXPR_TYPES = (Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column)
 
 
 def _same_value(a: Any, b: Any) -> bool:
@@ -400,14 +401,17 @@ def _coerce(value: Any, dtype: DataType) -> Literal:
 
 
 # ----------------------------------------------------------------------------- from_dnf
-def from_dnf(filters: Any, schema: StructType, *, empty_string_is_null: bool = True) -> Expr:
+def from_dnf(
+    filters: Any, schema: StructType, *, empty_string_is_null: bool = True, not_in_keeps_nulls: bool = False
+) -> Expr:
     """deltalake tuple filters -> Expr.
 
     `[("a", op, v), ...]` is an AND; `[[...], [...]]` an OR of ANDs. Ops: = == != < <= > >= in, not in.
     String values are parsed against the column's Delta type. Following deltalake's partition
     filters, `""` (or None) means NULL: `= ""` is IS NULL, `!= ""` IS NOT NULL, and inside
     `in`/`not in` lists it is a SQL NULL element. Pass `empty_string_is_null=False` for pyarrow's
-    `filters_to_expression` semantics, where `""` is the empty string.
+    `filters_to_expression` semantics, where `""` is the empty string; with `not_in_keeps_nulls`
+    `not in` also keeps null rows, as pyarrow's `~isin` does (deltalake's row filters).
     """
     if filters is None:
         return AlwaysTrue()
@@ -427,7 +431,8 @@ def from_dnf(filters: Any, schema: StructType, *, empty_string_is_null: bool = T
     for group in groups:
         if not group:
             raise InvalidFilterError("empty conjunction in filters")
-        disjuncts.append(conjunction(_one_filter(t, schema, empty_string_is_null) for t in group))
+        disjuncts.append(conjunction(_one_filter(t, schema, empty_string_is_null, not_in_keeps_nulls)
+                                     for t in group))
     return disjuncts[0] if len(disjuncts) == 1 else Or(*disjuncts)
 
 
@@ -435,7 +440,7 @@ def _is_null_value(v: Any, empty_string_is_null: bool) -> bool:
     return v is None or (empty_string_is_null and isinstance(v, str) and v == "")
 
 
-def _one_filter(t: Any, schema: StructType, empty_string_is_null: bool) -> Expr:
+def _one_filter(t: Any, schema: StructType, empty_string_is_null: bool, not_in_keeps_nulls: bool = False) -> Expr:
     if not isinstance(t, tuple) or len(t) != 3 or not isinstance(t[0], str) or not isinstance(t[1], str):
         raise InvalidFilterError(f"a filter must be a (column, op, value) tuple, got {t!r}")
     name, op, value = t
@@ -450,7 +455,10 @@ def _one_filter(t: Any, schema: StructType, empty_string_is_null: bool) -> Expr:
         vtype = next((lit.arrow_type for lit in lits if lit.value is not None), None)
         if any(lit.arrow_type not in (None, vtype) for lit in lits if lit.value is not None):
             vtype = None  # mixed literal types (e.g. int + fractional): let Arrow find the common type
-        return In(col, tuple(lit.value for lit in lits), negated=(op == "not in"), value_type=vtype)
+        expr: Expr = In(col, tuple(lit.value for lit in lits), negated=(op == "not in"), value_type=vtype)
+        if op == "not in" and not_in_keeps_nulls and not any(lit.value is None for lit in lits):
+            expr = Or(expr, IsNull(col))
+        return expr
     if op == "==":
         op = "="
     if op not in COMPARISON_OPS:
