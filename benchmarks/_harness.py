@@ -161,7 +161,7 @@ def versions() -> dict[str, str]:
         from importlib.metadata import version
 
         out["deltakernel"] = version("deltakernel")
-    except Exception:  # noqa: BLE001
+    except Exception:
         out["deltakernel"] = "?"
     return out
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, Measurement, load_average, measure_all, measurement_rows, table  # noqa: E402
-from make_tables import SCAN_FILES, SCAN_ROWS_PER_FILE, SCAN_TABLE, make_scan_table  # noqa: E402
+from _harness import Contender, Measurement, load_average, measure_all, measurement_rows, table
+from make_tables import SCAN_FILES, SCAN_ROWS_PER_FILE, SCAN_TABLE, make_scan_table
 
 N_ROWS = SCAN_FILES * SCAN_ROWS_PER_FILE
 _CHECK = (

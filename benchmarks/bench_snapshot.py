@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, Measurement, load_average, measure_all, measurement_rows, table  # noqa: E402
-from make_tables import EXPECTED_SNAPSHOT_FILES, SNAPSHOT_TABLE, make_snapshot_table  # noqa: E402
+from _harness import Contender, Measurement, load_average, measure_all, measurement_rows, table
+from make_tables import EXPECTED_SNAPSHOT_FILES, SNAPSHOT_TABLE, make_snapshot_table
 
 CONTENDERS = [
     Contender(

@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_scan  # noqa: E402
-import bench_snapshot  # noqa: E402
-from _harness import load_average, machine, table, versions  # noqa: E402
-from make_tables import make_scan_table, make_snapshot_table, verify_snapshot_table  # noqa: E402
+import bench_scan
+import bench_snapshot
+from _harness import load_average, machine, table, versions
+from make_tables import make_scan_table, make_snapshot_table, verify_snapshot_table
 
 
 def main() -> None:

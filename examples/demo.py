@@ -18,7 +18,6 @@ import deltakernel
 from deltakernel import DeltaTable
 
 
-
 def build_table(path: str) -> None:
     from deltalake import DeltaTable as RsTable
     from deltalake import write_deltalake

@@ -18,7 +18,7 @@ def conformance_dir() -> Path:
         pytest.skip("../shared/conformance is not present (only in the project's workspace)")
     return CONFORMANCE
 
-import sys  # noqa: E402
+import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "unit"))
-from s3_fixtures import moto_endpoint, s3_bucket, s3_options  # noqa: E402,F401
+from s3_fixtures import moto_endpoint, s3_bucket, s3_options  # noqa: F401

@@ -155,7 +155,8 @@ class DeltaTable:
 
     def files(self, partition_filters: FilterLike | None = None) -> list[str]:
         """Paths of the live files, as stored in the log (relative to the table root)."""
-        return self._planned_files(partition_filters).column("path").to_pylist()
+        paths: list[str] = self._planned_files(partition_filters).column("path").to_pylist()
+        return paths
 
     def file_uris(self, partition_filters: FilterLike | None = None) -> list[str]:
         root = self._storage.root_uri
@@ -196,14 +197,19 @@ class DeltaTable:
         """Stream the table as record batches; memory stays bounded by a few files."""
         return self.scan(columns=columns, filters=filters, batch_size=batch_size).to_batches()
 
-    def to_pyarrow_reader(self, columns: Sequence[str] | None = None, filters: FilterLike | None = None) -> pa.RecordBatchReader:
+    def to_pyarrow_reader(
+        self, columns: Sequence[str] | None = None, filters: FilterLike | None = None
+    ) -> pa.RecordBatchReader:
         return self.scan(columns=columns, filters=filters).to_reader()
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         return self.to_pyarrow_reader().__arrow_c_stream__(requested_schema)
 
     def to_pandas(
-        self, partitions: FilterLike | None = None, columns: Sequence[str] | None = None, filters: FilterLike | None = None
+        self,
+        partitions: FilterLike | None = None,
+        columns: Sequence[str] | None = None,
+        filters: FilterLike | None = None,
     ) -> Any:
         return self.to_pyarrow_table(partitions=partitions, columns=columns, filters=filters).to_pandas()
 

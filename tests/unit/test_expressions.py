@@ -14,8 +14,20 @@ from hypothesis import strategies as st
 
 from deltakernel.errors import InvalidFilterError
 from deltakernel.kernel.expressions import (
-    AlwaysTrue, And, Column, Comparison, In, IsNull, Literal, Not, Or, from_dnf, from_pyarrow, referenced_columns,
-    split_conjuncts, to_pyarrow,
+    AlwaysTrue,
+    And,
+    Column,
+    Comparison,
+    In,
+    IsNull,
+    Literal,
+    Not,
+    Or,
+    from_dnf,
+    from_pyarrow,
+    referenced_columns,
+    split_conjuncts,
+    to_pyarrow,
 )
 from deltakernel.kernel.schema.types import DecimalType, PrimitiveType, StructField, StructType
 

@@ -13,7 +13,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deltakernel.kernel.expressions import (
-    AlwaysFalse, AlwaysTrue, And, Column, Comparison, Expr, In, IsNull, Literal, Not, Or, from_dnf, to_pyarrow,
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Column,
+    Comparison,
+    Expr,
+    In,
+    IsNull,
+    Literal,
+    Not,
+    Or,
+    from_dnf,
+    to_pyarrow,
 )
 from deltakernel.kernel.schema.types import PrimitiveType, StructField, StructType
 from deltakernel.kernel.skipping import skipping_mask

@@ -242,7 +242,7 @@ def _to_utc_naive(value: Any) -> dt.datetime:
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        return value
+        return value  # type: ignore[no-any-return]
     if isinstance(value, dt.date):
         return dt.datetime(value.year, value.month, value.day)
     raise TypeError(f"not a timestamp: {value!r}")
@@ -281,7 +281,7 @@ def serialize_partition_value(value: Any, dtype: DataType) -> str | None:
         if name == "date":
             if isinstance(value, dt.datetime):
                 value = value.date()
-            return value.isoformat()
+            return str(value.isoformat())
         if name == "timestamp":
             return _to_utc_naive(value).isoformat(timespec="microseconds") + "Z"
         if name == "timestamp_ntz":

@@ -54,8 +54,8 @@ def resolve_key(root_uri: str, path: str) -> str:
     else:
         key = urllib.parse.unquote(path)
     normalized = posixpath.normpath(key)
-    if normalized.startswith("../") or normalized == ".." or normalized.startswith("/") or "/../" in f"/{key}/" \
-            and normalized.startswith(".."):
+    if normalized.startswith("../") or normalized == ".." or normalized.startswith("/") or ("/../" in f"/{key}/" \
+            and normalized.startswith("..")):
         raise InvalidPathError(f"file {path!r} escapes the table root {root_uri!r}; refusing to read it")
     if any(seg == ".." for seg in key.split("/")):
         raise InvalidPathError(f"file {path!r} contains '..'; refusing to read it")

@@ -129,7 +129,6 @@ def _conform_dv(arr: pa.Array) -> pa.Array:
 
 
 def _conform_partition_values(arr: pa.Array | None, names: Sequence[str], n: int) -> pa.Array:
-    target = partition_struct_type(names)
     if not names:
         return _empty_struct(n)
     if arr is None or pa.types.is_null(arr.type):
@@ -538,7 +537,9 @@ def _checkpoint_file_actions(tables: list[pa.Table], pnames: Sequence[str]) -> t
     removes: list[pa.Table] = []
     for t in tables:
         if "__json_lines" in t.column_names:
-            typ = pa.struct([("add", _json_action_type("add", pnames)), ("remove", _json_action_type("remove", pnames))])
+            typ = pa.struct(
+                [("add", _json_action_type("add", pnames)), ("remove", _json_action_type("remove", pnames))]
+            )
             try:
                 parsed = _parse_json_lines(t.column("__json_lines").combine_chunks(), typ)
             except (pa.ArrowInvalid, ValueError) as e:

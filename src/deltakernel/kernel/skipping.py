@@ -20,15 +20,29 @@ Stats leaves are conservative because stats are lossy (PROTOCOL.md "Per-file Sta
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from .expressions import (
-    NEGATED, AlwaysFalse, AlwaysTrue, And, Column, Comparison, Expr, FLIPPED, In, IsNull, Literal, Not, Or,
-    _to_pa, referenced_columns,
+    FLIPPED,
+    NEGATED,
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Column,
+    Comparison,
+    Expr,
+    In,
+    IsNull,
+    Literal,
+    Not,
+    Or,
+    _to_pa,
+    referenced_columns,
 )
 from .stats import FileStats, parse_stats, stats_from_struct
 
@@ -54,7 +68,7 @@ def skipping_mask(
     ev = _Evaluator(stats if stats is not None else FileStats.empty(num_files), partition_values or {}, num_files)
     try:
         result = ev.eval(expr, False)
-    except Exception:  # noqa: BLE001 - skipping is an optimization: any surprise keeps every file
+    except Exception:
         return pa.array([True] * num_files, pa.bool_())
     return pc.fill_null(result, True)
 

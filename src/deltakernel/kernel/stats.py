@@ -22,8 +22,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -97,7 +98,7 @@ def _leaves(schema: StructType, mode: str, columns: set[Path] | None) -> list[_L
 
     def walk(struct: StructType, lp: Path, pp: Path) -> None:
         for f in struct.fields:
-            lpath, ppath = lp + (f.name,), pp + (physical_name(f, mode),)
+            lpath, ppath = (*lp, f.name), (*pp, physical_name(f, mode))
             if isinstance(f.type, StructType):
                 walk(f.type, lpath, ppath)
                 continue
@@ -276,13 +277,13 @@ def _from_parsed(table: pa.StructArray, leaves: list[_Leaf], n: int, defaulted: 
     tight = pc.if_else(pc.and_(has_stats, pc.is_null(tight)), True, tight)  # absent flag means tight
     stats = FileStats(num, tight)
     for leaf in leaves:
-        nc = _struct_path(table, ("nullCount",) + leaf.physical)
+        nc = _struct_path(table, ("nullCount", *leaf.physical))
         if nc is not None and pa.types.is_integer(nc.type):
             stats.null_count[leaf.logical] = pc.cast(nc, pa.int64())
         if not leaf.minmax:
             continue
         for key, target in (("minValues", stats.min_values), ("maxValues", stats.max_values)):
-            raw = _struct_path(table, (key,) + leaf.physical)
+            raw = _struct_path(table, (key, *leaf.physical))
             if raw is None or pa.types.is_struct(raw.type):
                 continue
             try:
@@ -334,11 +335,11 @@ def _read_json_slow(lines: list[str], leaves: list[_Leaf]) -> FileStats:
     stats = FileStats(num, tight)
     for leaf in leaves:
         stats.null_count[leaf.logical] = pa.array(
-            [as_int(get(d, ("nullCount",) + leaf.physical)) for d in docs], pa.int64())
+            [as_int(get(d, ("nullCount", *leaf.physical))) for d in docs], pa.int64())
         if leaf.minmax:
             for key, target in (("minValues", stats.min_values), ("maxValues", stats.max_values)):
                 target[leaf.logical] = _to_arrow(
-                    [_py_value(get(d, (key,) + leaf.physical), leaf) for d in docs], leaf)
+                    [_py_value(get(d, (key, *leaf.physical)), leaf) for d in docs], leaf)
     assert len(stats) == n
     return stats
 

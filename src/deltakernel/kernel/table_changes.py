@@ -377,7 +377,7 @@ class TableChanges:
 def _find(schema: pa.Schema, name: str) -> int | None:
     idx = schema.get_field_index(name)
     if idx >= 0:
-        return idx
+        return int(idx)
     lower = [n.lower() for n in schema.names]
     return lower.index(name.lower()) if name.lower() in lower else None
 
@@ -431,7 +431,7 @@ class _SqlParser:
         expr = self.or_()
         if self.i != len(self.tokens):
             raise InvalidFilterError(f"unexpected {self.tokens[self.i][1]!r} in predicate {self.text!r}")
-        return expr  # type: ignore[return-value]
+        return expr
 
     def or_(self) -> Any:
         left = self.and_()
@@ -523,7 +523,7 @@ class _SqlParser:
 
     def _cmp(self, op: str, a: Any, b: Any) -> pc.Expression:
         a_e, b_e = _as_expr(a, _type_of(b)), _as_expr(b, _type_of(a))
-        return getattr(pc, _CMP[op])(a_e, b_e)  # type: ignore[no-any-return]
+        return getattr(pc, _CMP[op])(a_e, b_e)
 
     def _in(self, left: Any, values: list[Any]) -> pc.Expression:
         # an OR of equalities keeps SQL's three-valued logic (NULL NOT IN (...) is not true)
@@ -562,7 +562,7 @@ def _as_expr(x: Any, hint: pa.DataType | None = None) -> pc.Expression:
         return pc.field(x.name)
     if isinstance(x, _Lit):
         return pc.scalar(x.scalar(hint))
-    return x  # type: ignore[no-any-return]
+    return x
 
 
 def parse_sql_predicate(text: str, schema: pa.Schema) -> pc.Expression:

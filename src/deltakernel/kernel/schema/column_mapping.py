@@ -148,7 +148,7 @@ def logical_to_physical_names(schema: StructType, mode: str) -> dict[tuple[str, 
 
     def walk(struct: StructType, lpath: tuple[str, ...], ppath: tuple[str, ...]) -> None:
         for f in struct.fields:
-            lp, pp = lpath + (f.name,), ppath + (physical_name(f, mode),)
+            lp, pp = (*lpath, f.name), (*ppath, physical_name(f, mode))
             out[lp] = pp
             if isinstance(f.type, StructType):
                 walk(f.type, lp, pp)

@@ -228,7 +228,7 @@ def _conform_columns(
 ) -> tuple[list[pa.ChunkedArray] | list[pa.Array], pa.Schema]:
     out_schema = to_arrow_schema(logical, include_metadata=False)
     matches = _match_fields(list(schema), logical, mode)
-    out: list = []
+    out: list[pa.Array] = []
     for i, (lf, idx) in enumerate(zip(logical.fields, matches)):
         target = out_schema.field(i).type
         if idx is None:
