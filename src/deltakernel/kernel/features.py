@@ -24,7 +24,6 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
-        "variantShredding-preview",
     }
 )
 
