@@ -9,6 +9,7 @@ log, and finally applies the row filter.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +32,7 @@ from .schema.types import StructField, StructType
 from .snapshot import Snapshot
 
 DEFAULT_BATCH_SIZE = 131_072
+log = logging.getLogger("deltakernel")
 
 
 @dataclass
@@ -112,6 +114,8 @@ class Scan:
             files = files.filter(keep)
         self.metrics.files_skipped = self.metrics.files_total - files.num_rows
         self.metrics.files_scanned = files.num_rows
+        log.debug("scan of %s v%d: %d files, %d skipped", self.snapshot.storage.root_uri, self.snapshot.version,
+                  self.metrics.files_total, self.metrics.files_skipped)
         self._planned = files
         return files
 

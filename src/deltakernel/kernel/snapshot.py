@@ -5,6 +5,8 @@ Built from a LogSegment by vectorized replay; checks the protocol before anythin
 
 from __future__ import annotations
 
+import logging
+import time
 from functools import cached_property
 from typing import Any
 
@@ -16,6 +18,8 @@ from .features import check_read_supported
 from .log_segment import LogSegment, build_log_segment
 from .replay import ReplayResult, replay
 from .schema.types import StructField, StructType
+
+log = logging.getLogger("deltakernel")
 
 
 class Snapshot:
@@ -29,8 +33,15 @@ class Snapshot:
 
     @classmethod
     def load(cls, storage: Storage, version: int | None = None) -> Snapshot:
+        start = time.perf_counter()
         segment = build_log_segment(storage, version)
-        return cls(storage, segment, replay(segment))
+        snap = cls(storage, segment, replay(segment))
+        log.debug(
+            "loaded %s at version %d: checkpoint=%s, %d commits replayed, %d live files in %.3fs",
+            storage.root_uri, snap.version, segment.checkpoint.version if segment.checkpoint else None,
+            len(segment.commits), snap.num_files, time.perf_counter() - start,
+        )
+        return snap
 
     # ------------------------------------------------------------------ state
     @property
