@@ -37,6 +37,49 @@ READ_TRANSPARENT_WRITER_FEATURES: frozenset[str] = frozenset(
 )
 
 
+#: writer features deltakernel's writers honour (everything else refuses writes)
+SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
+    {
+        "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
+        "identityColumns", "columnMapping", "deletionVectors", "timestampNtz", "domainMetadata",
+        "rowTracking", "inCommitTimestamp", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
+        "typeWidening-preview", "allowColumnDefaults", "variantType", "variantType-preview", "clustering",
+    }
+)
+
+#: features and the legacy (reader, writer) versions that imply them
+LEGACY_FEATURES: dict[str, tuple[int, int]] = {
+    "appendOnly": (1, 2), "invariants": (1, 2), "checkConstraints": (1, 3), "changeDataFeed": (1, 4),
+    "generatedColumns": (1, 4), "columnMapping": (2, 5), "identityColumns": (1, 6),
+}
+
+#: features that need readers to understand them (listed in readerFeatures at reader version 3)
+READER_WRITER_FEATURES: frozenset[str] = frozenset(
+    {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
+     "typeWidening-preview", "variantType", "variantType-preview"}
+)
+
+
+def writer_features_of(protocol: Protocol) -> set[str]:
+    """The writer features a protocol enables, for legacy versions too."""
+    if protocol.min_writer_version >= 7:
+        return set(protocol.writer_features or ())
+    return {f for f, (_, w) in LEGACY_FEATURES.items() if protocol.min_writer_version >= w}
+
+
+def check_write_supported(protocol: Protocol) -> None:
+    """Raise UnsupportedFeatureError unless deltakernel can write this table without breaking it."""
+    check_read_supported(protocol)
+    if protocol.min_writer_version > MAX_WRITER_VERSION:
+        raise UnsupportedFeatureError(
+            f"writerVersion {protocol.min_writer_version}",
+            f"table requires writer version {protocol.min_writer_version}; deltakernel supports up to 7",
+        )
+    for feature in sorted(writer_features_of(protocol)):
+        if feature not in SUPPORTED_WRITER_FEATURES:
+            raise UnsupportedFeatureError(feature, f"cannot write: table requires unsupported writer feature {feature!r}")
+
+
 def check_read_supported(protocol: Protocol) -> None:
     """Raise UnsupportedFeatureError unless every reader requirement is implemented."""
     rv = protocol.min_reader_version
