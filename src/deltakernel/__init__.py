@@ -12,11 +12,17 @@ from .errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from .operations.properties import CommitProperties, PostCommitHookProperties, Transaction
+from .operations.write import write_deltalake
 from .table import DeltaTable
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CommitProperties",
+    "PostCommitHookProperties",
+    "Transaction",
+    "write_deltalake",
     "DeltaTable",
     "DeltaError",
     "CommitConflictError",

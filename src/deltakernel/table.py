@@ -41,6 +41,27 @@ class DeltaTable:
         self._snapshot = Snapshot.load(self._storage, version)
 
     # ------------------------------------------------------------------ construction
+    @classmethod
+    def create(
+        cls,
+        table_uri: str,
+        schema: Any,
+        mode: str = "error",
+        partition_by: list[str] | str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        configuration: dict[str, str | None] | None = None,
+        storage_options: dict[str, str] | None = None,
+        commit_properties: Any = None,
+    ) -> DeltaTable:
+        """Create an empty table with `schema` (a pyarrow Schema or a Delta StructType)."""
+        from .operations.write import create_table
+
+        create_table(table_uri, schema, mode=mode, partition_by=partition_by, name=name, description=description,
+                     configuration=configuration, storage_options=storage_options,
+                     commit_properties=commit_properties)
+        return cls(table_uri, storage_options=storage_options)
+
     @staticmethod
     def is_deltatable(table_uri: str, storage_options: dict[str, str] | None = None) -> bool:
         try:

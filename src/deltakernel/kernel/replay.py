@@ -220,7 +220,7 @@ def split_lines(blobs: Sequence[bytes]) -> tuple[pa.Array, pa.Array]:
     parts = pc.split_pattern(arr, "\n")
     parents = pc.list_parent_indices(parts)
     lines = pc.list_flatten(parts)
-    lines = pc.utf8_trim_whitespace(lines)
+    lines = pc.ascii_trim_whitespace(lines)  # JSON whitespace is ASCII; cheaper than the utf8 kernel
     keep = pc.greater(pc.utf8_length(lines), 0)
     return pc.filter(lines, keep), pc.filter(parents, keep)
 
@@ -650,11 +650,9 @@ def _reconcile(
             ),
         ]
     )
-    winners = both.group_by("key", use_threads=False).aggregate([("_order", "max")])
-    win_orders = winners.column("_order_max")
+    win_orders, touched = _newest_per_key(both.column("key"), both.column("_order"))
     live_adds = adds.filter(pc.is_in(adds.column("_order"), value_set=win_orders))
     live_removes = removes.filter(pc.is_in(removes.column("_order"), value_set=win_orders))
-    touched = winners.column("key")
 
     parts = []
     tparts = []
@@ -669,6 +667,20 @@ def _reconcile(
     files = pa.concat_tables(parts, promote_options="permissive")
     tombstones = pa.concat_tables(tparts, promote_options="permissive")
     return files, tombstones
+
+
+def _newest_per_key(keys: pa.ChunkedArray, order: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    """(order of the newest action per key, distinct keys) by sorting — no hash group-by (and no Acero)."""
+    t = pa.table({"k": keys, "o": order})
+    idx = pc.sort_indices(t, sort_keys=[("k", "ascending"), ("o", "descending")])
+    k = pc.take(t.column("k"), idx).combine_chunks()
+    o = pc.take(t.column("o"), idx).combine_chunks()
+    n = len(k)
+    if n == 0:
+        return o, k
+    first = pc.not_equal(k.slice(1), k.slice(0, n - 1))
+    mask = pa.concat_arrays([pa.array([True]), first.cast(pa.bool_())])
+    return pc.filter(o, mask), pc.filter(k, mask)
 
 
 def _select(table: pa.Table, schema: pa.Schema, keep_tags: bool = False, keep_stats_parsed: bool = False) -> pa.Table:

@@ -1,0 +1,619 @@
+"""`write_deltalake`: create, append, overwrite (full, replaceWhere, dynamic partitions), ignore/error,
+with schema evolution and constraint enforcement, committed as one kernel Transaction.
+
+Data is consumed as a stream of record batches: each batch is checked and completed by the
+constraint enforcer, cast to the table schema and handed to the file writer, so input larger than
+memory works. Nothing is visible until the commit; a failure at any point leaves the table at its
+previous version (written files become orphans for VACUUM; the writer also deletes them best-effort).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ConstraintViolationError, DeltaError, SchemaError, TableNotFoundError
+from ..kernel.actions import Format, Metadata, Protocol
+from ..kernel.schema.arrow import from_arrow_schema, to_arrow_schema
+from ..kernel.schema.column_mapping import physical_name
+from ..kernel.schema.evolution import (
+    CM_ID,
+    assign_column_mapping,
+    fields_with_metadata,
+    max_column_id,
+    merge_schemas,
+    schema_has_type,
+)
+from ..kernel.schema.types import StructField, StructType, schema_to_json
+from ..kernel.snapshot import Snapshot
+from ..kernel.transaction import Transaction as KernelTransaction
+from ..storage import Storage, storage_for_uri
+from .properties import CommitProperties, PostCommitHookProperties
+
+MODES = ("error", "append", "overwrite", "ignore")
+_MODE_NAMES = {"error": "ErrorIfExists", "append": "Append", "overwrite": "Overwrite", "ignore": "Ignore"}
+
+
+# ----------------------------------------------------------------------------- input
+def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReader:
+    """Any Arrow stream (Table, RecordBatch, reader, pandas, polars, __arrow_c_stream__) as a reader."""
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa.Table):
+        return data.to_reader()
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data]).to_reader()
+    mod = type(data).__module__
+    if mod.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False).to_reader()
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(data)
+    if hasattr(data, "__arrow_c_array__"):
+        return pa.Table.from_batches([pa.record_batch(data)]).to_reader()
+    if isinstance(data, Iterable):
+        if schema is None:
+            raise DeltaError("pass `schema=` when writing an iterable of record batches")
+        return pa.RecordBatchReader.from_batches(schema, iter(data))
+    raise DeltaError(f"cannot write data of type {type(data).__name__}: expected an Arrow stream")
+
+
+def _normalize_arrow_schema(schema: pa.Schema) -> pa.Schema:
+    """Arrow types Delta has no distinct name for become their Delta equivalents."""
+
+    def typ(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return pa.string()
+        if pa.types.is_large_binary(t) or pa.types.is_binary_view(t) or pa.types.is_fixed_size_binary(t):
+            return pa.binary()
+        if pa.types.is_dictionary(t):
+            return typ(t.value_type)
+        if pa.types.is_timestamp(t):
+            return pa.timestamp("us", tz="UTC") if t.tz is not None else pa.timestamp("us")
+        if pa.types.is_date64(t):
+            return pa.date32()
+        if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_fixed_size_list(t):
+            return pa.list_(pa.field("element", typ(t.value_type), t.value_field.nullable))
+        if pa.types.is_list(t):
+            return pa.list_(pa.field("element", typ(t.value_type), t.value_field.nullable))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, typ(f.type), f.nullable, f.metadata) for f in t])
+        if pa.types.is_map(t):
+            return pa.map_(typ(t.key_type), pa.field("value", typ(t.item_type), t.item_field.nullable))
+        return t
+
+    return pa.schema([pa.field(f.name, typ(f.type), f.nullable, f.metadata) for f in schema])
+
+
+# ----------------------------------------------------------------------------- protocol
+def required_features(schema: StructType, configuration: dict[str, str]) -> set[str]:
+    """Table features a schema and a configuration need (PROTOCOL.md "Table Features")."""
+    conf = {k: v.strip().lower() for k, v in configuration.items()}
+    feats: set[str] = set()
+    if conf.get("delta.appendonly") == "true" or conf.get("delta.appendOnly") == "true":
+        feats.add("appendOnly")
+    if configuration.get("delta.appendOnly", "").lower() == "true":
+        feats.add("appendOnly")
+    if any(k.startswith("delta.constraints.") for k in configuration):
+        feats.add("checkConstraints")
+    if configuration.get("delta.enableChangeDataFeed", "").lower() == "true":
+        feats.add("changeDataFeed")
+    if configuration.get("delta.columnMapping.mode", "none").lower() in ("name", "id"):
+        feats.add("columnMapping")
+    if configuration.get("delta.enableDeletionVectors", "").lower() == "true":
+        feats.add("deletionVectors")
+    if configuration.get("delta.enableRowTracking", "").lower() == "true":
+        feats.update({"rowTracking", "domainMetadata"})
+    if configuration.get("delta.enableInCommitTimestamps", "").lower() == "true":
+        feats.add("inCommitTimestamp")
+    if configuration.get("delta.checkpointPolicy", "").lower() == "v2":
+        feats.add("v2Checkpoint")
+    if configuration.get("delta.enableTypeWidening", "").lower() == "true":
+        feats.add("typeWidening")
+    if schema_has_type(schema, "timestamp_ntz"):
+        feats.add("timestampNtz")
+    if schema_has_type(schema, "variant"):
+        feats.add("variantType")
+    if fields_with_metadata(schema, "delta.invariants"):
+        feats.add("invariants")
+    if fields_with_metadata(schema, "delta.generationExpression"):
+        feats.add("generatedColumns")
+    if fields_with_metadata(schema, "delta.identity.start"):
+        feats.add("identityColumns")
+    if fields_with_metadata(schema, "CURRENT_DEFAULT"):
+        feats.add("allowColumnDefaults")
+    for k in configuration:
+        if k.startswith("delta.feature.") and configuration[k].lower() in ("supported", "enabled"):
+            feats.add(k[len("delta.feature."):])
+    del conf
+    return feats
+
+
+def protocol_for(features: set[str], current: Protocol | None = None) -> Protocol:
+    from ..kernel.protocol_select import minimal_protocol
+
+    return minimal_protocol(features, current)
+
+
+# ----------------------------------------------------------------------------- helpers
+def _remove_action(row: dict[str, Any], now: int, data_change: bool = True) -> dict[str, Any]:
+    pv = row.get("partition_values") or {}
+    out: dict[str, Any] = {
+        "path": row["path"],
+        "deletionTimestamp": now,
+        "dataChange": data_change,
+        "extendedFileMetadata": True,
+        "partitionValues": dict(pv),
+        "size": row["size"],
+    }
+    if row.get("deletion_vector"):
+        out["deletionVector"] = {k: v for k, v in row["deletion_vector"].items() if v is not None}
+    if row.get("base_row_id") is not None:
+        out["baseRowId"] = row["base_row_id"]
+    if row.get("default_row_commit_version") is not None:
+        out["defaultRowCommitVersion"] = row["default_row_commit_version"]
+    if row.get("tags"):
+        out["tags"] = dict(row["tags"])
+    if row.get("stats"):
+        out["stats"] = row["stats"]
+    return out
+
+
+def _load(storage: Storage) -> Snapshot | None:
+    try:
+        return Snapshot.load(storage)
+    except TableNotFoundError:
+        return None
+
+
+def _match_columns(batch: pa.RecordBatch, schema: StructType) -> pa.RecordBatch:
+    """Rename input columns to the table's spelling (Delta names are case-insensitive)."""
+    names = []
+    for n in batch.schema.names:
+        names.append(schema.field(n).name if schema.has(n) else n)
+    return batch.rename_columns(names) if names != batch.schema.names else batch
+
+
+def _cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    cols = []
+    for f in target:
+        idx = batch.schema.get_field_index(f.name)
+        if idx < 0:
+            cols.append(pa.nulls(batch.num_rows, f.type))
+            continue
+        col = batch.column(idx)
+        if col.type != f.type:
+            try:
+                col = col.cast(f.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                raise SchemaError(f"column {f.name!r}: cannot write {col.type} into {f.type}: {e}") from e
+        cols.append(col)
+    return pa.RecordBatch.from_arrays(cols, schema=pa.schema([pa.field(f.name, f.type, True) for f in target]))
+
+
+# ----------------------------------------------------------------------------- the operation
+def write_deltalake(
+    table_or_uri: Any,
+    data: Any,
+    *,
+    schema: pa.Schema | None = None,
+    partition_by: list[str] | str | None = None,
+    mode: str = "error",
+    schema_mode: str | None = None,
+    predicate: str | None = None,
+    partition_overwrite_mode: str = "static",
+    configuration: dict[str, str | None] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    target_file_size: int | None = None,
+    writer_properties: Any = None,
+    storage_options: dict[str, str] | None = None,
+    commit_properties: CommitProperties | None = None,
+    post_commithook_properties: PostCommitHookProperties | None = None,
+    max_rows_per_file: int | None = None,
+    engine_info: str | None = None,
+    _operation: str = "WRITE",
+) -> None:
+    """Write Arrow data to a Delta table (deltalake's `write_deltalake`)."""
+    if mode not in MODES:
+        raise DeltaError(f"mode must be one of {MODES}, got {mode!r}")
+    if schema_mode not in (None, "merge", "overwrite"):
+        raise DeltaError(f"schema_mode must be None, 'merge' or 'overwrite', got {schema_mode!r}")
+    if schema_mode == "overwrite" and mode != "overwrite":
+        raise DeltaError("schema_mode='overwrite' needs mode='overwrite'")
+    if partition_overwrite_mode not in ("static", "dynamic"):
+        raise DeltaError("partition_overwrite_mode must be 'static' or 'dynamic'")
+    if predicate is not None and mode != "overwrite":
+        raise DeltaError("predicate (replaceWhere) needs mode='overwrite'")
+    if isinstance(partition_by, str):
+        partition_by = [partition_by]
+    commit_properties = commit_properties or CommitProperties()
+
+    storage, snapshot = _resolve(table_or_uri, storage_options)
+    if snapshot is not None:
+        if mode == "error":
+            raise DeltaError(f"Delta table already exists at {storage.root_uri} (mode='error')")
+        if mode == "ignore":
+            return
+        # idempotent writes: an (app_id, version) already committed is skipped, as Spark does
+        apps = commit_properties.app_transactions or []
+        if apps and all((snapshot.txns.get(t.app_id) is not None and snapshot.txns[t.app_id].version >= t.version)
+                        for t in apps):
+            return
+
+    reader = to_reader(data, schema)
+    in_schema = _normalize_arrow_schema(reader.schema)
+    conf_in = {k: v for k, v in (configuration or {}).items() if v is not None}
+
+    txn_op = _operation
+    params: dict[str, Any] = {"mode": _MODE_NAMES[mode], "partitionBy": list(partition_by or [])}
+    if predicate is not None:
+        params["predicate"] = predicate
+    txn = KernelTransaction(storage, snapshot, operation=txn_op, operation_parameters=params,
+                            engine_info=engine_info or "deltakernel/0.1.0")
+
+    metadata, protocol, new_meta = _plan_metadata(
+        snapshot, in_schema, partition_by, mode, schema_mode, conf_in, name, description
+    )
+    if new_meta:
+        txn.update_metadata(metadata)
+    if snapshot is None or protocol != snapshot.protocol:
+        txn.update_protocol(protocol)
+
+    table_schema = metadata.schema
+    target = to_arrow_schema(table_schema, include_metadata=False)
+    mode_cm = metadata.configuration.get("delta.columnMapping.mode", "none")
+    enforcer = _enforcer(metadata, protocol)
+    sql_pred = _parse_predicate(predicate) if predicate is not None else None
+
+    counts = {"rows": 0}
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for raw in reader:
+            batch = _match_columns(raw, table_schema)
+            extra = [n for n in batch.schema.names if not table_schema.has(n)]
+            if extra:
+                raise SchemaError(
+                    f"data has column(s) {extra} not in the table schema; pass schema_mode='merge' to add them"
+                )
+            if enforcer is not None:
+                batch = enforcer.prepare(batch)
+            batch = _cast_batch(batch, target)
+            if sql_pred is not None:
+                _check_replace_where(batch, sql_pred, predicate or "")
+            counts["rows"] += batch.num_rows
+            yield batch
+
+    from .file_writer import write_data_files
+
+    adds = write_data_files(
+        storage,
+        batches(),
+        schema=table_schema,
+        partition_columns=list(metadata.partition_columns),
+        column_mapping_mode=mode_cm,
+        configuration=metadata.configuration,
+        target_file_size=target_file_size or _conf_int(metadata.configuration, "delta.targetFileSize"),
+        writer_properties=writer_properties,
+        max_rows_per_file=max_rows_per_file,
+    )
+    try:
+        if enforcer is not None and getattr(enforcer, "identity_updates", None):
+            updates = enforcer.identity_updates()
+            if updates:
+                metadata = _with_identity_hwm(metadata, updates)
+                txn.update_metadata(metadata)
+        txn.add_files(adds)
+        if snapshot is not None and mode == "overwrite":
+            _plan_overwrite(txn, snapshot, adds, predicate, sql_pred, partition_overwrite_mode, storage,
+                            writer_properties)
+        for t in commit_properties.app_transactions or []:
+            txn.set_app_transaction(t.app_id, t.version, t.last_updated)
+        txn.operation_metrics.update(
+            {
+                "numFiles": len(adds),
+                "numOutputRows": counts["rows"],
+                "numOutputBytes": sum(int(a["size"]) for a in adds),
+                "numRemovedFiles": len(txn.removes),
+            }
+        )
+        if commit_properties.custom_metadata:
+            txn.extra_commit_info.update(commit_properties.custom_metadata)
+        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
+        retries = commit_properties.max_commit_retries
+        txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
+    except BaseException:
+        _delete_quietly(storage, [a["path"] for a in adds])
+        raise
+
+
+def _resolve(table_or_uri: Any, storage_options: dict[str, str] | None) -> tuple[Storage, Snapshot | None]:
+    if hasattr(table_or_uri, "_storage") and hasattr(table_or_uri, "_snapshot"):
+        table_or_uri.update_incremental()
+        return table_or_uri._storage, table_or_uri._snapshot
+    if isinstance(table_or_uri, Storage):
+        return table_or_uri, _load(table_or_uri)
+    storage = storage_for_uri(str(table_or_uri), storage_options)
+    return storage, _load(storage)
+
+
+def _conf_int(conf: dict[str, str], key: str) -> int | None:
+    v = conf.get(key)
+    try:
+        return int(v) if v is not None else None
+    except ValueError:
+        return None
+
+
+def _plan_metadata(
+    snapshot: Snapshot | None,
+    in_schema: pa.Schema,
+    partition_by: list[str] | None,
+    mode: str,
+    schema_mode: str | None,
+    conf_in: dict[str, str],
+    name: str | None,
+    description: str | None,
+) -> tuple[Metadata, Protocol, bool]:
+    """(metadata, protocol, whether metadata changes) for this write."""
+    incoming = from_arrow_schema(in_schema)
+    if snapshot is None or schema_mode == "overwrite":
+        configuration = dict(snapshot.configuration) if snapshot is not None else {}
+        configuration.update(conf_in)
+        schema = incoming
+        if snapshot is not None and schema_mode == "overwrite":
+            # keep column mapping metadata of surviving columns by name
+            old = {f.name.lower(): f for f in snapshot.schema.fields}
+            schema = StructType(tuple(
+                StructField(f.name, f.type, f.nullable, {**old[f.name.lower()].metadata}
+                            if f.name.lower() in old and old[f.name.lower()].type == f.type else dict(f.metadata))
+                for f in schema.fields
+            ))
+        parts = list(partition_by or (snapshot.partition_columns if snapshot is not None and
+                                      schema_mode != "overwrite" else []))
+        for p in parts:
+            if not schema.has(p):
+                raise SchemaError(f"partition column {p!r} is not in the schema {schema.names}")
+        parts = [schema.field(p).name for p in parts]
+        cm = configuration.get("delta.columnMapping.mode", "none")
+        if cm in ("name", "id"):
+            start = int(configuration.get("delta.columnMapping.maxColumnId", "0"))
+            schema, new_max = assign_column_mapping(schema, max(start, max_column_id(schema)))
+            configuration["delta.columnMapping.maxColumnId"] = str(new_max)
+        feats = required_features(schema, configuration)
+        current = snapshot.protocol if snapshot is not None else None
+        protocol = _protocol(feats, current)
+        if "inCommitTimestamp" in feats and "delta.inCommitTimestampEnablementVersion" not in configuration \
+                and snapshot is not None:
+            configuration["delta.inCommitTimestampEnablementVersion"] = str(snapshot.version + 1)
+            configuration["delta.inCommitTimestampEnablementTimestamp"] = str(int(time.time() * 1000))
+        md = Metadata(
+            id=snapshot.metadata.id if snapshot is not None else str(uuid.uuid4()),
+            schema_string=schema_to_json(schema),
+            partition_columns=tuple(parts),
+            configuration=configuration,
+            name=name if name is not None else (snapshot.metadata.name if snapshot else None),
+            description=description if description is not None else (snapshot.metadata.description
+                                                                      if snapshot else None),
+            format=Format("parquet", {}),
+            created_time=int(time.time() * 1000) if snapshot is None else snapshot.metadata.created_time,
+        )
+        return md, protocol, True
+
+    md = snapshot.metadata
+    if partition_by and [p.lower() for p in partition_by] != [p.lower() for p in md.partition_columns]:
+        raise DeltaError(
+            f"partition_by {partition_by} does not match the table's partition columns {list(md.partition_columns)}"
+        )
+    changed = False
+    schema = snapshot.schema
+    if schema_mode == "merge":
+        allow = md.configuration.get("delta.enableTypeWidening", "false").lower() == "true"
+        merged = merge_schemas(schema, incoming, allow_widening=allow)
+        if merged != schema or _metadata_differs(merged, schema):
+            configuration = dict(md.configuration)
+            cm = configuration.get("delta.columnMapping.mode", "none")
+            if cm in ("name", "id"):
+                start = int(configuration.get("delta.columnMapping.maxColumnId", "0"))
+                merged, new_max = assign_column_mapping(merged, max(start, max_column_id(schema)))
+                configuration["delta.columnMapping.maxColumnId"] = str(new_max)
+            md = Metadata(md.id, schema_to_json(merged), md.partition_columns, configuration, md.name,
+                          md.description, md.format, md.created_time)
+            changed = True
+    if conf_in and any(md.configuration.get(k) != v for k, v in conf_in.items()):
+        configuration = {**md.configuration, **conf_in}
+        md = Metadata(md.id, md.schema_string, md.partition_columns, configuration, md.name, md.description,
+                      md.format, md.created_time)
+        changed = True
+    feats = required_features(md.schema, md.configuration)
+    protocol = _protocol(feats, snapshot.protocol)
+    return md, protocol, changed
+
+
+def _metadata_differs(a: StructType, b: StructType) -> bool:
+    return schema_to_json(a) != schema_to_json(b)
+
+
+def _protocol(feats: set[str], current: Protocol | None) -> Protocol:
+    return protocol_for(feats, current)
+
+
+def _enforcer(metadata: Metadata, protocol: Protocol) -> Any:
+    try:
+        from .constraints import Enforcer
+    except ImportError:  # pragma: no cover - during development
+        return None
+    return Enforcer(metadata, protocol)
+
+
+def _with_identity_hwm(md: Metadata, updates: dict[str, int]) -> Metadata:
+    schema = md.schema
+    fields = []
+    for f in schema.fields:
+        if f.name in updates:
+            meta = dict(f.metadata)
+            meta["delta.identity.highWaterMark"] = updates[f.name]
+            f = StructField(f.name, f.type, f.nullable, meta)
+        fields.append(f)
+    return Metadata(md.id, schema_to_json(StructType(tuple(fields))), md.partition_columns, md.configuration,
+                    md.name, md.description, md.format, md.created_time)
+
+
+def _parse_predicate(text: str) -> Any:
+    from ..kernel.sql import parse_sql
+
+    return parse_sql(text)
+
+
+def _check_replace_where(batch: pa.RecordBatch, expr: Any, text: str) -> None:
+    from ..kernel.sql import evaluate
+
+    ok = evaluate(expr, batch)
+    bad = pc.invert(pc.fill_null(ok, False))
+    if pc.any(bad).as_py():
+        row = batch.filter(bad).slice(0, 1).to_pylist()[0]
+        raise ConstraintViolationError(
+            f"replaceWhere: written data does not satisfy the predicate {text!r}; e.g. row {row}"
+        )
+
+
+def _plan_overwrite(
+    txn: KernelTransaction,
+    snapshot: Snapshot,
+    adds: list[dict[str, Any]],
+    predicate: str | None,
+    sql_pred: Any,
+    partition_overwrite_mode: str,
+    storage: Storage,
+    writer_properties: Any,
+) -> None:
+    """Which live files the overwrite removes (and, for data predicates, which it rewrites)."""
+    now = int(time.time() * 1000)
+    files = snapshot.files
+    if predicate is None and partition_overwrite_mode == "dynamic" and snapshot.partition_columns:
+        written = {tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds}
+        rows = files.select(["path", "size", "partition_values", "deletion_vector", "base_row_id",
+                             "default_row_commit_version", "tags", "stats"]).to_pylist()
+        victims = [r for r in rows if tuple(sorted((r["partition_values"] or {}).items())) in written]
+        txn.read_files([r["path"] for r in victims])
+        txn.read_predicate(_partition_set_predicate(snapshot, written))
+        txn.remove_files([_remove_action(r, now) for r in victims])
+        txn.operation_parameters["partitionOverwriteMode"] = "dynamic"
+        return
+    if predicate is None:
+        txn.read_whole_table()
+        rows = files.select(["path", "size", "partition_values", "deletion_vector", "base_row_id",
+                             "default_row_commit_version", "tags", "stats"]).to_pylist()
+        txn.remove_files([_remove_action(r, now) for r in rows])
+        return
+    from ..kernel.scan import Scan
+    from ..kernel.sql import evaluate, referenced_columns, to_predicate
+
+    kpred = to_predicate(sql_pred, snapshot.schema)
+    scan = Scan(snapshot, predicate=kpred) if kpred is not None else Scan(snapshot)
+    candidates = scan.plan()
+    if kpred is not None:
+        txn.read_predicate(kpred)
+    else:
+        txn.read_whole_table()
+    cols = {c[0].lower() if isinstance(c, tuple) else str(c).lower() for c in referenced_columns(sql_pred)}
+    parts = {p.lower() for p in snapshot.partition_columns}
+    rows = candidates.select(["path", "size", "partition_values", "deletion_vector", "base_row_id",
+                              "default_row_commit_version", "tags", "stats"]).to_pylist()
+    txn.read_files([r["path"] for r in rows])
+    if cols <= parts and kpred is not None:
+        txn.remove_files([_remove_action(r, now) for r in rows])
+        return
+    # data predicate: files fully matched are removed, partly matched ones rewritten without the matches
+    from .file_writer import write_data_files
+
+    reader = Scan(snapshot)
+    keep_batches: list[pa.RecordBatch] = []
+    for r in rows:
+        data = reader.read_file({"path": r["path"], "partition_values": r["partition_values"],
+                                 "deletion_vector": r["deletion_vector"], "size": r["size"]})
+        if data.num_rows == 0:
+            txn.remove_files([_remove_action(r, now)])
+            continue
+        match = pc.fill_null(evaluate(sql_pred, data), False)
+        n_match = pc.sum(match.cast(pa.int64())).as_py() or 0
+        if n_match == 0:
+            continue
+        txn.remove_files([_remove_action(r, now)])
+        if n_match < data.num_rows:
+            keep_batches += data.filter(pc.invert(match)).to_batches()
+    if keep_batches:
+        rewritten = write_data_files(
+            storage, iter(keep_batches), schema=snapshot.schema,
+            partition_columns=list(snapshot.partition_columns),
+            column_mapping_mode=snapshot.column_mapping_mode, configuration=snapshot.configuration,
+            writer_properties=writer_properties,
+        )
+        txn.add_files(rewritten)
+
+
+def _partition_set_predicate(snapshot: Snapshot, written: set[tuple[tuple[str, Any], ...]]) -> Any:
+    """A kernel predicate matching exactly the written partitions (for conflict detection)."""
+    from ..kernel.expressions import And, Column, Comparison, IsNull, Literal, Or
+    from ..kernel.partition_values import parse_partition_value
+
+    by_phys = {physical_name(f, snapshot.column_mapping_mode): f for f in snapshot.partition_fields}
+    ors = []
+    for combo in written:
+        conj = []
+        for phys, raw in combo:
+            f = by_phys.get(phys)
+            if f is None:
+                continue
+            v = parse_partition_value(raw, f.type)
+            conj.append(IsNull(Column((f.name,))) if v is None else Comparison("=", Column((f.name,)), Literal(v)))
+        if conj:
+            ors.append(And(*conj) if len(conj) > 1 else conj[0])
+    if not ors:
+        from ..kernel.expressions import AlwaysFalse
+
+        return AlwaysFalse()
+    return Or(*ors) if len(ors) > 1 else ors[0]
+
+
+def _delete_quietly(storage: Storage, paths: list[str]) -> None:
+    from ..kernel.paths import resolve_key
+
+    for p in paths:
+        try:
+            storage.delete(resolve_key(storage.root_uri, p))
+        except Exception:  # noqa: BLE001, S110 - best effort: orphans are harmless and VACUUM removes them
+            pass
+
+
+def create_table(
+    table_uri: str,
+    schema: pa.Schema | StructType,
+    *,
+    mode: str = "error",
+    partition_by: list[str] | str | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    configuration: dict[str, str | None] | None = None,
+    storage_options: dict[str, str] | None = None,
+    commit_properties: CommitProperties | None = None,
+) -> None:
+    """Create an empty table (deltalake's `DeltaTable.create`)."""
+    if isinstance(schema, StructType):
+        arrow = to_arrow_schema(schema)
+    else:
+        arrow = schema
+    empty = arrow.empty_table()
+    write_deltalake(
+        table_uri, empty, partition_by=partition_by, mode=mode, name=name, description=description,
+        configuration=configuration, storage_options=storage_options, commit_properties=commit_properties,
+        schema_mode="overwrite" if mode == "overwrite" else None,
+        _operation="CREATE TABLE" if mode != "overwrite" else "CREATE OR REPLACE TABLE",
+    )
+
+
+__all__ = ["create_table", "required_features", "to_reader", "write_deltalake", "CM_ID"]
