@@ -308,8 +308,28 @@ class DeltaTable:
         return changes.to_reader(columns=columns, predicate=pred, row_filter=row, sql_predicate=predicate
                                  if isinstance(predicate, str) else None)
 
+    @property
+    def alter(self) -> Any:
+        """Schema, constraint, property and protocol changes (deltalake's `TableAlterer` API)."""
+        from .operations.alter import TableAlterer
+
+        return TableAlterer(self)
+
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"
+
+    # ------------------------------------------------------------------ log maintenance
+    def create_checkpoint(self) -> None:
+        """Checkpoint the loaded version, so readers replay less of the log (deltalake's name)."""
+        from .kernel.checkpoint_write import write_checkpoint
+
+        write_checkpoint(self._snapshot)
+
+    def cleanup_metadata(self) -> None:
+        """Delete log files older than `delta.logRetentionDuration` that no retained version needs."""
+        from .kernel.checkpoint_write import cleanup_expired_logs
+
+        cleanup_expired_logs(self._snapshot)
 
 
 def _and_filters(a: FilterLike | None, b: FilterLike | None) -> FilterLike | None:

@@ -261,8 +261,8 @@ class _Parser:
     def unary(self) -> SqlExpr:
         if self.take("-"):
             inner = self.unary()
-            if isinstance(inner, Lit) and isinstance(inner.value, (int, float)) and inner.type is None:
-                return Lit(-inner.value)
+            if isinstance(inner, Lit) and isinstance(inner.value, (int, float)) and not isinstance(inner.value, bool):
+                return Lit(-inner.value, inner.type)
             return Unary("-", inner)
         if self.take("+"):
             return self.unary()
@@ -528,8 +528,8 @@ def _to_pred(e: SqlExpr, schema: StructType) -> ex.Expr:
             raise _Untranslatable
         left = _operand(e.left, schema, e.right)
         right = _operand(e.right, schema, e.left)
-        if isinstance(left, ex.Literal) and left.value is None or isinstance(right, ex.Literal) and \
-                right.value is None:
+        if (isinstance(left, ex.Literal) and left.value is None) or (isinstance(right, ex.Literal) and \
+                right.value is None):
             raise _Untranslatable  # `x = NULL` is NULL for every row; leave it to the evaluator
         return ex.Comparison(e.op, left, right)
     if isinstance(e, IsNull) and isinstance(e.operand, Col):

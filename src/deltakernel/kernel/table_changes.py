@@ -13,7 +13,6 @@ widening, partition values, deletion vectors), several at a time, streamed in ve
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -383,191 +382,16 @@ def _find(schema: pa.Schema, name: str) -> int | None:
 
 
 # ----------------------------------------------------------------------------- SQL predicates
-# deltalake's load_cdf takes a SQL predicate string; this covers the boolean subset people write:
-# comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN (...), [NOT] BETWEEN, parentheses, literals.
-_TOKEN_RE = re.compile(
-    r"\s*(?:(?P<num>\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?)"
-    r"|(?P<str>'(?:[^']|'')*')|(?P<qid>`(?:[^`]|``)+`|\"(?:[^\"]|\"\")+\")"
-    r"|(?P<op><=|>=|<>|!=|==|=|<|>|\(|\)|,|-)|(?P<id>[A-Za-z_][A-Za-z0-9_]*))"
-)
-_CMP = {"=": "equal", "==": "equal", "!=": "not_equal", "<>": "not_equal", "<": "less", "<=": "less_equal",
-        ">": "greater", ">=": "greater_equal"}
-
-
-class _SqlParser:
-    def __init__(self, text: str, schema: pa.Schema) -> None:
-        self.text = text
-        self.schema = schema
-        self.tokens: list[tuple[str, str]] = []
-        pos = 0
-        while pos < len(text):
-            m = _TOKEN_RE.match(text, pos)
-            if not m or m.end() == pos:
-                if text[pos:].strip() == "":
-                    break
-                raise InvalidFilterError(f"cannot parse predicate {text!r} at {text[pos:pos + 20]!r}")
-            pos = m.end()
-            kind = m.lastgroup or ""
-            self.tokens.append((kind, m.group(kind)))
-        self.i = 0
-
-    def peek(self, *words: str) -> bool:
-        if self.i >= len(self.tokens):
-            return False
-        kind, val = self.tokens[self.i]
-        return (val.upper() if kind == "id" else val) in words and kind in ("id", "op")
-
-    def take(self, *words: str) -> bool:
-        if self.peek(*words):
-            self.i += 1
-            return True
-        return False
-
-    def expect(self, word: str) -> None:
-        if not self.take(word):
-            raise InvalidFilterError(f"expected {word!r} in predicate {self.text!r}")
-
-    def parse(self) -> pc.Expression:
-        expr = self.or_()
-        if self.i != len(self.tokens):
-            raise InvalidFilterError(f"unexpected {self.tokens[self.i][1]!r} in predicate {self.text!r}")
-        return expr
-
-    def or_(self) -> Any:
-        left = self.and_()
-        while self.take("OR"):
-            left = left | self.and_()
-        return left
-
-    def and_(self) -> Any:
-        left = self.not_()
-        while self.take("AND"):
-            left = left & self.not_()
-        return left
-
-    def not_(self) -> Any:
-        if self.take("NOT"):
-            return ~self.not_()
-        return self.predicate()
-
-    def predicate(self) -> Any:
-        left = self.operand()
-        negate = self.take("NOT")
-        if self.take("IS"):
-            neg = self.take("NOT")
-            self.expect("NULL")
-            out = _as_expr(left).is_valid() if neg else _as_expr(left).is_null()
-        elif self.take("IN"):
-            self.expect("(")
-            values = [self.operand()]
-            while self.take(","):
-                values.append(self.operand())
-            self.expect(")")
-            out = self._in(left, values)
-        elif self.take("BETWEEN"):
-            low = self.operand()
-            self.expect("AND")
-            high = self.operand()
-            out = self._cmp(">=", left, low) & self._cmp("<=", left, high)
-        elif self.i < len(self.tokens) and self.tokens[self.i][1] in _CMP:
-            op = self.tokens[self.i][1]
-            self.i += 1
-            out = self._cmp(op, left, self.operand())
-        else:
-            if negate:
-                raise InvalidFilterError(f"dangling NOT in predicate {self.text!r}")
-            return _as_expr(left)
-        return ~out if negate else out
-
-    def operand(self) -> Any:
-        if self.i >= len(self.tokens):
-            raise InvalidFilterError(f"predicate {self.text!r} ends too early")
-        if self.take("("):
-            inner = self.or_()
-            self.expect(")")
-            return inner
-        kind, val = self.tokens[self.i]
-        self.i += 1
-        if kind == "op" and val == "-":
-            nxt = self.operand()
-            if isinstance(nxt, _Lit) and isinstance(nxt.value, (int, float)):
-                return _Lit(-nxt.value)
-            raise InvalidFilterError(f"unsupported '-' in predicate {self.text!r}")
-        if kind == "num":
-            return _Lit(float(val) if any(c in val for c in ".eE") else int(val))
-        if kind == "str":
-            return _Lit(val[1:-1].replace("''", "'"))
-        if kind == "qid":
-            q = val[0]
-            return self._column(val[1:-1].replace(q + q, q))
-        if kind == "id":
-            word = val.upper()
-            if word in ("TRUE", "FALSE"):
-                return _Lit(word == "TRUE")
-            if word == "NULL":
-                return _Lit(None)
-            if word in ("DATE", "TIMESTAMP") and self.i < len(self.tokens) and self.tokens[self.i][0] == "str":
-                raw = self.tokens[self.i][1][1:-1]
-                self.i += 1
-                typ = pa.date32() if word == "DATE" else pa.timestamp("us", tz="UTC")
-                return _Lit(pa.scalar(raw).cast(typ))
-            return self._column(val)
-        raise InvalidFilterError(f"unexpected {val!r} in predicate {self.text!r}")
-
-    def _column(self, name: str) -> _Col:
-        idx = _find(self.schema, name)
-        if idx is None:
-            raise InvalidFilterError(f"predicate {self.text!r} names unknown column {name!r}")
-        f = self.schema.field(idx)
-        return _Col(f.name, f.type)
-
-    def _cmp(self, op: str, a: Any, b: Any) -> pc.Expression:
-        a_e, b_e = _as_expr(a, _type_of(b)), _as_expr(b, _type_of(a))
-        return getattr(pc, _CMP[op])(a_e, b_e)
-
-    def _in(self, left: Any, values: list[Any]) -> pc.Expression:
-        # an OR of equalities keeps SQL's three-valued logic (NULL NOT IN (...) is not true)
-        out = self._cmp("=", left, values[0])
-        for v in values[1:]:
-            out = out | self._cmp("=", left, v)
-        return out
-
-
-@dataclass
-class _Col:
-    name: str
-    type: pa.DataType
-
-
-@dataclass
-class _Lit:
-    value: Any
-
-    def scalar(self, hint: pa.DataType | None) -> pa.Scalar:
-        s = self.value if isinstance(self.value, pa.Scalar) else pa.scalar(self.value)
-        if hint is not None and s.type != hint:
-            try:
-                return s.cast(hint)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                return s
-        return s
-
-
-def _type_of(x: Any) -> pa.DataType | None:
-    return x.type if isinstance(x, _Col) else None
-
-
-def _as_expr(x: Any, hint: pa.DataType | None = None) -> pc.Expression:
-    if isinstance(x, _Col):
-        return pc.field(x.name)
-    if isinstance(x, _Lit):
-        return pc.scalar(x.scalar(hint))
-    return x
-
-
 def parse_sql_predicate(text: str, schema: pa.Schema) -> pc.Expression:
-    """A SQL boolean expression as a pyarrow filter over `schema` (literals cast to column types)."""
-    return _SqlParser(text, schema).parse()
+    """A SQL boolean expression (deltalake's `load_cdf(predicate=...)`) as a pyarrow filter over `schema`.
+
+    Parsed by `sql.py` with double quotes as identifiers (deltalake/DataFusion style); literals are
+    typed by the column they are compared with.
+    """
+    from .schema.arrow import from_arrow_schema
+    from .sql import to_pyarrow_filter
+
+    return to_pyarrow_filter(text, from_arrow_schema(schema), double_quoted_identifiers=True)
 
 
 __all__ = ["COMMIT_TIMESTAMP_TYPE", "ChangeDataFeedNotEnabledError", "TableChanges", "parse_sql_predicate"]

@@ -250,7 +250,7 @@ def write_deltalake(
     conf_in = {k: v for k, v in (configuration or {}).items() if v is not None}
 
     txn_op = _operation
-    params: dict[str, Any] = {"mode": _MODE_NAMES[mode], "partitionBy": list(partition_by or [])}
+    params: dict[str, Any] = {"mode": _MODE_NAMES[mode], "partitionBy": list(partition_by or (snapshot.partition_columns if snapshot is not None else []))}
     if predicate is not None:
         params["predicate"] = predicate
     txn = KernelTransaction(storage, snapshot, operation=txn_op, operation_parameters=params,

@@ -1,0 +1,80 @@
+"""Choosing the protocol a table needs (PROTOCOL.md "Table Features", "Legacy protocol versions").
+
+Why "minimal": every reader and writer that can handle the features in use should still be able to
+use the table. When every feature in use has a legacy version (appendOnly .. identityColumns) the
+table keeps legacy versions, readable by old clients; otherwise it moves to writer version 7 with an
+explicit feature list, and to reader version 3 only if some feature needs readers to understand it.
+Upgrading a legacy table lists the features its old versions implied, so nothing is silently lost.
+Versions never go down: protocol downgrades need a separate DROP FEATURE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..errors import UnsupportedFeatureError
+from .actions import Protocol
+from .features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES, writer_features_of
+
+#: features that cannot be enabled without others (Spark's `requiredFeatures`)
+FEATURE_DEPENDENCIES: dict[str, frozenset[str]] = {
+    "rowTracking": frozenset({"domainMetadata"}),
+    "clustering": frozenset({"domainMetadata"}),
+    "icebergCompatV1": frozenset({"columnMapping"}),
+    "icebergCompatV2": frozenset({"columnMapping"}),
+}
+
+
+def features_in_effect(protocol: Protocol | None) -> set[str]:
+    """Every feature a protocol enables, legacy versions included."""
+    if protocol is None:
+        return set()
+    out = set(writer_features_of(protocol))
+    if protocol.min_reader_version >= 3:
+        out |= set(protocol.reader_features or ())
+    return out
+
+
+def with_dependencies(features: Iterable[str]) -> set[str]:
+    out = set(features)
+    pending = list(out)
+    while pending:
+        for dep in FEATURE_DEPENDENCIES.get(pending.pop(), ()):
+            if dep not in out:
+                out.add(dep)
+                pending.append(dep)
+    return out
+
+
+def table_features_protocol(features: Iterable[str], current: Protocol | None = None) -> Protocol:
+    """Writer 7 with every feature listed; reader 3 when a reader-writer feature is present (or already 3)."""
+    feats = with_dependencies(set(features) | features_in_effect(current))
+    reader_feats = {f for f in feats if f in READER_WRITER_FEATURES}
+    cur_reader = current.min_reader_version if current is not None else 1
+    if reader_feats or cur_reader >= 3:
+        return Protocol(3, 7, frozenset(reader_feats), frozenset(feats))
+    return Protocol(max(1, cur_reader), 7, None, frozenset(feats))
+
+
+def minimal_protocol(features: set[str], current: Protocol | None = None) -> Protocol:
+    """The smallest protocol enabling `features` plus everything `current` already enables.
+
+    Raises UnsupportedFeatureError for features deltakernel cannot write.
+    """
+    for f in features:
+        if f not in SUPPORTED_WRITER_FEATURES:
+            raise UnsupportedFeatureError(f, f"cannot enable table feature {f!r}: deltakernel does not support it")
+    feats = with_dependencies(set(features) | features_in_effect(current))
+    is_table_features = current is not None and (current.min_writer_version >= 7 or current.min_reader_version >= 3)
+    if not is_table_features and all(f in LEGACY_FEATURES for f in feats):
+        reader = max([1, *(LEGACY_FEATURES[f][0] for f in feats)])
+        writer = max([2, *(LEGACY_FEATURES[f][1] for f in feats)])
+        if current is not None:
+            reader = max(reader, current.min_reader_version)
+            writer = max(writer, current.min_writer_version)
+        return Protocol(reader, writer)
+    return table_features_protocol(feats, current)
+
+
+__all__ = ["FEATURE_DEPENDENCIES", "features_in_effect", "minimal_protocol", "table_features_protocol",
+           "with_dependencies"]

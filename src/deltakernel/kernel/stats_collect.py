@@ -1,0 +1,451 @@
+"""Collect per-file statistics while writing (PROTOCOL.md "Per-file Statistics"), in Spark Delta's exact shape.
+
+Why our own collector instead of Parquet footer statistics: footers drop NaN handling semantics, truncate or
+drop long strings, and have no null count for list/map columns; Delta stats need exact bounds, Spark's
+string truncation and Spark's column selection. `pyarrow.compute.min_max` per column per chunk is vectorized
+and costs a few percent of the Parquet encoding time (see tests/unit/test_file_writer.py notes).
+
+What is written, following delta-spark's `StatisticsCollection`:
+- `numRecords`; `minValues`/`maxValues` only for types with an order Spark skips on (byte..long, float,
+  double, decimal, date, timestamp, timestamp_ntz, string; NOT boolean, binary, arrays, maps, variant);
+  `nullCount` for every indexed leaf, lists/maps/variant included (a leaf under a null struct is null);
+  `tightBounds: true` only when the protocol supports deletion vectors (what Spark does: without DVs the
+  flag's absence already means tight).
+- keys are physical names (column mapping), nested structs are nested objects, schema order; a struct with
+  no stat-eligible leaf is omitted, like a top-level section with no column at all.
+- columns: exactly `delta.dataSkippingStatsColumns` when set (comma-separated, dotted/backticked, case
+  insensitive, a struct selects all its leaves), else the first `delta.dataSkippingNumIndexedCols` leaves
+  (default 32, negative = all) of the schema without partition columns; lists/maps count as one leaf.
+- strings: min is the first 32 characters (a prefix is still a lower bound); a truncated max gets Spark's
+  tie-breaker U+FFFD, or U+10FFFF when the first dropped character is >= U+FFFD (see `truncate_max_string`),
+  so it stays an upper bound in code-point (= UTF-8 byte) order for every reader, even ones unaware of
+  tie-breakers. Spark counts UTF-16 units, we count code points (differs only outside the BMP).
+- timestamps: `2021-01-01T00:00:00.123Z` (timestamp_ntz without `Z`), both bounds floored to milliseconds
+  like Spark (readers widen max by 999us); dates `YYYY-MM-DD`; decimals as plain JSON numbers with the
+  column's scale (`10.000`, as Spark's BigDecimal does).
+- floats: NaN is ignored for min; a NaN anywhere drops the max (Spark orders NaN above everything and would
+  write "NaN", which is not a JSON number); infinite bounds and values outside JSON/Python date ranges are
+  omitted, which only widens the bounds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import SchemaError
+from .schema.column_mapping import physical_name
+from .schema.types import DataType, DecimalType, PrimitiveType, StructField, StructType
+
+Path = tuple[str, ...]
+NUM_INDEXED_COLS_KEY = "delta.dataSkippingNumIndexedCols"
+STATS_COLUMNS_KEY = "delta.dataSkippingStatsColumns"
+DEFAULT_NUM_INDEXED_COLS = 32
+DEFAULT_STRING_PREFIX_LENGTH = 32  # Spark's spark.databricks.delta.stats.skipping.strings.prefixLength
+TIE_BREAKER = "\ufffd"
+MAX_CHAR = "\U0010ffff"
+_INTEGERS = {"byte", "short", "integer", "long"}
+_FLOATS = {"float", "double"}
+_ELIGIBLE = _INTEGERS | _FLOATS | {"date", "timestamp", "timestamp_ntz", "string"}
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def skipping_eligible(dtype: DataType) -> bool:
+    """Types Spark collects min/max for (`SkippingEligibleDataType`)."""
+    return isinstance(dtype, DecimalType) or (isinstance(dtype, PrimitiveType) and dtype.name in _ELIGIBLE)
+
+
+# ----------------------------------------------------------------------------- column selection
+def parse_stats_columns(text: str) -> list[Path]:
+    """`delta.dataSkippingStatsColumns` -> column paths: `a, b.c, `x.y`.z`, backticks escaped by doubling."""
+    out: list[Path] = []
+    parts: list[str] = []
+    cur: list[str] = []
+    quoted = had_quote = False
+    i = 0
+
+    def end_part() -> None:
+        nonlocal had_quote
+        name = "".join(cur)
+        if not had_quote:
+            name = name.strip()
+        if not name and not had_quote:
+            raise SchemaError(f"invalid {STATS_COLUMNS_KEY}: {text!r} (empty name)")
+        parts.append(name)
+        cur.clear()
+        had_quote = False
+
+    if not text.strip():
+        return out
+    while i < len(text):
+        ch = text[i]
+        if quoted:
+            if ch == "`":
+                if i + 1 < len(text) and text[i + 1] == "`":
+                    cur.append("`")
+                    i += 1
+                else:
+                    quoted = False
+            else:
+                cur.append(ch)
+        elif ch == "`":
+            if "".join(cur).strip():
+                raise SchemaError(f"invalid {STATS_COLUMNS_KEY}: {text!r} (misplaced backtick)")
+            cur.clear()
+            quoted = had_quote = True
+        elif ch == ".":
+            end_part()
+        elif ch == ",":
+            end_part()
+            out.append(tuple(parts))
+            parts = []
+        elif had_quote and not ch.isspace():
+            raise SchemaError(f"invalid {STATS_COLUMNS_KEY}: {text!r} (text after a quoted name)")
+        else:
+            cur.append(ch)
+        i += 1
+    if quoted:
+        raise SchemaError(f"invalid {STATS_COLUMNS_KEY}: {text!r} (unclosed backtick)")
+    end_part()
+    out.append(tuple(parts))
+    return out
+
+
+def _filter_schema(schema: StructType, paths: list[Path]) -> StructType:
+    """Spark's `filterSchema`: keep named columns (case-insensitive), recursing into structs, schema order."""
+    by_head: dict[str, list[Path]] = {}
+    for p in paths:
+        by_head.setdefault(p[0].lower(), []).append(p[1:])
+    fields: list[StructField] = []
+    for f in schema.fields:
+        tails = by_head.get(f.name.lower())
+        if tails is None:
+            continue
+        if any(not t for t in tails):
+            fields.append(f)
+        elif isinstance(f.type, StructType):
+            fields.append(StructField(f.name, _filter_schema(f.type, tails), f.nullable, f.metadata))
+    return StructType(tuple(fields))
+
+
+def _truncate_schema(schema: StructType, budget: int) -> tuple[StructType, int]:
+    """Spark's `truncateSchema`: the first `budget` leaves (a list/map is one leaf)."""
+    used = 0
+    fields: list[StructField] = []
+    for f in schema.fields:
+        if used >= budget:
+            break
+        if isinstance(f.type, StructType):
+            sub, n = _truncate_schema(f.type, budget - used)
+            used += n
+            fields.append(StructField(f.name, sub, f.nullable, f.metadata))
+        else:
+            used += 1
+            fields.append(f)
+    return StructType(tuple(fields)), used
+
+
+def stats_schema(
+    schema: StructType, configuration: Mapping[str, str] | None, partition_columns: Sequence[str] = ()
+) -> StructType:
+    """The logical sub-schema whose leaves get statistics under the table's configuration."""
+    conf = configuration or {}
+    parts = {p.lower() for p in partition_columns}
+    data = StructType(tuple(f for f in schema.fields if f.name.lower() not in parts))
+    names = conf.get(STATS_COLUMNS_KEY)
+    if names is not None:
+        return _filter_schema(data, parse_stats_columns(names))
+    raw = conf.get(NUM_INDEXED_COLS_KEY)
+    try:
+        n = DEFAULT_NUM_INDEXED_COLS if raw is None else int(str(raw).strip())
+    except ValueError as e:
+        raise SchemaError(f"invalid {NUM_INDEXED_COLS_KEY}: {raw!r}") from e
+    return data if n < 0 else _truncate_schema(data, n)[0]
+
+
+# ----------------------------------------------------------------------------- value formatting
+def truncate_min_string(value: str, prefix: int = DEFAULT_STRING_PREFIX_LENGTH) -> str:
+    """A lower bound of at most `prefix` characters."""
+    return value[:prefix]
+
+
+def truncate_max_string(value: str, prefix: int = DEFAULT_STRING_PREFIX_LENGTH) -> str:
+    """An upper bound of about `prefix` characters plus a tie-breaker (Spark's U+FFFD when it is safe).
+
+    Spark cuts at `prefix` and appends U+FFFD after extending over chars >= U+FFFD. Characters outside the
+    BMP sort above U+FFFD in code-point/UTF-8 order, so when the first dropped char is >= U+FFFD we use
+    U+10FFFF instead (after extending over U+10FFFF chars): always a true bound, and short.
+    """
+    if len(value) <= prefix:
+        return value
+    if value[prefix] < TIE_BREAKER:
+        return value[:prefix] + TIE_BREAKER
+    end = prefix
+    while end < len(value) and value[end] == MAX_CHAR:
+        end += 1
+    return value if end == len(value) else value[:end] + MAX_CHAR
+
+
+def _format_timestamp(micros: int, utc: bool) -> str | None:
+    ms = micros // 1000  # floor: the same millisecond Spark's formatter prints
+    try:
+        t = _EPOCH + dt.timedelta(milliseconds=ms)
+    except OverflowError:
+        return None
+    text = (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+            f".{t.microsecond // 1000:03d}")
+    return text + "Z" if utc else text
+
+
+def _format_date(days: int) -> str | None:
+    try:
+        d = _EPOCH_DATE + dt.timedelta(days=days)
+    except OverflowError:
+        return None
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
+
+
+class _RawJson(str):
+    """Text inserted into the JSON document verbatim (numbers json.dumps would change)."""
+
+
+def _json_value(value: Any, kind: str, utc: bool) -> Any:
+    """A collected bound as a JSON-ready value, or None to omit it."""
+    if kind == "int":
+        return _RawJson(str(int(value)))
+    if kind in ("float", "double"):
+        f = float(value)
+        if math.isnan(f) or math.isinf(f):
+            return None
+        return _RawJson(str(np.float32(f)) if kind == "float" else repr(f))
+    if kind == "decimal":
+        d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(value)
+        return _RawJson(format(d, "f")) if d.is_finite() else None
+    if kind == "date":
+        return _format_date(int(value))
+    if kind == "timestamp":
+        return _format_timestamp(int(value), utc)
+    return str(value)
+
+
+def _dump(obj: Any) -> str:
+    if isinstance(obj, _RawJson):
+        return str(obj)
+    if isinstance(obj, dict):
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_dump(v)}" for k, v in obj.items()) + "}"
+    return json.dumps(obj, ensure_ascii=False)
+
+
+# ----------------------------------------------------------------------------- collection
+@dataclass
+class _Leaf:
+    logical: Path
+    physical: Path
+    kind: str | None  # None: null count only; else int/float/double/decimal/date/timestamp/string
+    utc: bool = True
+    null_count: int = 0
+    min: Any = None
+    max: Any = None
+    has_nan: bool = False
+
+
+def _kind(dtype: DataType) -> str | None:
+    if isinstance(dtype, DecimalType):
+        return "decimal"
+    if not skipping_eligible(dtype):
+        return None
+    name = dtype.name  # type: ignore[union-attr]
+    if name in _INTEGERS:
+        return "int"
+    if name in ("timestamp", "timestamp_ntz"):
+        return "timestamp"
+    return str(name)
+
+
+def _walk(schema: StructType, mode: str, lp: Path = (), pp: Path = ()) -> Iterator[tuple[Path, Path, DataType]]:
+    for f in schema.fields:
+        lpath, ppath = (*lp, f.name), (*pp, physical_name(f, mode))
+        if isinstance(f.type, StructType):
+            yield from _walk(f.type, mode, lpath, ppath)
+        else:
+            yield lpath, ppath, f.type
+
+
+def _child(arr: pa.Array | pa.ChunkedArray, name: str) -> pa.Array | pa.ChunkedArray | None:
+    """A struct child with the parent's nulls applied (Spark: `s.x` is null where `s` is null)."""
+    t = arr.type
+    if not pa.types.is_struct(t):
+        return None
+    idx = t.get_field_index(name)
+    if idx < 0:
+        lowered = [i for i in range(t.num_fields) if t.field(i).name.lower() == name.lower()]
+        if not lowered:
+            return None
+        idx = lowered[0]
+    if isinstance(arr, pa.ChunkedArray):
+        return pa.chunked_array([c.flatten()[idx] for c in arr.chunks], type=t.field(idx).type)
+    return arr.flatten()[idx]
+
+
+class StatsCollector:
+    """Statistics of one data file, fed batch by batch (logical column names and the table's Arrow types).
+
+    `tight_bounds`: write `"tightBounds":true` (Spark does when the protocol supports deletion vectors);
+    None derives it from `delta.enableDeletionVectors` in `configuration`.
+    """
+
+    def __init__(
+        self,
+        logical_schema: StructType,
+        mode: str = "none",
+        configuration: Mapping[str, str] | None = None,
+        *,
+        partition_columns: Sequence[str] = (),
+        tight_bounds: bool | None = None,
+        string_prefix_length: int = DEFAULT_STRING_PREFIX_LENGTH,
+    ) -> None:
+        conf = configuration or {}
+        self._schema = stats_schema(logical_schema, conf, partition_columns)
+        self._mode = mode
+        if tight_bounds is None:
+            tight_bounds = str(conf.get("delta.enableDeletionVectors", "false")).strip().lower() == "true"
+        self._tight = tight_bounds
+        self._prefix = string_prefix_length
+        self.num_records = 0
+        self._leaves: list[_Leaf] = []
+        for lpath, ppath, dtype in _walk(self._schema, mode):
+            kind = _kind(dtype)
+            utc = not (isinstance(dtype, PrimitiveType) and dtype.name == "timestamp_ntz")
+            self._leaves.append(_Leaf(lpath, ppath, kind, utc))
+
+    @property
+    def indexed_columns(self) -> list[Path]:
+        """Logical paths of the leaves that get statistics."""
+        return [leaf.logical for leaf in self._leaves]
+
+    def update(self, data: pa.RecordBatch | pa.Table) -> None:
+        """Fold one batch (or table) into the statistics; columns missing from it count as nulls."""
+        n = data.num_rows
+        if n == 0:
+            return
+        self.num_records += n
+        names = data.schema.names
+        lower = {nm.lower(): i for i, nm in reversed(list(enumerate(names)))}
+        cache: dict[Path, pa.Array | pa.ChunkedArray | None] = {}
+
+        def column(path: Path) -> pa.Array | pa.ChunkedArray | None:
+            if path in cache:
+                return cache[path]
+            if len(path) == 1:
+                idx = names.index(path[0]) if path[0] in names else lower.get(path[0].lower())
+                got = data.column(idx) if idx is not None else None
+            else:
+                parent = column(path[:-1])
+                got = _child(parent, path[-1]) if parent is not None else None
+            cache[path] = got
+            return got
+
+        for leaf in self._leaves:
+            arr = column(leaf.logical)
+            if arr is None:
+                leaf.null_count += n
+                continue
+            leaf.null_count += arr.null_count if not pa.types.is_null(arr.type) else len(arr)
+            if leaf.kind is not None and arr.null_count < len(arr):
+                self._fold_min_max(leaf, arr)
+
+    def _fold_min_max(self, leaf: _Leaf, arr: pa.Array | pa.ChunkedArray) -> None:
+        kind = leaf.kind
+        if kind == "timestamp":
+            arr = pc.cast(arr, pa.int64())
+        elif kind == "date":
+            arr = pc.cast(arr, pa.int32())
+        elif pa.types.is_dictionary(arr.type):
+            arr = pc.cast(arr, arr.type.value_type)
+        mm = pc.min_max(arr)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if kind in ("float", "double"):
+            if not leaf.has_nan and pc.any(pc.is_nan(arr)).as_py():
+                leaf.has_nan = True
+            if lo is None or math.isnan(lo):  # only NaNs: no bound from this batch
+                return
+        if lo is None:
+            return
+        if leaf.min is None or lo < leaf.min:
+            leaf.min = lo
+        if leaf.max is None or hi > leaf.max:
+            leaf.max = hi
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stats document (min/max values are JSON-ready; see `to_json` for the exact text)."""
+        doc: dict[str, Any] = {"numRecords": self.num_records}
+        mins: dict[str, Any] = {}
+        maxs: dict[str, Any] = {}
+        nulls: dict[str, Any] = {}
+        any_minmax = False
+        for leaf in self._leaves:
+            _put(nulls, leaf.physical, leaf.null_count)
+            if leaf.kind is None:
+                continue
+            any_minmax = True
+            _ensure_parents(mins, leaf.physical)
+            _ensure_parents(maxs, leaf.physical)
+            if leaf.min is None:
+                continue
+            lo, hi = leaf.min, leaf.max
+            if leaf.kind == "string":
+                lo, hi = truncate_min_string(lo, self._prefix), truncate_max_string(hi, self._prefix)
+            lo_j = _json_value(lo, leaf.kind, leaf.utc)
+            hi_j = None if leaf.has_nan else _json_value(hi, leaf.kind, leaf.utc)
+            if lo_j is not None:
+                _put(mins, leaf.physical, lo_j)
+            if hi_j is not None:
+                _put(maxs, leaf.physical, hi_j)
+        if any_minmax:
+            doc["minValues"] = mins
+            doc["maxValues"] = maxs
+        if self._leaves:
+            doc["nullCount"] = nulls
+        if self._tight:
+            doc["tightBounds"] = True
+        return doc
+
+    def to_json(self) -> str:
+        """The `stats` string of the add action (compact JSON, UTF-8 text, Spark's field order)."""
+        return _dump(self.to_dict())
+
+
+def _ensure_parents(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    node = doc
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    return node
+
+
+def _put(doc: dict[str, Any], path: Path, value: Any) -> None:
+    _ensure_parents(doc, path)[path[-1]] = value
+
+
+def collect_stats(
+    data: pa.Table | pa.RecordBatch,
+    schema: StructType,
+    mode: str = "none",
+    configuration: Mapping[str, str] | None = None,
+    *,
+    partition_columns: Sequence[str] = (),
+    tight_bounds: bool | None = None,
+) -> str:
+    """One-shot: the stats JSON of `data` (logical names)."""
+    c = StatsCollector(schema, mode, configuration, partition_columns=partition_columns, tight_bounds=tight_bounds)
+    c.update(data)
+    return c.to_json()

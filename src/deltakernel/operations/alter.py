@@ -1,0 +1,446 @@
+"""`DeltaTable.alter`: metadata and protocol changes, one kernel Transaction per call.
+
+Method names and keywords follow deltalake's `TableAlterer`; commitInfo operation names follow
+Spark ("ADD CONSTRAINT", "SET TBLPROPERTIES", ...), so histories look the same whoever wrote them.
+Only `add_constraint` reads data (every existing row must satisfy the new constraint), so only it
+records `read_whole_table()`: a concurrent append then conflicts instead of sneaking in a violating
+row. Renames and drops are metadata-only and therefore need column mapping (PROTOCOL.md "Column
+Mapping"): data files keep their physical names, only the logical schema changes.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConstraintViolationError, DeltaError, SchemaError
+from ..kernel.actions import Metadata, Protocol
+from ..kernel.features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
+from ..kernel.protocol_select import features_in_effect, minimal_protocol, table_features_protocol, with_dependencies
+from ..kernel.scan import Scan
+from ..kernel.schema.column_mapping import ID_KEY, MODE_KEY, PHYSICAL_NAME_KEY
+from ..kernel.schema.types import (
+    ArrayType,
+    DataType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    _parse_field,
+    schema_to_json,
+)
+from ..kernel.sql import evaluate, parse_sql, referenced_columns
+from ..kernel.transaction import Transaction
+from .alter_properties import PROPERTY_FEATURES, validate_properties
+from .constraints import CONSTRAINT_PREFIX, GENERATION_EXPRESSION, check_constraints, sample_row
+
+if TYPE_CHECKING:
+    from ..table import DeltaTable
+
+MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
+
+#: feature names as deltalake's `TableFeatures` enum spells them -> protocol names
+_FEATURE_NAMES = {n.lower(): n for n in SUPPORTED_WRITER_FEATURES | set(LEGACY_FEATURES)}
+_FEATURE_NAMES.update({"timestampwithouttimezone": "timestampNtz", "varianttypepreview": "variantType-preview",
+                       "typewideningpreview": "typeWidening-preview", "icebergcompatv1": "icebergCompatV1"})
+
+
+def feature_name(feature: Any) -> str:
+    """A protocol feature name from a string or a deltalake `TableFeatures` member."""
+    text = str(getattr(feature, "name", None) or feature).rsplit(".", 1)[-1]
+    key = text.replace("_", "").replace("-", "").lower()
+    for cand in (text.lower(), key):
+        if cand in _FEATURE_NAMES:
+            return _FEATURE_NAMES[cand]
+    raise DeltaError(f"unknown table feature {feature!r}")
+
+
+class TableAlterer:
+    """Schema, constraint, property and protocol changes of one DeltaTable."""
+
+    def __init__(self, table: DeltaTable) -> None:
+        self._table = table
+
+    # ------------------------------------------------------------------ plumbing
+    def _txn(self, operation: str, parameters: dict[str, Any], custom_metadata: dict[str, str] | None) -> Transaction:
+        self._table.update_incremental()
+        txn = Transaction(self._table._storage, self._table.snapshot, operation=operation,
+                          operation_parameters=parameters)
+        if custom_metadata:
+            txn.extra_commit_info.update(custom_metadata)
+        return txn
+
+    def _commit(self, txn: Transaction, max_retries: int | None = None) -> None:
+        if max_retries is None:
+            txn.commit()
+        else:
+            txn.commit(max_retries=max_retries)
+        self._table.update_incremental()
+
+    @property
+    def _metadata(self) -> Metadata:
+        return self._table.snapshot.metadata
+
+    @property
+    def _protocol(self) -> Protocol:
+        return self._table.snapshot.protocol
+
+    def _mode(self) -> str:
+        mode = self._metadata.configuration.get(MODE_KEY, "none").strip().lower()
+        return mode if mode in ("name", "id") else "none"
+
+    # ------------------------------------------------------------------ constraints
+    def add_constraint(self, constraints: dict[str, str], custom_metadata: dict[str, str] | None = None) -> None:
+        """Add CHECK constraints after verifying every existing row; nothing is committed on a violation."""
+        if not constraints:
+            raise DeltaError("add_constraint needs at least one constraint")
+        self._table.update_incremental()
+        snap = self._table.snapshot
+        conf = dict(snap.configuration)
+        existing = {k.lower() for k in check_constraints(conf)}
+        parsed = {}
+        for name, text in constraints.items():
+            if not name or not isinstance(text, str):
+                raise DeltaError(f"invalid constraint {name!r}: {text!r}")
+            if name.lower() in existing:
+                raise DeltaError(f"constraint {name!r} already exists: {conf.get(CONSTRAINT_PREFIX + name)!r}")
+            expr = parse_sql(text)
+            for path in referenced_columns(expr):
+                _resolve_path(snap.schema, path, f"constraint {name!r}")
+            parsed[name] = expr
+        needed = sorted({snap.schema.field(p[0]).name for e in parsed.values() for p in referenced_columns(e)})
+        scan = Scan(snap, columns=needed or snap.schema.names[:1])
+        for batch in scan.to_batches():
+            for name, expr in parsed.items():
+                result = evaluate(expr, batch)
+                count, row = sample_row(batch, result)
+                if count:
+                    raise ConstraintViolationError(
+                        f"cannot add CHECK constraint {name} ({constraints[name]}): {count} existing row(s) "
+                        f"violate it, for example: {row}")
+        params = ({"name": next(iter(constraints)), "expr": next(iter(constraints.values()))}
+                  if len(constraints) == 1 else
+                  {"constraints": json.dumps([{"name": n, "expr": e} for n, e in constraints.items()])})
+        txn = self._txn("ADD CONSTRAINT", params, custom_metadata)
+        txn.read_whole_table()
+        for name, text in constraints.items():
+            conf[CONSTRAINT_PREFIX + name] = text
+        txn.update_metadata(replace(snap.metadata, configuration=conf))
+        if "checkConstraints" not in features_in_effect(snap.protocol):
+            txn.update_protocol(minimal_protocol({"checkConstraints"}, snap.protocol))
+        self._commit(txn)
+
+    def drop_constraint(self, name: str, raise_if_not_exists: bool = True,
+                        custom_metadata: dict[str, str] | None = None) -> None:
+        self._table.update_incremental()
+        conf = dict(self._metadata.configuration)
+        key = next((k for k in conf if k.lower() == (CONSTRAINT_PREFIX + name).lower()), None)
+        if key is None:
+            if raise_if_not_exists:
+                raise DeltaError(f"constraint {name!r} does not exist")
+            return
+        expr = conf.pop(key)
+        txn = self._txn("DROP CONSTRAINT", {"constraint": name, "expr": expr}, custom_metadata)
+        txn.update_metadata(replace(self._metadata, configuration=conf))
+        self._commit(txn)
+
+    # ------------------------------------------------------------------ columns
+    def add_columns(self, fields: Any, custom_metadata: dict[str, str] | None = None) -> None:
+        """Add nullable columns (top-level, or new fields inside an existing struct given as a struct)."""
+        new = [_as_field(f) for f in (fields if isinstance(fields, (list, tuple)) else [fields])]
+        if not new:
+            raise DeltaError("add_columns needs at least one field")
+        self._table.update_incremental()
+        md = self._metadata
+        mode = self._mode()
+        conf = dict(md.configuration)
+        counter = [int(conf.get(MAX_COLUMN_ID_KEY, "0"))]
+        schema = md.schema
+        for f in new:
+            _check_addable(f)
+            schema = _merge_field(schema, f, mode, counter)
+        if mode != "none":
+            conf[MAX_COLUMN_ID_KEY] = str(counter[0])
+        txn = self._txn("ADD COLUMNS", {"columns": json.dumps([{"column": f.to_json()} for f in new])},
+                        custom_metadata)
+        txn.update_metadata(replace(md, schema_string=schema_to_json(schema), configuration=conf))
+        if _uses_type(schema, "timestamp_ntz") and "timestampNtz" not in features_in_effect(self._protocol):
+            txn.update_protocol(minimal_protocol({"timestampNtz"}, self._protocol))
+        self._commit(txn)
+
+    def rename_column(self, old: str, new: str, custom_metadata: dict[str, str] | None = None) -> None:
+        """Rename a (possibly nested, dotted) column; metadata-only, so column mapping is required."""
+        self._table.update_incremental()
+        md = self._metadata
+        self._require_mapping("RENAME COLUMN")
+        path = _resolve_path(md.schema, tuple(old.split(".")), "rename")
+        if not new or "." in new:
+            raise DeltaError(f"invalid new column name {new!r} (give only the last name part)")
+        self._check_unreferenced(path, "renamed")
+        schema = _rename(md.schema, path, new)
+        parts = list(md.partition_columns)
+        if len(path) == 1:
+            parts = [new if p.lower() == path[0].lower() else p for p in parts]
+        txn = self._txn("RENAME COLUMN", {"oldColumnPath": old, "newColumnPath": ".".join((*path[:-1], new))},
+                        custom_metadata)
+        txn.update_metadata(replace(md, schema_string=schema_to_json(schema), partition_columns=tuple(parts)))
+        self._commit(txn)
+
+    def drop_columns(self, names: str | list[str], custom_metadata: dict[str, str] | None = None) -> None:
+        """Drop (possibly nested, dotted) columns; metadata-only, so column mapping is required."""
+        names = [names] if isinstance(names, str) else list(names)
+        self._table.update_incremental()
+        md = self._metadata
+        self._require_mapping("DROP COLUMNS")
+        schema = md.schema
+        parts = {p.lower() for p in md.partition_columns}
+        for name in names:
+            path = _resolve_path(schema, tuple(name.split(".")), "drop")
+            if len(path) == 1 and path[0].lower() in parts:
+                raise DeltaError(f"cannot drop partition column {path[0]!r}")
+            self._check_unreferenced(path, "dropped")
+            schema = _drop(schema, path)
+        if not schema.fields:
+            raise DeltaError("cannot drop every column of a table")
+        txn = self._txn("DROP COLUMNS", {"columns": json.dumps(names)}, custom_metadata)
+        txn.update_metadata(replace(md, schema_string=schema_to_json(schema)))
+        self._commit(txn)
+
+    def _require_mapping(self, op: str) -> None:
+        if self._mode() == "none":
+            raise DeltaError(
+                f"{op} needs column mapping: without it data files store columns under their names, so the "
+                f"change would require rewriting every file. Enable it first with "
+                f"set_table_properties({{'{MODE_KEY}': 'name'}})")
+
+    def _check_unreferenced(self, path: tuple[str, ...], verb: str) -> None:
+        md = self._metadata
+        texts = [(f"CHECK constraint {n}", t) for n, t in check_constraints(md.configuration).items()]
+        texts += [(f"generated column {f.name!r}", str(f.metadata[GENERATION_EXPRESSION]))
+                  for f in md.schema.fields if GENERATION_EXPRESSION in f.metadata]
+        target = tuple(p.lower() for p in path)
+        for what, text in texts:
+            for ref in referenced_columns(parse_sql(text)):
+                low = tuple(p.lower() for p in ref)
+                if low[:len(target)] == target or target[:len(low)] == low:
+                    raise DeltaError(f"column {'.'.join(path)!r} cannot be {verb}: {what} ({text}) uses it")
+
+    # ------------------------------------------------------------------ properties and protocol
+    def set_table_properties(self, properties: dict[str, str], raise_if_not_exists: bool = True,
+                             custom_metadata: dict[str, str] | None = None) -> None:
+        """Set table properties, upgrading the protocol for the features they turn on."""
+        self._table.update_incremental()
+        snap = self._table.snapshot
+        md, proto = snap.metadata, snap.protocol
+        props = {str(k): str(v) for k, v in properties.items()}
+        stored, explicit, min_versions = validate_properties(props, md.configuration, raise_if_not_exists)
+        conf = {**md.configuration, **stored}
+        needed = set(explicit)
+        for key, value in stored.items():
+            feat = PROPERTY_FEATURES.get(key)
+            if feat is not None and feat[1](value):
+                needed.add(feat[0])
+        have = features_in_effect(proto)
+        if explicit and not explicit <= have:
+            new_proto: Protocol | None = table_features_protocol(needed | have, proto)
+        elif not needed <= have:
+            new_proto = minimal_protocol(needed, proto)
+        else:
+            new_proto = None
+        if min_versions is not None:
+            base = new_proto or proto
+            r, w = max(base.min_reader_version, min_versions[0]), max(base.min_writer_version, min_versions[1])
+            if (r, w) != (base.min_reader_version, base.min_writer_version):
+                new_proto = (table_features_protocol(features_in_effect(base), base) if w >= 7 or r >= 3
+                             else Protocol(r, w))
+        schema = md.schema
+        old_mode = md.configuration.get(MODE_KEY, "none").lower()
+        new_mode = conf.get(MODE_KEY, "none").lower()
+        if new_mode != old_mode:
+            if old_mode != "none" or (new_mode == "id" and snap.version > 0 and snap.num_files > 0):
+                raise DeltaError(f"changing {MODE_KEY} from {old_mode!r} to {new_mode!r} is not supported "
+                                 "(only 'none' -> 'name' on an existing table)")
+            counter = [int(conf.get(MAX_COLUMN_ID_KEY, "0"))]
+            schema = _assign_mapping(schema, counter, keep_names=True)
+            conf[MAX_COLUMN_ID_KEY] = str(counter[0])
+        max_retries = None
+        ict = "delta.enableInCommitTimestamps"
+        if conf.get(ict, "false").lower() == "true" and md.configuration.get(ict, "false").lower() != "true":
+            import time
+
+            ts = int(time.time() * 1000)
+            conf["delta.inCommitTimestampEnablementVersion"] = str(snap.version + 1)
+            conf["delta.inCommitTimestampEnablementTimestamp"] = str(ts)
+            max_retries = 0  # the enablement version must be the version this commit lands at
+        txn = self._txn("SET TBLPROPERTIES", {"properties": json.dumps(props)}, custom_metadata)
+        if max_retries is not None:
+            txn.extra_commit_info.update({"inCommitTimestamp": int(conf["delta.inCommitTimestampEnablementTimestamp"]),
+                                          "timestamp": int(conf["delta.inCommitTimestampEnablementTimestamp"])})
+        txn.update_metadata(replace(md, configuration=conf, schema_string=schema_to_json(schema)))
+        if new_proto is not None and new_proto != proto:
+            txn.update_protocol(new_proto)
+        self._commit(txn, max_retries)
+
+    def add_feature(self, feature: Any, allow_protocol_versions_increase: bool = False,
+                    custom_metadata: dict[str, str] | None = None) -> None:
+        """Add table features to the protocol (writer 7 feature lists), as deltalake's `add_feature`."""
+        items = feature if isinstance(feature, (list, tuple, set)) else [feature]
+        names = {feature_name(f) for f in items}
+        for n in names:
+            if n not in SUPPORTED_WRITER_FEATURES:
+                raise DeltaError(f"table feature {n!r} is not supported by deltakernel")
+        self._table.update_incremental()
+        proto = self._protocol
+        if with_dependencies(names) <= features_in_effect(proto):
+            return
+        new = table_features_protocol(names, proto)
+        if (new.min_reader_version > proto.min_reader_version or new.min_writer_version > proto.min_writer_version) \
+                and not allow_protocol_versions_increase:
+            need = "reader 3 and writer 7" if new.min_reader_version >= 3 and any(
+                n in READER_WRITER_FEATURES for n in names) else "writer 7"
+            raise DeltaError(
+                f"adding {sorted(names)} needs protocol {need} (table is at reader "
+                f"{proto.min_reader_version}, writer {proto.min_writer_version}); pass "
+                "allow_protocol_versions_increase=True to upgrade")
+        txn = self._txn("UPGRADE PROTOCOL", {"newProtocol": json.dumps(new.to_json())}, custom_metadata)
+        txn.update_protocol(new)
+        self._commit(txn)
+
+
+# ----------------------------------------------------------------------------- schema helpers
+def _as_field(f: Any) -> StructField:
+    if isinstance(f, StructField):
+        return f
+    to_json = getattr(f, "to_json", None)
+    if callable(to_json):  # deltalake.schema.Field
+        raw = to_json()
+        return _parse_field(json.loads(raw) if isinstance(raw, str) else raw)
+    raise DeltaError(f"add_columns needs StructField values, got {type(f).__name__}")
+
+
+def _check_addable(f: StructField) -> None:
+    if not f.nullable:
+        raise DeltaError(f"cannot add non-nullable column {f.name!r}: existing rows would hold NULL")
+    if GENERATION_EXPRESSION in f.metadata or "delta.identity.start" in f.metadata:
+        raise DeltaError(f"cannot add generated or identity column {f.name!r} to an existing table")
+    if isinstance(f.type, StructType):
+        for sub in f.type.fields:
+            _check_addable(sub)
+
+
+def _resolve_path(schema: StructType, path: tuple[str, ...], what: str) -> tuple[str, ...]:
+    struct: DataType = schema
+    out: list[str] = []
+    for part in path:
+        if not isinstance(struct, StructType) or not struct.has(part):
+            raise SchemaError(f"{what}: column {'.'.join(path)!r} does not exist")
+        f = struct.field(part)
+        out.append(f.name)
+        struct = f.type
+    return tuple(out)
+
+
+def _new_mapping(f: StructField, mode: str, counter: list[int]) -> StructField:
+    if mode == "none":
+        return f
+    counter[0] += 1
+    meta = {**f.metadata, ID_KEY: counter[0], PHYSICAL_NAME_KEY: f"col-{uuid.uuid4()}"}
+    return StructField(f.name, _map_type(f.type, lambda g: _new_mapping(g, mode, counter)), f.nullable, meta)
+
+
+def _map_type(t: DataType, fn: Any) -> DataType:
+    """Apply `fn` to every struct field directly inside `t` (through arrays and maps)."""
+    if isinstance(t, StructType):
+        return StructType(tuple(fn(f) for f in t.fields))
+    if isinstance(t, ArrayType):
+        return ArrayType(_map_type(t.element_type, fn), t.contains_null)
+    if isinstance(t, MapType):
+        return MapType(_map_type(t.key_type, fn), _map_type(t.value_type, fn), t.value_contains_null)
+    return t
+
+
+def _assign_mapping(schema: StructType, counter: list[int], keep_names: bool) -> StructType:
+    """Ids for every field and physical name = logical name (enabling mapping on an existing table)."""
+    def assign(f: StructField) -> StructField:
+        meta = dict(f.metadata)
+        if ID_KEY not in meta:
+            counter[0] += 1
+            meta[ID_KEY] = counter[0]
+        meta.setdefault(PHYSICAL_NAME_KEY, f.name if keep_names else f"col-{uuid.uuid4()}")
+        return StructField(f.name, _map_type(f.type, assign), f.nullable, meta)
+
+    return StructType(tuple(assign(f) for f in schema.fields))
+
+
+def _merge_field(struct: StructType, f: StructField, mode: str, counter: list[int]) -> StructType:
+    if not struct.has(f.name):
+        return StructType((*struct.fields, _new_mapping(f, mode, counter)))
+    cur = struct.field(f.name)
+    if not (isinstance(cur.type, StructType) and isinstance(f.type, StructType)):
+        raise SchemaError(f"column {f.name!r} already exists")
+    merged = cur.type
+    added = False
+    for sub in f.type.fields:
+        if merged.has(sub.name):
+            existing = merged.field(sub.name)
+            if isinstance(existing.type, StructType) and isinstance(sub.type, StructType):
+                merged = _merge_field(merged, sub, mode, counter)
+                added = True
+                continue
+            if existing.type != sub.type:
+                raise SchemaError(f"field {f.name}.{sub.name} already exists with type {existing.type.to_json()}")
+            continue
+        merged = StructType((*merged.fields, _new_mapping(sub, mode, counter)))
+        added = True
+    if not added:
+        raise SchemaError(f"column {f.name!r} already exists and no new nested field was given")
+    new = StructField(cur.name, merged, cur.nullable, cur.metadata)
+    return StructType(tuple(new if g is cur else g for g in struct.fields))
+
+
+def _rename(struct: StructType, path: tuple[str, ...], new: str) -> StructType:
+    head = path[0]
+    if len(path) == 1 and any(g.name.lower() == new.lower() and g.name != head for g in struct.fields):
+        raise SchemaError(f"column {new!r} already exists")
+    fields = []
+    for g in struct.fields:
+        if g.name == head:
+            if len(path) == 1:
+                g = StructField(new, g.type, g.nullable, g.metadata)
+            else:
+                assert isinstance(g.type, StructType)
+                g = StructField(g.name, _rename(g.type, path[1:], new), g.nullable, g.metadata)
+        fields.append(g)
+    return StructType(tuple(fields))
+
+
+def _drop(struct: StructType, path: tuple[str, ...]) -> StructType:
+    fields = []
+    for g in struct.fields:
+        if g.name == path[0]:
+            if len(path) == 1:
+                continue
+            assert isinstance(g.type, StructType)
+            inner = _drop(g.type, path[1:])
+            if not inner.fields:
+                raise DeltaError(f"cannot drop the last field of struct {g.name!r}; drop the struct instead")
+            g = StructField(g.name, inner, g.nullable, g.metadata)
+        fields.append(g)
+    return StructType(tuple(fields))
+
+
+def _uses_type(t: DataType, name: str) -> bool:
+    if isinstance(t, PrimitiveType):
+        return t.name == name
+    if isinstance(t, StructType):
+        return any(_uses_type(f.type, name) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return _uses_type(t.element_type, name)
+    if isinstance(t, MapType):
+        return _uses_type(t.key_type, name) or _uses_type(t.value_type, name)
+    return False
+
+
+__all__ = ["TableAlterer", "feature_name"]

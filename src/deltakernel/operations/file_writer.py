@@ -1,0 +1,525 @@
+"""Write data files for a commit: Parquet files plus their `add` actions (path, partition values, stats).
+
+Why it looks like this:
+- streaming with bounded memory: batches are split by partition (one vectorized sort per batch), buffered
+  per partition up to one row group, then encoded; the total buffered bytes and the number of open Parquet
+  writers are capped, so input larger than memory works. Buffering matters because each pyarrow
+  `write_table` call starts new row groups: writing small per-partition slices directly would make
+  tiny row groups.
+- stats are computed by `kernel.stats_collect` on each row group before it is encoded (exact values,
+  Spark's format), not read back from Parquet footers (which truncate strings and ignore NaN).
+- files follow Spark's layout: Hive-style partition directories with `ExternalCatalogUtils.escapePathName`
+  escaping (physical column names under column mapping), `__HIVE_DEFAULT_PARTITION__` for null, and the log
+  `path` is that key URI-encoded again the way `java.net.URI` does (`%` -> `%25`, space -> `%20`, non-ASCII
+  letters kept).
+- Parquet columns use physical names and carry `PARQUET:field_id` under column mapping; timestamps are
+  INT64 microseconds (UTC-adjusted for `timestamp`, not for `timestamp_ntz`); every column is written
+  optional, as Spark does.
+- nothing here commits: on failure every file written so far is deleted (best effort) and the error re-raised.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ..errors import SchemaError
+from ..kernel.partition_values import serialize_partition_value
+from ..kernel.schema.arrow import to_arrow_schema
+from ..kernel.schema.column_mapping import PARQUET_FIELD_ID, physical_name, to_physical_arrow_schema
+from ..kernel.schema.types import StructField, StructType
+from ..kernel.stats_collect import StatsCollector
+from ..storage.base import Storage
+
+DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024  # deltalake's default; Spark's delta.targetFileSize default is 100 MiB too
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+MAX_OPEN_FILES = 64
+MEMORY_BUDGET = 256 * 1024 * 1024  # uncompressed bytes buffered across all partitions
+MAX_ROW_GROUP_BYTES = 128 * 1024 * 1024  # uncompressed bytes of one buffered row group
+_PARALLEL_STATS_ROWS = 65536  # below this a thread hand-off costs more than it hides
+_EXTENSIONS = {"snappy": "snappy.", "zstd": "zstd.", "gzip": "gz.", "brotli": "br.", "lz4": "lz4.", "none": ""}
+_COMPRESSION_ALIASES = {"uncompressed": "none", "lz4_raw": "lz4", "gz": "gzip"}
+
+
+@dataclass
+class WriterProperties:
+    """Parquet writer options, with deltalake's `WriterProperties` names."""
+
+    compression: str = "snappy"
+    compression_level: int | None = None
+    max_row_group_size: int = 1024 * 1024  # rows
+    write_batch_size: int | None = None
+    data_page_size_limit: int | None = None
+    dictionary_page_size_limit: int | None = None
+    data_page_row_count_limit: int | None = None
+    dictionary_enabled: bool = True
+    statistics_enabled: bool = True
+    write_page_index: bool = False
+
+    @classmethod
+    def coerce(cls, props: Any) -> WriterProperties:
+        """Ours as is; anything else (e.g. `deltalake.WriterProperties`) read attribute by attribute."""
+        if props is None:
+            return cls()
+        if isinstance(props, cls):
+            return props
+        out = cls()
+        for name in ("compression_level", "max_row_group_size", "write_batch_size", "data_page_size_limit",
+                     "dictionary_page_size_limit", "data_page_row_count_limit"):
+            value = getattr(props, name, None)
+            if value is not None:
+                setattr(out, name, int(value))
+        comp = getattr(props, "compression", None)
+        if comp is not None:
+            text = str(comp)
+            if "(" in text:  # "ZSTD(3)"
+                text, _, level = text.partition("(")
+                out.compression_level = out.compression_level or int(level.rstrip(")"))
+            out.compression = text
+        return out
+
+    def codec(self) -> str:
+        name = self.compression.strip().lower()
+        name = _COMPRESSION_ALIASES.get(name, name)
+        if name not in _EXTENSIONS:
+            raise ValueError(f"unsupported Parquet compression {self.compression!r}")
+        return name
+
+    def parquet_options(self) -> dict[str, Any]:
+        opts: dict[str, Any] = {
+            "compression": self.codec(),
+            "use_dictionary": self.dictionary_enabled,
+            "write_statistics": self.statistics_enabled,
+            "coerce_timestamps": "us",
+            "use_deprecated_int96_timestamps": False,
+            "allow_truncated_timestamps": False,
+            "write_page_index": self.write_page_index,
+        }
+        if self.compression_level is not None and opts["compression"] not in ("snappy", "none", "lz4"):
+            opts["compression_level"] = self.compression_level
+        if self.write_batch_size is not None:
+            opts["write_batch_size"] = self.write_batch_size
+        if self.data_page_size_limit is not None:
+            opts["data_page_size"] = self.data_page_size_limit
+        if self.dictionary_page_size_limit is not None:
+            opts["dictionary_pagesize_limit"] = self.dictionary_page_size_limit
+        if self.data_page_row_count_limit is not None:
+            opts["max_rows_per_page"] = self.data_page_row_count_limit
+        return opts
+
+
+# ----------------------------------------------------------------------------- paths
+_SPARK_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(0x20))
+_URI_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-!.~'()*,;:$&+=/@")
+
+
+def escape_path_name(text: str) -> str:
+    """Spark's `ExternalCatalogUtils.escapePathName`: special characters as `%XX` (uppercase hex)."""
+    if not any(ch in _SPARK_ESCAPED for ch in text):
+        return text
+    return "".join(f"%{ord(ch):02X}" if ch in _SPARK_ESCAPED else ch for ch in text)
+
+
+def uri_encode_path(key: str) -> str:
+    """A storage key as `java.net.URI` quotes a path: ASCII outside the allowed set and non-ASCII controls /
+    spaces as UTF-8 `%XX`; other non-ASCII characters stay (what Spark writes into the log)."""
+    out: list[str] = []
+    for ch in key:
+        if ch in _URI_SAFE or (ord(ch) > 0x7F and unicodedata.category(ch) not in ("Cc", "Zs", "Zl", "Zp")):
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+def partition_dir(columns: list[tuple[str, str | None]]) -> str:
+    """`col=value/...` for (physical name, serialized value) pairs; null -> __HIVE_DEFAULT_PARTITION__."""
+    return "".join(
+        f"{escape_path_name(name)}={escape_path_name(value) if value else HIVE_DEFAULT_PARTITION}/"
+        for name, value in columns
+    )
+
+
+# ----------------------------------------------------------------------------- schema helpers
+def _writable_type(t: pa.DataType) -> pa.DataType:
+    """Drop Delta's JSON metadata from nested fields, keep field ids; all fields optional (Spark)."""
+    if pa.types.is_struct(t):
+        return pa.struct([_writable_field(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_list(t):
+        return pa.list_(_writable_field(t.value_field))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_writable_field(t.value_field))
+    if pa.types.is_map(t):
+        return pa.map_(_writable_field(t.key_field, nullable=False), _writable_field(t.item_field))
+    return t
+
+
+def _writable_field(f: pa.Field, nullable: bool = True) -> pa.Field:
+    keep = {k: v for k, v in (f.metadata or {}).items() if k == PARQUET_FIELD_ID or k.startswith(b"ARROW:extension")}
+    return pa.field(f.name, _writable_type(f.type), nullable=nullable, metadata=keep or None)
+
+
+@dataclass
+class _Layout:
+    """How input columns map to the file: logical data schema, physical Arrow schema, partition columns."""
+
+    data_schema: StructType
+    logical_arrow: pa.Schema
+    physical_arrow: pa.Schema
+    partition_fields: list[StructField]
+    partition_physical: list[str]
+
+
+def _layout(schema: StructType, partition_columns: list[str], mode: str) -> _Layout:
+    parts = [schema.field(c) for c in partition_columns]
+    part_names = {f.name for f in parts}
+    data = StructType(tuple(f for f in schema.fields if f.name not in part_names))
+    physical = to_physical_arrow_schema(data, mode)
+    return _Layout(
+        data,
+        to_arrow_schema(data, include_metadata=False),
+        pa.schema([_writable_field(f) for f in physical]),
+        parts,
+        [physical_name(f, mode) for f in parts],
+    )
+
+
+def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
+    idx = batch.schema.get_field_index(name)
+    if idx < 0:
+        matches = [i for i, n in enumerate(batch.schema.names) if n.lower() == name.lower()]
+        if not matches:
+            raise SchemaError(f"input data has no column {name!r} (columns: {batch.schema.names})")
+        idx = matches[0]
+    return batch.column(idx)
+
+
+def _conform(batch: pa.RecordBatch, layout: _Layout) -> pa.RecordBatch:
+    """The data columns, in schema order, with the table's logical Arrow types."""
+    arrays = []
+    for f in layout.logical_arrow:
+        arr = _column(batch, f.name)
+        if arr.type != f.type:
+            arr = arr.cast(f.type)
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, schema=layout.logical_arrow)
+
+
+def _to_physical(batch: pa.RecordBatch, layout: _Layout) -> pa.RecordBatch:
+    """Same buffers under physical names/field ids (`view` is zero-copy: only names and metadata differ)."""
+    arrays = []
+    for arr, f in zip(batch.columns, layout.physical_arrow):
+        if arr.type != f.type:
+            try:
+                arr = arr.view(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                arr = arr.cast(f.type)
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, schema=layout.physical_arrow)
+
+
+# ----------------------------------------------------------------------------- partition splitting
+def _split(batch: pa.RecordBatch, layout: _Layout) -> list[tuple[tuple[str | None, ...], pa.RecordBatch]]:
+    """(serialized partition values, rows) groups of a batch: one dictionary encode per column, one sort."""
+    if not layout.partition_fields:
+        return [((), batch)]
+    n = batch.num_rows
+    codes = np.zeros(n, dtype=np.int64)
+    dictionaries: list[pa.Array] = []
+    indices: list[np.ndarray[Any, Any]] = []
+    stride = 1
+    for f in layout.partition_fields:
+        arr = _column(batch, f.name)
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.cast(arr.type.value_type)
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        dictionaries.append(enc.dictionary)
+        indices.append(idx)
+        if len(enc.dictionary) > 1:
+            codes += idx * stride
+            stride *= len(enc.dictionary)
+    if stride == 1:
+        groups = [(0, n)]
+        ordered = batch
+    else:
+        order = np.argsort(codes, kind="stable")
+        sorted_codes = codes[order]
+        bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [n]))
+        groups = list(zip(starts.tolist(), ends.tolist()))
+        ordered = batch.take(pa.array(order))
+        indices = [idx[order] for idx in indices]
+    out = []
+    for start, end in groups:
+        key = tuple(
+            serialize_partition_value(d[int(idx[start])].as_py(), f.type)
+            for d, idx, f in zip(dictionaries, indices, layout.partition_fields)
+        )
+        out.append((key, ordered.slice(start, end - start)))
+    return out
+
+
+# ----------------------------------------------------------------------------- the writer
+class _CountingFile:
+    """Byte counter for output streams that cannot `tell()` (Python-backed object store streams)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.written = 0
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        self._inner.write(data)
+        size = memoryview(data).nbytes
+        self.written += size
+        return size
+
+    def tell(self) -> int:
+        return self.written
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._inner.close()
+
+
+class _OpenFile:
+    """One Parquet file being written for one partition."""
+
+    def __init__(self, key: str, values: tuple[str | None, ...], sink: Any, writer: pq.ParquetWriter,
+                 stats: StatsCollector) -> None:
+        self.key = key
+        self.values = values
+        self.sink = sink
+        self.writer = writer
+        self.stats = stats
+        self.rows = 0  # rows already encoded
+        self.buffer: list[pa.RecordBatch] = []
+        self.buffered_rows = 0
+        self.buffered_bytes = 0
+
+    def size(self) -> int:
+        return int(self.sink.tell())
+
+
+class _FileWriter:
+    def __init__(self, storage: Storage, layout: _Layout, mode: str, configuration: Mapping[str, str],
+                 props: WriterProperties, target_file_size: int, max_rows_per_file: int | None,
+                 data_change: bool, path_prefix: str, tight_bounds: bool | None) -> None:
+        self.storage = storage
+        self.fs, self.base = storage.arrow_filesystem()
+        self.layout = layout
+        self.mode = mode
+        self.configuration = configuration
+        self.props = props
+        self.options = props.parquet_options()
+        self.target = max(1, target_file_size)
+        self.max_rows = max_rows_per_file if max_rows_per_file and max_rows_per_file > 0 else None
+        self.rg_rows = max(1, props.max_row_group_size)
+        self.data_change = data_change
+        self.prefix = path_prefix.strip("/") + "/" if path_prefix.strip("/") else ""
+        self.tight_bounds = tight_bounds
+        self.open: OrderedDict[tuple[str | None, ...], _OpenFile] = OrderedDict()
+        self.created_keys: list[str] = []
+        self.adds: list[dict[str, Any]] = []
+        self.buffered_total = 0
+        self.ratio = 1.0  # encoded bytes per buffered (Arrow) byte, learned from flushed row groups
+        self.counter = 0
+        self.made_dirs: set[str] = set()
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltakernel-stats")
+        ext = _EXTENSIONS[self.options["compression"]]
+        self.suffix = f"-c000.{ext}parquet"
+
+    # -------------------------------------------------------------- files
+    def _path(self, key: str) -> str:
+        return f"{self.base.rstrip('/')}/{key}" if self.base else key
+
+    def _open(self, values: tuple[str | None, ...]) -> _OpenFile:
+        if len(self.open) >= MAX_OPEN_FILES:
+            _, oldest = self.open.popitem(last=False)
+            self._close(oldest)
+        directory = self.prefix + partition_dir(list(zip(self.layout.partition_physical, values)))
+        name = f"part-{self.counter:05d}-{uuid.uuid4()}{self.suffix}"
+        self.counter += 1
+        key = directory + name
+        if isinstance(self.fs, pafs.LocalFileSystem) and directory and directory not in self.made_dirs:
+            self.fs.create_dir(self._path(directory.rstrip("/")), recursive=True)
+            self.made_dirs.add(directory)
+        self.created_keys.append(key)
+        sink = self.fs.open_output_stream(self._path(key))
+        try:
+            sink.tell()
+        except (OSError, AttributeError, NotImplementedError, pa.ArrowNotImplementedError):
+            sink = _CountingFile(sink)
+        writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **self.options)
+        stats = StatsCollector(self.layout.data_schema, self.mode, self.configuration,
+                               tight_bounds=self.tight_bounds)
+        f = _OpenFile(key, values, sink, writer, stats)
+        self.open[values] = f
+        return f
+
+    def _flush(self, f: _OpenFile) -> None:
+        """Encode the buffered rows of `f` as one row group (stats first, from the logical columns)."""
+        if not f.buffer:
+            return
+        table = pa.Table.from_batches(f.buffer, schema=self.layout.logical_arrow)
+        physical = pa.Table.from_batches([_to_physical(b, self.layout) for b in f.buffer],
+                                         schema=self.layout.physical_arrow)
+        before = f.size()
+        # stats on another thread while Parquet encodes (both release the GIL): hides the stats cost
+        pending = self.pool.submit(f.stats.update, table) if table.num_rows >= _PARALLEL_STATS_ROWS else None
+        if pending is None:
+            f.stats.update(table)
+        try:
+            f.writer.write_table(physical, row_group_size=max(self.rg_rows, physical.num_rows))
+        finally:
+            if pending is not None:
+                pending.result()
+        written = f.size() - before
+        if f.buffered_bytes > 0 and written > 0:
+            self.ratio = 0.5 * self.ratio + 0.5 * (written / f.buffered_bytes)
+        f.rows += f.buffered_rows
+        self.buffered_total -= f.buffered_bytes
+        f.buffer, f.buffered_rows, f.buffered_bytes = [], 0, 0
+
+    def _close(self, f: _OpenFile) -> None:
+        self._flush(f)
+        f.writer.close()
+        size = f.size()
+        f.sink.close()
+        if f.rows == 0:  # cannot happen through `add`, kept for safety: no empty files in the log
+            self.storage.delete(f.key)
+            return
+        self.adds.append({
+            "path": uri_encode_path(f.key),
+            "partitionValues": dict(zip(self.layout.partition_physical, f.values)),
+            "size": size,
+            "modificationTime": int(time.time() * 1000),
+            "dataChange": self.data_change,
+            "stats": f.stats.to_json(),
+        })
+
+    def _roll(self, f: _OpenFile) -> None:
+        self._close(f)
+        del self.open[f.values]
+
+    # -------------------------------------------------------------- rows
+    def add(self, values: tuple[str | None, ...], batch: pa.RecordBatch) -> None:
+        while batch.num_rows:
+            f = self.open.get(values)
+            if f is None:
+                f = self._open(values)
+            else:
+                self.open.move_to_end(values)
+            take = min(batch.num_rows, self.rg_rows - f.buffered_rows)
+            if self.max_rows is not None:
+                take = min(take, self.max_rows - f.rows - f.buffered_rows)
+            part = batch.slice(0, take) if take < batch.num_rows else batch
+            batch = batch.slice(take)
+            nbytes = part.nbytes
+            f.buffer.append(part)
+            f.buffered_rows += take
+            f.buffered_bytes += nbytes
+            self.buffered_total += nbytes
+            full_file = self.max_rows is not None and f.rows + f.buffered_rows >= self.max_rows
+            near_target = f.size() + f.buffered_bytes * self.ratio >= self.target
+            if full_file or f.buffered_rows >= self.rg_rows or f.buffered_bytes >= MAX_ROW_GROUP_BYTES \
+                    or near_target:
+                self._flush(f)
+                if full_file or f.size() >= self.target:
+                    self._roll(f)
+        while self.buffered_total > MEMORY_BUDGET and self.open:
+            largest = max(self.open.values(), key=lambda o: o.buffered_bytes)
+            if not largest.buffered_bytes:
+                break
+            self._flush(largest)
+
+    def finish(self) -> list[dict[str, Any]]:
+        while self.open:
+            _, f = self.open.popitem(last=False)
+            self._close(f)
+        self.pool.shutdown()
+        return self.adds
+
+    def abort(self) -> None:
+        self.pool.shutdown(wait=True)
+        for f in self.open.values():
+            for closer in (f.writer.close, f.sink.close):
+                try:
+                    closer()
+                except Exception:  # best effort: the original error matters
+                    pass
+        self.open.clear()
+        for key in self.created_keys:
+            try:
+                self.storage.delete(key)
+            except Exception:  # orphans are harmless: never committed
+                pass
+
+
+def write_data_files(
+    storage: Storage,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    schema: StructType,
+    partition_columns: list[str],
+    column_mapping_mode: str,
+    configuration: Mapping[str, str],
+    target_file_size: int | None = None,
+    writer_properties: WriterProperties | Any | None = None,
+    data_change: bool = True,
+    max_rows_per_file: int | None = None,
+    path_prefix: str = "",
+    tight_bounds: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Write `batches` (logical schema, table types) as Parquet data files; return their `add` actions.
+
+    `target_file_size` (bytes) defaults to `delta.targetFileSize`, else 100 MiB; files also roll at
+    `max_rows_per_file`. `tight_bounds` as in `StatsCollector` (None: from `delta.enableDeletionVectors`).
+    Nothing is committed; on error the files written so far are deleted and the error re-raised.
+    """
+    mode = column_mapping_mode or "none"
+    layout = _layout(schema, list(partition_columns), mode)
+    if target_file_size is None:
+        raw = (configuration or {}).get("delta.targetFileSize")
+        target_file_size = int(raw) if raw is not None and str(raw).strip().isdigit() else DEFAULT_TARGET_FILE_SIZE
+    writer = _FileWriter(storage, layout, mode, configuration or {}, WriterProperties.coerce(writer_properties),
+                         target_file_size, max_rows_per_file, data_change, path_prefix, tight_bounds)
+    try:
+        for raw_batch in batches:
+            if raw_batch.num_rows == 0:
+                continue
+            for values, part in _split(raw_batch, layout):
+                writer.add(values, _conform(part, layout))
+        return writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+__all__ = [
+    "DEFAULT_TARGET_FILE_SIZE",
+    "WriterProperties",
+    "escape_path_name",
+    "partition_dir",
+    "uri_encode_path",
+    "write_data_files",
+]
+
