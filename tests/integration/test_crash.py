@@ -33,14 +33,19 @@ WRITER = textwrap.dedent(
     def die(*a, **k):
         os._exit(9)
     if point == "before_data":
-        w.write_data_files = die
+        import deltakernel.operations.file_writer as fw
+        fw.write_data_files = die
     elif point == "after_data":
         t.Transaction.commit = die
     elif point == "during_commit":
         os.link = die               # the commit's temp file is written, the link never happens
     elif point == "during_checkpoint":
-        import pyarrow.parquet as pq
-        pq.ParquetWriter.close = die  # checkpoint Parquet half written
+        real_put = local.LocalStorage.put_if_absent
+        def put(self, key, data):
+            if ".checkpoint." in key:
+                die()               # checkpoint built, process dies while storing it
+            return real_put(self, key, data)
+        local.LocalStorage.put_if_absent = put
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     for i in range(n):
         w.write_deltalake(uri, pa.table({"v": [int(sys.argv[4]) + i if len(sys.argv) > 4 else 100]}), mode="append")

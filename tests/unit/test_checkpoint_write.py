@@ -53,12 +53,12 @@ def _load(path: pathlib.Path | str, version: int | None = None) -> Snapshot:
 def _canon_files(snap: Snapshot, stats: bool = True) -> list[Any]:
     cols = ["path", "size", "modification_time", "partition_values", "deletion_vector",
             "base_row_id", "default_row_commit_version", "tags"] + (["stats"] if stats else [])
-    return helpers.canon_rows(snap.files.select(cols))
+    return list(helpers.canon_rows(snap.files.select(cols)))
 
 
 def _canon_tombstones(snap: Snapshot) -> list[Any]:
     cols = ["path", "deletion_timestamp", "deletion_vector", "partition_values"]
-    return helpers.canon_rows(snap.tombstones.select(cols))
+    return list(helpers.canon_rows(snap.tombstones.select(cols)))
 
 
 def _stats_view(snap: Snapshot) -> list[Any]:
@@ -72,7 +72,7 @@ def _stats_view(snap: Snapshot) -> list[Any]:
         for k, v in d.items():
             if k[0] not in snap.partition_columns:
                 cols[f"{kind}:{'.'.join(k)}"] = v
-    return helpers.canon_rows(pa.table(cols))
+    return list(helpers.canon_rows(pa.table(cols)))
 
 
 def _state(snap: Snapshot) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def _state(snap: Snapshot) -> dict[str, Any]:
 
 
 def _rows(path: pathlib.Path | str) -> list[Any]:
-    return helpers.canon_rows(DeltaTable(str(path)).to_pyarrow_table())
+    return list(helpers.canon_rows(DeltaTable(str(path)).to_pyarrow_table()))
 
 
 def _drop_commits_through(path: pathlib.Path, version: int) -> None:
@@ -224,7 +224,7 @@ def test_expired_tombstones_dropped(tmp_path: pathlib.Path) -> None:
     def removes_in(version_dir: pathlib.Path, now_ms: int) -> int:
         shutil.rmtree(version_dir, ignore_errors=True)
         _checkpoint_only_copy(p, version_dir, snap, now_ms=now_ms)
-        return _load(version_dir).tombstones.num_rows
+        return int(_load(version_dir).tombstones.num_rows)
 
     assert removes_in(tmp_path / "a", oldest + 30 * 60_000) == n_tomb  # within an hour: all kept
     assert removes_in(tmp_path / "b", newest + 2 * 3_600_000) == 0  # all older than an hour: dropped
@@ -334,7 +334,7 @@ def test_stats_as_struct_with_column_mapping(conformance_dir: pathlib.Path, tmp_
 # ----------------------------------------------------------------------------- V2 checkpoints
 def _upgrade_to_v2(path: pathlib.Path) -> int:
     snap = _load(path)
-    v = snap.version + 1
+    v = int(snap.version) + 1
     conf = dict(snap.configuration, **{"delta.checkpointPolicy": "v2"})
     md = snap.metadata.to_json()
     md["configuration"] = conf

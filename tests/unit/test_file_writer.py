@@ -126,9 +126,9 @@ def test_round_trip_timestamp_ntz_stays_unadjusted(tmp_path: Path) -> None:
              "writerFeatures": ["timestampNtz"]}
     adds = _write(tmp_path, table, protocol=proto)
     md = pq.ParquetFile(tmp_path / adds[0]["path"]).schema.column(1).logical_type.to_json()
-    assert '"isAdjustedToUTC": false' in md and '"timeUnit": "microseconds"' in md
+    assert json.loads(md)["isAdjustedToUTC"] is False and json.loads(md)["timeUnit"] == "microseconds"
     md_tz = pq.ParquetFile(tmp_path / adds[0]["path"]).schema.column(2).logical_type.to_json()
-    assert '"isAdjustedToUTC": true' in md_tz
+    assert json.loads(md_tz)["isAdjustedToUTC"] is True
     _assert_all_engines(tmp_path, table)
 
 
@@ -183,7 +183,7 @@ def test_partition_types(tmp_path: Path) -> None:
     })
     adds = _write(tmp_path, table, ["d", "ts", "dec", "b", "f"])
     assert len(adds) == 3
-    pv = [a["partitionValues"] for a in adds if a["partitionValues"]["b"] == "true"][0]
+    pv = next(a["partitionValues"] for a in adds if a["partitionValues"]["b"] == "true")
     assert pv == {"d": "2020-01-01", "ts": "2020-01-01T01:02:03.000004Z", "dec": "1.10", "b": "true", "f": "1.5"}
     _assert_all_engines(tmp_path, table)
 
@@ -238,8 +238,19 @@ def test_column_mapping(tmp_path: Path, mode: str) -> None:
     assert set(stats["nullCount"]) <= {f.metadata["delta.columnMapping.physicalName"] for f in schema.fields}
     expected = table.set_column(7, "part", pc.if_else(pc.equal(table["part"], ""), None, table["part"]))
     helpers.assert_same_rows(deltakernel.DeltaTable(str(tmp_path)).to_pyarrow_table(), expected, "deltakernel")
-    helpers.assert_same_rows(helpers.deltalake_table(tmp_path), expected, "deltalake")
-    helpers.assert_same_rows(helpers.duckdb_table(tmp_path), expected, "duckdb")
+    helpers.assert_same_rows(_deltalake_sql(tmp_path), expected, "deltalake")
+    # DuckDB's delta extension returns NULL partition columns under column mapping, even for Spark-written
+    # tables (duckdb/duckdb-delta#343, #50): compare the data columns only
+    data_cols = [c for c in expected.column_names if c != "part"]
+    helpers.assert_same_rows(helpers.duckdb_table(tmp_path).select(data_cols), expected.select(data_cols), "duckdb")
+
+
+def _deltalake_sql(root: Path) -> pa.Table:
+    """deltalake's DataFusion reader (its pyarrow-dataset path ignores column mapping, even on Spark tables)."""
+    import deltalake
+
+    qb = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(root)))
+    return pa.table(qb.execute("SELECT * FROM t").read_all())
 
 
 def _file_table(root: Path, adds: list[dict[str, Any]]) -> list[pa.Table]:

@@ -203,7 +203,7 @@ def test_column_selection_num_indexed_cols() -> None:
         ("s", pa.struct([("x", pa.int64()), ("y", pa.list_(pa.int64())), ("z", pa.int64())])),
         ("c", pa.string()),
     ]))
-    names = lambda s: [f.name for f in s.fields]  # noqa: E731
+    names = lambda s: [f.name for f in s.fields]
     sub = stats_schema(schema, {"delta.dataSkippingNumIndexedCols": "3"}, ["p"])
     assert names(sub) == ["a", "s"] and names(sub.field("s").type) == ["x", "y"]  # type: ignore[arg-type]
     assert names(stats_schema(schema, {"delta.dataSkippingNumIndexedCols": "-1"}, ["p"])) == ["a", "s", "c"]

@@ -251,11 +251,16 @@ def _split(batch: pa.RecordBatch, layout: _Layout) -> list[tuple[tuple[str | Non
         if len(enc.dictionary) > 1:
             codes += idx * stride
             stride *= len(enc.dictionary)
+            if stride > 2**31:  # keep the combined code far from int64 overflow: renumber densely
+                uniq, inverse = np.unique(codes, return_inverse=True)
+                codes, stride = inverse.astype(np.int64), len(uniq)
     if stride == 1:
         groups = [(0, n)]
         ordered = batch
     else:
-        order = np.argsort(codes, kind="stable")
+        # numpy's stable sort is a radix sort (O(n)) for 8/16-bit keys: the common few-partitions case
+        small = np.uint8 if stride <= 1 << 8 else np.uint16 if stride <= 1 << 16 else None
+        order = np.argsort(codes.astype(small) if small is not None else codes, kind="stable")
         sorted_codes = codes[order]
         bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
         starts = np.concatenate(([0], bounds))
@@ -359,8 +364,8 @@ class _FileWriter:
         name = f"part-{self.counter:05d}-{uuid.uuid4()}{self.suffix}"
         self.counter += 1
         key = directory + name
-        if isinstance(self.fs, pafs.LocalFileSystem) and directory and directory not in self.made_dirs:
-            self.fs.create_dir(self._path(directory.rstrip("/")), recursive=True)
+        if isinstance(self.fs, pafs.LocalFileSystem) and directory not in self.made_dirs:
+            self.fs.create_dir(self._path(directory.rstrip("/")) if directory else self.base, recursive=True)
             self.made_dirs.add(directory)
         self.created_keys.append(key)
         sink = self.fs.open_output_stream(self._path(key))
