@@ -4,13 +4,17 @@ Each round trip writes files with `write_data_files`, hand-builds a one-commit l
 actions and reads the table back with deltakernel, deltalake and DuckDB's delta extension.
 
 Performance notes (measured, not asserted; 10M rows x {int64, float64, int32, string, timestamp}, 64Ki-row
-input batches, snappy, 2-core VM shared with other jobs, so wall times are noisy; best of 7, interleaved):
-  pyarrow.parquet.write_table (same data)   wall 2.14s  cpu 1.63s
-  write_data_files (stats included)         wall 2.35s  cpu 2.07s   (runs 1.70s .. 2.35s when the VM was idle:
-                                                                     0.85x .. 1.10x pyarrow)
-  deltalake.write_deltalake                 wall 2.31s  cpu 1.98s
-Almost all time is Parquet encoding; stats cost ~0.2s CPU per 10M rows and run on a second thread while
-pyarrow encodes (both release the GIL), which hides them when a core is free.
+input batches, snappy, 2-core VM shared with other jobs so wall times are noisy; interleaved runs):
+  unpartitioned                        wall best / median     cpu best
+  pyarrow.parquet.write_table          1.61s / 2.13s          1.61s
+  write_data_files (stats included)    1.92s / 1.95s          2.16s   (other runs: 1.70s best, 0.85x pyarrow)
+  deltalake.write_deltalake            2.03s / 2.23s          2.17s
+  partitioned by an int32 with 20 values (10M rows: id, float, int32, string)
+  write_data_files                     2.06s .. 2.39s         2.34s .. 2.66s
+  deltalake.write_deltalake            1.99s .. 2.41s         3.27s .. 3.52s
+Nearly all time is Parquet encoding. Stats cost ~0.2s CPU per 10M rows and run on a second thread while
+pyarrow encodes (both release the GIL), hidden when a core is free; partition splitting is one radix
+argsort + one take per input batch.
 """
 
 from __future__ import annotations
