@@ -111,7 +111,14 @@ def test_column_mapping_write_and_evolve(tmp_path: Path, mode: str) -> None:
     assert phys["a"] in file_cols and "a" not in file_cols
     ours = t.to_pyarrow_table()
     assert sorted(map(str, ours.column("b").to_pylist())) == ["None", "None", "new"]
-    assert_same_rows(ours, duckdb_table(path), "column mapping vs duckdb")
+    # DuckDB's delta extension (1.5.5) returns NULL for a column-mapped partition column that is not the
+    # first column of the schema (Spark-written tables too); compare the data columns there, and a
+    # partition-first layout in full below
+    assert_same_rows(ours.drop_columns(["p"]), duckdb_table(path).drop_columns(["p"]), "column mapping vs duckdb")
+    first = str(tmp_path / f"cm_first_{mode}")
+    write_deltalake(first, pa.table({"p": ["x", "y"], "a": [1, 2]}), partition_by=["p"],
+                    configuration={"delta.columnMapping.mode": mode})
+    assert_same_rows(DeltaTable(first).to_pyarrow_table(), duckdb_table(first), "partition-first vs duckdb")
     # deltalake's datafusion path reads column mapping right (its pyarrow path does not)
     dl = pa.table(deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute("select * from t"))
     assert_same_rows(ours, dl, "column mapping vs deltalake")

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import time
 import unicodedata
+import random
+import string
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -324,6 +326,9 @@ class _OpenFile:
         return int(self.sink.tell())
 
 
+_PREFIX_CHARS = string.ascii_letters + string.digits
+
+
 class _FileWriter:
     def __init__(self, storage: Storage, layout: _Layout, mode: str, configuration: Mapping[str, str],
                  props: WriterProperties, target_file_size: int, max_rows_per_file: int | None,
@@ -341,6 +346,9 @@ class _FileWriter:
         self.data_change = data_change
         self.prefix = path_prefix.strip("/") + "/" if path_prefix.strip("/") else ""
         self.tight_bounds = tight_bounds
+        self.random_prefixes = mode in ("name", "id") or \
+            str(configuration.get("delta.randomizeFilePrefixes", "false")).lower() == "true"
+        self.prefix_length = int(configuration.get("delta.randomPrefixLength", "2") or 2)
         self.open: OrderedDict[tuple[str | None, ...], _OpenFile] = OrderedDict()
         self.created_keys: list[str] = []
         self.adds: list[dict[str, Any]] = []
@@ -360,7 +368,12 @@ class _FileWriter:
         if len(self.open) >= MAX_OPEN_FILES:
             _, oldest = self.open.popitem(last=False)
             self._close(oldest)
-        directory = self.prefix + partition_dir(list(zip(self.layout.partition_physical, values)))
+        if self.random_prefixes:
+            # Spark's layout for column-mapped tables: random prefix directories, never Hive-style
+            # `physical=value/` paths (which path-inferring readers would mistake for columns)
+            directory = self.prefix + "".join(random.choices(_PREFIX_CHARS, k=self.prefix_length)) + "/"
+        else:
+            directory = self.prefix + partition_dir(list(zip(self.layout.partition_physical, values)))
         name = f"part-{self.counter:05d}-{uuid.uuid4()}{self.suffix}"
         self.counter += 1
         key = directory + name
