@@ -77,7 +77,9 @@ def check_write_supported(protocol: Protocol) -> None:
         )
     for feature in sorted(writer_features_of(protocol)):
         if feature not in SUPPORTED_WRITER_FEATURES:
-            raise UnsupportedFeatureError(feature, f"cannot write: table requires unsupported writer feature {feature!r}")
+            raise UnsupportedFeatureError(
+                feature, f"cannot write: table requires unsupported writer feature {feature!r}"
+            )
 
 
 def check_read_supported(protocol: Protocol) -> None:

@@ -350,7 +350,7 @@ class Transaction:
             write_checkpoint(snap)
             if _true(conf, "delta.enableExpiredLogCleanup", default=True):
                 cleanup_expired_logs(snap)
-        except Exception as e:  # noqa: BLE001 - the commit is durable; a checkpoint is an optimisation
+        except Exception as e:
             log.warning("post-commit checkpoint of version %d failed: %s", version, e)
 
 

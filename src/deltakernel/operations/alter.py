@@ -21,11 +21,11 @@ from ..kernel.features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED
 from ..kernel.protocol_select import features_in_effect, minimal_protocol, table_features_protocol, with_dependencies
 from ..kernel.scan import Scan
 from ..kernel.schema.column_mapping import ID_KEY, MODE_KEY, PHYSICAL_NAME_KEY
+from ..kernel.schema.evolution import schema_has_type
 from ..kernel.schema.types import (
     ArrayType,
     DataType,
     MapType,
-    PrimitiveType,
     StructField,
     StructType,
     _parse_field,
@@ -166,7 +166,7 @@ class TableAlterer:
         txn = self._txn("ADD COLUMNS", {"columns": json.dumps([{"column": f.to_json()} for f in new])},
                         custom_metadata)
         txn.update_metadata(replace(md, schema_string=schema_to_json(schema), configuration=conf))
-        if _uses_type(schema, "timestamp_ntz") and "timestampNtz" not in features_in_effect(self._protocol):
+        if schema_has_type(schema, "timestamp_ntz") and "timestampNtz" not in features_in_effect(self._protocol):
             txn.update_protocol(minimal_protocol({"timestampNtz"}, self._protocol))
         self._commit(txn)
 
@@ -429,18 +429,6 @@ def _drop(struct: StructType, path: tuple[str, ...]) -> StructType:
             g = StructField(g.name, inner, g.nullable, g.metadata)
         fields.append(g)
     return StructType(tuple(fields))
-
-
-def _uses_type(t: DataType, name: str) -> bool:
-    if isinstance(t, PrimitiveType):
-        return t.name == name
-    if isinstance(t, StructType):
-        return any(_uses_type(f.type, name) for f in t.fields)
-    if isinstance(t, ArrayType):
-        return _uses_type(t.element_type, name)
-    if isinstance(t, MapType):
-        return _uses_type(t.key_type, name) or _uses_type(t.value_type, name)
-    return False
 
 
 __all__ = ["TableAlterer", "feature_name"]

@@ -20,10 +20,10 @@ Why it looks like this:
 
 from __future__ import annotations
 
-import time
-import unicodedata
 import random
 import string
+import time
+import unicodedata
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping

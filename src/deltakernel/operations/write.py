@@ -250,7 +250,8 @@ def write_deltalake(
     conf_in = {k: v for k, v in (configuration or {}).items() if v is not None}
 
     txn_op = _operation
-    params: dict[str, Any] = {"mode": _MODE_NAMES[mode], "partitionBy": list(partition_by or (snapshot.partition_columns if snapshot is not None else []))}
+    existing_parts = snapshot.partition_columns if snapshot is not None else []
+    params: dict[str, Any] = {"mode": _MODE_NAMES[mode], "partitionBy": list(partition_by or existing_parts)}
     if predicate is not None:
         params["predicate"] = predicate
     txn = KernelTransaction(storage, snapshot, operation=txn_op, operation_parameters=params,
@@ -586,7 +587,7 @@ def _delete_quietly(storage: Storage, paths: list[str]) -> None:
     for p in paths:
         try:
             storage.delete(resolve_key(storage.root_uri, p))
-        except Exception:  # noqa: BLE001, S110 - best effort: orphans are harmless and VACUUM removes them
+        except Exception:
             pass
 
 

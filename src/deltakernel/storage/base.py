@@ -64,3 +64,11 @@ class Storage(ABC):
 
     def full_uri(self, key: str) -> str:
         return f"{self.root_uri}/{key}"
+
+
+def check_range(start: int | None, end: int | None) -> None:
+    """Validate a byte range [start, end) the same way for every backend."""
+    if start is not None and start < 0:
+        raise ValueError(f"negative start offset {start}")
+    if start is not None and end is not None and end < start:
+        raise ValueError(f"range end {end} before start {start}")

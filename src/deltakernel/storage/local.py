@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from deltakernel.errors import FileAlreadyExistsError, InvalidPathError, ObjectNotFoundError, StorageError
-from deltakernel.storage.base import ObjectMeta, Storage
+from deltakernel.storage.base import ObjectMeta, Storage, check_range
 
 #: suffix of the temp files `put_if_absent` writes; listings hide them
 _TMP_SUFFIX = ".dktmp"
@@ -140,10 +140,7 @@ class LocalStorage(Storage):
     # ------------------------------------------------------------------ reads
     def read(self, key: str, start: int | None = None, end: int | None = None) -> bytes:
         path = self._path(key)
-        if start is not None and start < 0:
-            raise ValueError(f"negative start offset {start}")
-        if start is not None and end is not None and end < start:
-            raise ValueError(f"range end {end} before start {start}")
+        check_range(start, end)
         try:
             with open(path, "rb") as f:
                 if start:

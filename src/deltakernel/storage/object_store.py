@@ -17,7 +17,7 @@ from urllib.parse import quote, unquote, urlsplit
 import pyarrow.fs as pafs
 
 from deltakernel.errors import FileAlreadyExistsError, InvalidPathError, ObjectNotFoundError, StorageError
-from deltakernel.storage.base import ObjectMeta, Storage
+from deltakernel.storage.base import ObjectMeta, Storage, check_range
 
 S3_SCHEMES = frozenset({"s3", "s3a"})
 GCS_SCHEMES = frozenset({"gs"})
@@ -341,10 +341,7 @@ class ObjectStoreStorage(Storage):
         import obstore
 
         path = self._path(key)
-        if start is not None and start < 0:
-            raise ValueError(f"negative start offset {start}")
-        if start is not None and end is not None and end < start:
-            raise ValueError(f"range end {end} before start {start}")
+        check_range(start, end)
         try:
             if end is not None:
                 if end == (start or 0):
