@@ -1,4 +1,4 @@
-"""`deltakernel` command line: inspect a Delta table (info, history, files, schema, head, count)."""
+"""`deltakernel` command line: inspect a Delta table (info, history, files, schema, head, count), and `sql`."""
 
 from __future__ import annotations
 
@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("-n", type=int, default=10)
     h.add_argument("--columns", "-c", nargs="*")
     add("count", cmd_count, "number of rows")
+    try:  # `sql` needs the optional datafusion extra
+        from .datafusion.cli import add_parser as add_sql_parser
+    except ImportError:
+        pass
+    else:
+        add_sql_parser(sub)
     return p
 
 

@@ -331,6 +331,17 @@ class DeltaTable:
 
         cleanup_expired_logs(self._snapshot)
 
+    # ------------------------------------------------------------------ engines
+    def register(self, ctx: Any, name: str) -> Any:
+        """Register this table (its loaded version, pinned) in a DataFusion `SessionContext` as `name`.
+
+        Filters and projections are pushed into the kernel's skipping; DVs and column mapping apply.
+        Returns the `deltakernel.datafusion.DeltaDataset` (its `metrics` show skipped/opened files).
+        """
+        from .datafusion import register
+
+        return register(ctx, name, self)
+
 
 def _and_filters(a: FilterLike | None, b: FilterLike | None) -> FilterLike | None:
     if a is None or (isinstance(a, list) and not a):

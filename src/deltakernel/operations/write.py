@@ -20,9 +20,7 @@ import pyarrow.compute as pc
 from ..errors import ConstraintViolationError, DeltaError, SchemaError, TableNotFoundError
 from ..kernel.actions import Format, Metadata, Protocol
 from ..kernel.schema.arrow import from_arrow_schema, to_arrow_schema
-from ..kernel.schema.column_mapping import physical_name
 from ..kernel.schema.evolution import (
-    CM_ID,
     assign_column_mapping,
     fields_with_metadata,
     max_column_id,
@@ -33,6 +31,7 @@ from ..kernel.schema.types import StructField, StructType, schema_to_json
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction import Transaction as KernelTransaction
 from ..storage import Storage, storage_for_uri
+from .overwrite import plan_overwrite
 from .properties import CommitProperties, PostCommitHookProperties
 
 MODES = ("error", "append", "overwrite", "ignore")
@@ -92,10 +91,7 @@ def _normalize_arrow_schema(schema: pa.Schema) -> pa.Schema:
 # ----------------------------------------------------------------------------- protocol
 def required_features(schema: StructType, configuration: dict[str, str]) -> set[str]:
     """Table features a schema and a configuration need (PROTOCOL.md "Table Features")."""
-    conf = {k: v.strip().lower() for k, v in configuration.items()}
     feats: set[str] = set()
-    if conf.get("delta.appendonly") == "true" or conf.get("delta.appendOnly") == "true":
-        feats.add("appendOnly")
     if configuration.get("delta.appendOnly", "").lower() == "true":
         feats.add("appendOnly")
     if any(k.startswith("delta.constraints.") for k in configuration):
@@ -129,7 +125,6 @@ def required_features(schema: StructType, configuration: dict[str, str]) -> set[
     for k in configuration:
         if k.startswith("delta.feature.") and configuration[k].lower() in ("supported", "enabled"):
             feats.add(k[len("delta.feature."):])
-    del conf
     return feats
 
 
@@ -140,29 +135,6 @@ def protocol_for(features: set[str], current: Protocol | None = None) -> Protoco
 
 
 # ----------------------------------------------------------------------------- helpers
-def _remove_action(row: dict[str, Any], now: int, data_change: bool = True) -> dict[str, Any]:
-    pv = row.get("partition_values") or {}
-    out: dict[str, Any] = {
-        "path": row["path"],
-        "deletionTimestamp": now,
-        "dataChange": data_change,
-        "extendedFileMetadata": True,
-        "partitionValues": dict(pv),
-        "size": row["size"],
-    }
-    if row.get("deletion_vector"):
-        out["deletionVector"] = {k: v for k, v in row["deletion_vector"].items() if v is not None}
-    if row.get("base_row_id") is not None:
-        out["baseRowId"] = row["base_row_id"]
-    if row.get("default_row_commit_version") is not None:
-        out["defaultRowCommitVersion"] = row["default_row_commit_version"]
-    if row.get("tags"):
-        out["tags"] = dict(row["tags"])
-    if row.get("stats"):
-        out["stats"] = row["stats"]
-    return out
-
-
 def _load(storage: Storage) -> Snapshot | None:
     try:
         return Snapshot.load(storage)
@@ -217,8 +189,14 @@ def write_deltalake(
     max_rows_per_file: int | None = None,
     engine_info: str | None = None,
     _operation: str = "WRITE",
+    _write_files: Any = None,
 ) -> None:
-    """Write Arrow data to a Delta table (deltalake's `write_deltalake`)."""
+    """Write Arrow data to a Delta table (deltalake's `write_deltalake`).
+
+    `_write_files(metadata, protocol) -> (adds, num_rows)`, for engines whose workers write the data
+    files themselves (deltakernel.spark): called once the table's metadata is planned, instead of
+    writing `data` (which then only supplies the schema).
+    """
     if mode not in MODES:
         raise DeltaError(f"mode must be one of {MODES}, got {mode!r}")
     if schema_mode not in (None, "merge", "overwrite"):
@@ -291,17 +269,20 @@ def write_deltalake(
 
     from .file_writer import write_data_files
 
-    adds = write_data_files(
-        storage,
-        batches(),
-        schema=table_schema,
-        partition_columns=list(metadata.partition_columns),
-        column_mapping_mode=mode_cm,
-        configuration=metadata.configuration,
-        target_file_size=target_file_size or _conf_int(metadata.configuration, "delta.targetFileSize"),
-        writer_properties=writer_properties,
-        max_rows_per_file=max_rows_per_file,
-    )
+    if _write_files is not None:
+        adds, counts["rows"] = _write_files(metadata, protocol)
+    else:
+        adds = write_data_files(
+            storage,
+            batches(),
+            schema=table_schema,
+            partition_columns=list(metadata.partition_columns),
+            column_mapping_mode=mode_cm,
+            configuration=metadata.configuration,
+            target_file_size=target_file_size or _conf_int(metadata.configuration, "delta.targetFileSize"),
+            writer_properties=writer_properties,
+            max_rows_per_file=max_rows_per_file,
+        )
     try:
         if enforcer is not None and getattr(enforcer, "identity_updates", None):
             updates = enforcer.identity_updates()
@@ -310,7 +291,7 @@ def write_deltalake(
                 txn.update_metadata(metadata)
         txn.add_files(adds)
         if snapshot is not None and mode == "overwrite":
-            _plan_overwrite(txn, snapshot, adds, predicate, sql_pred, partition_overwrite_mode, storage,
+            plan_overwrite(txn, snapshot, adds, predicate, sql_pred, partition_overwrite_mode, storage,
                             writer_properties)
         for t in commit_properties.app_transactions or []:
             txn.set_app_transaction(t.app_id, t.version, t.last_updated)
@@ -482,105 +463,6 @@ def _check_replace_where(batch: pa.RecordBatch, expr: Any, text: str) -> None:
         )
 
 
-def _plan_overwrite(
-    txn: KernelTransaction,
-    snapshot: Snapshot,
-    adds: list[dict[str, Any]],
-    predicate: str | None,
-    sql_pred: Any,
-    partition_overwrite_mode: str,
-    storage: Storage,
-    writer_properties: Any,
-) -> None:
-    """Which live files the overwrite removes (and, for data predicates, which it rewrites)."""
-    now = int(time.time() * 1000)
-    files = snapshot.files
-    if predicate is None and partition_overwrite_mode == "dynamic" and snapshot.partition_columns:
-        written = {tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds}
-        rows = files.select(["path", "size", "partition_values", "deletion_vector", "base_row_id",
-                             "default_row_commit_version", "tags", "stats"]).to_pylist()
-        victims = [r for r in rows if tuple(sorted((r["partition_values"] or {}).items())) in written]
-        txn.read_files([r["path"] for r in victims])
-        txn.read_predicate(_partition_set_predicate(snapshot, written))
-        txn.remove_files([_remove_action(r, now) for r in victims])
-        txn.operation_parameters["partitionOverwriteMode"] = "dynamic"
-        return
-    if predicate is None:
-        txn.read_whole_table()
-        rows = files.select(["path", "size", "partition_values", "deletion_vector", "base_row_id",
-                             "default_row_commit_version", "tags", "stats"]).to_pylist()
-        txn.remove_files([_remove_action(r, now) for r in rows])
-        return
-    from ..kernel.scan import Scan
-    from ..kernel.sql import evaluate, referenced_columns, to_predicate
-
-    kpred = to_predicate(sql_pred, snapshot.schema)
-    scan = Scan(snapshot, predicate=kpred) if kpred is not None else Scan(snapshot)
-    candidates = scan.plan()
-    if kpred is not None:
-        txn.read_predicate(kpred)
-    else:
-        txn.read_whole_table()
-    cols = {c[0].lower() if isinstance(c, tuple) else str(c).lower() for c in referenced_columns(sql_pred)}
-    parts = {p.lower() for p in snapshot.partition_columns}
-    rows = candidates.select(["path", "size", "partition_values", "deletion_vector", "base_row_id",
-                              "default_row_commit_version", "tags", "stats"]).to_pylist()
-    txn.read_files([r["path"] for r in rows])
-    if cols <= parts and kpred is not None:
-        txn.remove_files([_remove_action(r, now) for r in rows])
-        return
-    # data predicate: files fully matched are removed, partly matched ones rewritten without the matches
-    from .file_writer import write_data_files
-
-    reader = Scan(snapshot)
-    keep_batches: list[pa.RecordBatch] = []
-    for r in rows:
-        data = reader.read_file({"path": r["path"], "partition_values": r["partition_values"],
-                                 "deletion_vector": r["deletion_vector"], "size": r["size"]})
-        if data.num_rows == 0:
-            txn.remove_files([_remove_action(r, now)])
-            continue
-        match = pc.fill_null(evaluate(sql_pred, data), False)
-        n_match = pc.sum(match.cast(pa.int64())).as_py() or 0
-        if n_match == 0:
-            continue
-        txn.remove_files([_remove_action(r, now)])
-        if n_match < data.num_rows:
-            keep_batches += data.filter(pc.invert(match)).to_batches()
-    if keep_batches:
-        rewritten = write_data_files(
-            storage, iter(keep_batches), schema=snapshot.schema,
-            partition_columns=list(snapshot.partition_columns),
-            column_mapping_mode=snapshot.column_mapping_mode, configuration=snapshot.configuration,
-            writer_properties=writer_properties,
-        )
-        txn.add_files(rewritten)
-
-
-def _partition_set_predicate(snapshot: Snapshot, written: set[tuple[tuple[str, Any], ...]]) -> Any:
-    """A kernel predicate matching exactly the written partitions (for conflict detection)."""
-    from ..kernel.expressions import And, Column, Comparison, IsNull, Literal, Or
-    from ..kernel.partition_values import parse_partition_value
-
-    by_phys = {physical_name(f, snapshot.column_mapping_mode): f for f in snapshot.partition_fields}
-    ors = []
-    for combo in written:
-        conj = []
-        for phys, raw in combo:
-            f = by_phys.get(phys)
-            if f is None:
-                continue
-            v = parse_partition_value(raw, f.type)
-            conj.append(IsNull(Column((f.name,))) if v is None else Comparison("=", Column((f.name,)), Literal(v)))
-        if conj:
-            ors.append(And(*conj) if len(conj) > 1 else conj[0])
-    if not ors:
-        from ..kernel.expressions import AlwaysFalse
-
-        return AlwaysFalse()
-    return Or(*ors) if len(ors) > 1 else ors[0]
-
-
 def _delete_quietly(storage: Storage, paths: list[str]) -> None:
     from ..kernel.paths import resolve_key
 
@@ -617,4 +499,4 @@ def create_table(
     )
 
 
-__all__ = ["create_table", "required_features", "to_reader", "write_deltalake", "CM_ID"]
+__all__ = ["create_table", "required_features", "to_reader", "write_deltalake"]

@@ -1,0 +1,89 @@
+"""DataFusion integration: Delta tables in a `datafusion.SessionContext`, read through the kernel.
+
+    import datafusion, deltakernel.datafusion as dkdf
+    ctx = datafusion.SessionContext()
+    dkdf.register(ctx, "sales", "s3://bucket/sales", storage_options={...})
+    ctx.sql("SELECT region, sum(amount) FROM sales WHERE day = '2026-11-02' GROUP BY region")
+
+    dkdf.install(ctx)   # CREATE EXTERNAL TABLE ... STORED AS DELTA, delta_scan('uri', version)
+    dkdf.register_catalog(ctx, "lake", "/data/warehouse")   # SELECT * FROM lake.public.sales
+
+See `dataset.py` for how filters and projections reach the kernel and `docs/decisions.md` for why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dataset import DatasetMetrics, DeltaDataset, DeltaFragment, DeltaScanner
+from .sql import (
+    DeltaCatalogProvider,
+    DeltaSchemaProvider,
+    DeltaTableFactory,
+    delta_scan_udtf,
+    install,
+    register_catalog,
+    session_context,
+)
+
+
+def dataset(
+    table_or_uri: Any,
+    *,
+    version: int | str | None = None,
+    storage_options: dict[str, str] | None = None,
+    target_partitions: int | None = None,
+) -> DeltaDataset:
+    """A `DeltaDataset` pinned to one snapshot of `table_or_uri` (a URI or a `deltakernel.DeltaTable`).
+
+    `version` is an int or a timestamp (datetime / ISO-8601 string); a DeltaTable keeps its loaded
+    version unless `version` is given.
+    """
+    from ..table import DeltaTable
+
+    if isinstance(table_or_uri, DeltaTable):
+        if version is None:
+            return DeltaDataset(table_or_uri.snapshot, target_partitions=target_partitions)
+        uri, opts = table_or_uri.table_uri, storage_options or table_or_uri._storage_options
+        table = DeltaTable(uri, storage_options=opts)
+    else:
+        table = DeltaTable(str(table_or_uri), storage_options=storage_options)
+    if version is not None:
+        table.load_as_version(version)
+    return DeltaDataset(table.snapshot, target_partitions=target_partitions)
+
+
+def register(
+    ctx: Any,
+    name: str,
+    table_or_uri: Any,
+    *,
+    version: int | str | None = None,
+    storage_options: dict[str, str] | None = None,
+    target_partitions: int | None = None,
+) -> DeltaDataset:
+    """Register a Delta table (pinned snapshot) under `name` in a DataFusion `SessionContext`.
+
+    Returns the dataset, whose `metrics` show files skipped / opened by the queries on it.
+    """
+    ds = dataset(table_or_uri, version=version, storage_options=storage_options,
+                 target_partitions=target_partitions)
+    ctx.register_dataset(name, ds)
+    return ds
+
+
+__all__ = [
+    "DatasetMetrics",
+    "DeltaCatalogProvider",
+    "DeltaDataset",
+    "DeltaFragment",
+    "DeltaScanner",
+    "DeltaSchemaProvider",
+    "DeltaTableFactory",
+    "dataset",
+    "delta_scan_udtf",
+    "install",
+    "register",
+    "register_catalog",
+    "session_context",
+]

@@ -1,0 +1,212 @@
+"""Arrow shapes of file actions (the file table) and bulk parsing of JSON log lines.
+
+Shared by log replay, checkpoint reading and the change data feed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from ..errors import MissingFileError, ObjectNotFoundError
+from ..storage.base import ObjectMeta, Storage
+
+DV_TYPE = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+    ]
+)
+
+#: columns of the file table (see docs/architecture.md), partition_values is added per table
+FILE_COLUMNS: list[tuple[str, str, pa.DataType]] = [
+    ("path", "path", pa.string()),
+    ("size", "size", pa.int64()),
+    ("modification_time", "modificationTime", pa.int64()),
+    ("data_change", "dataChange", pa.bool_()),
+    ("stats", "stats", pa.string()),
+    ("deletion_vector", "deletionVector", DV_TYPE),
+    ("base_row_id", "baseRowId", pa.int64()),
+    ("default_row_commit_version", "defaultRowCommitVersion", pa.int64()),
+]
+_REMOVE_EXTRA = [("deletion_timestamp", "deletionTimestamp", pa.int64())]
+
+_BULK_RE = r'^\s*\{\s*"(add|remove|cdc)"\s*:'
+
+
+# ----------------------------------------------------------------------------- helpers
+def partition_struct_type(names: Sequence[str]) -> pa.DataType:
+    return pa.struct([(n, pa.string()) for n in names])
+
+
+TAGS_TYPE = pa.map_(pa.string(), pa.string())
+
+
+def _file_schema(partition_names: Sequence[str], extra: Sequence[tuple[str, str, pa.DataType]] = ()) -> pa.Schema:
+    fields = [pa.field(n, t) for n, _, t in FILE_COLUMNS]
+    fields.insert(4, pa.field("partition_values", partition_struct_type(partition_names)))
+    fields.append(pa.field("tags", TAGS_TYPE))
+    fields += [pa.field(n, t) for n, _, t in extra]
+    return pa.schema(fields)
+
+
+def _json_action_type(kind: str, partition_names: Sequence[str]) -> pa.DataType:
+    cols: list[tuple[str, pa.DataType]] = [(j, t) for _, j, t in FILE_COLUMNS]
+    if kind == "remove":
+        cols += [(j, t) for _, j, t in _REMOVE_EXTRA]
+    if partition_names:
+        cols.append(("partitionValues", partition_struct_type(partition_names)))
+    return pa.struct(cols)
+
+
+def _conform_file_actions(
+    struct: pa.StructArray | pa.ChunkedArray, partition_names: Sequence[str], kind: str
+) -> pa.Table:
+    """Turn an `add`/`remove` struct column (JSON- or checkpoint-shaped) into file-table columns."""
+    if isinstance(struct, pa.ChunkedArray):
+        struct = struct.combine_chunks() if struct.num_chunks != 1 else struct.chunk(0)
+    n = len(struct)
+    stype = struct.type
+    names = {stype.field(i).name for i in range(stype.num_fields)}
+    extra = _REMOVE_EXTRA if kind == "remove" else []
+    cols: dict[str, pa.Array] = {}
+    for out_name, json_name, typ in [*FILE_COLUMNS, *extra]:
+        if json_name in names:
+            arr = struct.field(json_name)
+            if out_name == "deletion_vector":
+                arr = _conform_dv(arr)
+            elif arr.type != typ:
+                arr = arr.cast(typ)
+            cols[out_name] = arr
+        else:
+            cols[out_name] = pa.nulls(n, typ)
+    tags = struct.field("tags") if "tags" in names else None
+    cols["tags"] = tags.cast(TAGS_TYPE) if tags is not None and pa.types.is_map(tags.type) else pa.nulls(n, TAGS_TYPE)
+    cols["partition_values"] = _conform_partition_values(
+        struct.field("partitionValues") if "partitionValues" in names else None, partition_names, n
+    )
+    schema = _file_schema(partition_names, extra)
+    return pa.table([cols[f.name] for f in schema], schema=schema)
+
+
+def _conform_dv(arr: pa.Array) -> pa.Array:
+    if pa.types.is_null(arr.type):
+        return pa.nulls(len(arr), DV_TYPE)
+    sub = {arr.type.field(i).name for i in range(arr.type.num_fields)}
+    children = [
+        arr.field(f.name).cast(f.type) if f.name in sub else pa.nulls(len(arr), f.type) for f in DV_TYPE
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(DV_TYPE), mask=arr.is_null())
+
+
+def _conform_partition_values(arr: pa.Array | None, names: Sequence[str], n: int) -> pa.Array:
+    if not names:
+        return _empty_struct(n)
+    if arr is None or pa.types.is_null(arr.type):
+        return pa.StructArray.from_arrays([pa.nulls(n, pa.string()) for _ in names], names=list(names))
+    if pa.types.is_map(arr.type):
+        children = _map_columns(arr, names, n)
+    else:
+        sub = {arr.type.field(i).name for i in range(arr.type.num_fields)}
+        children = [
+            arr.field(name).cast(pa.string()) if name in sub else pa.nulls(n, pa.string()) for name in names
+        ]
+    return pa.StructArray.from_arrays(children, names=list(names))
+
+
+def _map_columns(arr: pa.Array, names: Sequence[str], n: int) -> list[pa.Array]:
+    """Columns of a map<string,string> by key; one pass over the flat entries (faster than map_lookup)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    offsets = arr.offsets.to_numpy()
+    start, stop = int(offsets[0]), int(offsets[-1])
+    keys, items = arr.keys, arr.items
+    if len(keys) != stop - start:  # the child arrays are not sliced with the parent
+        keys, items = keys.slice(start, stop - start), items.slice(start, stop - start)
+    items = items.cast(pa.string())
+    parents = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    out = []
+    for name in names:
+        hit = pc.equal(keys, pa.scalar(name, keys.type)).to_numpy(zero_copy_only=False)
+        rows = parents[hit]
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[rows] = np.nonzero(hit)[0]
+        out.append(pc.take(items, pa.array(pos, mask=pos < 0)))
+    return out
+
+
+def _empty_struct(n: int) -> pa.Array:
+    return pa.array([{}] * n, type=pa.struct([]))
+
+
+def dv_unique_ids(dv: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """`storageType + pathOrInlineDv [+ '@' + offset]`, empty for files without a DV."""
+    if isinstance(dv, pa.ChunkedArray):
+        dv = dv.combine_chunks() if dv.num_chunks != 1 else dv.chunk(0)
+    if len(dv) == 0:
+        return pa.array([], pa.string())
+    base = pc.binary_join_element_wise(dv.field("storageType"), dv.field("pathOrInlineDv"), "")
+    offset = dv.field("offset").cast(pa.string())
+    with_offset = pc.binary_join_element_wise(base, offset, "@")
+    uid = pc.if_else(pc.is_null(offset), base, with_offset)
+    return pc.fill_null(pc.if_else(dv.is_null(), pa.scalar(None, pa.string()), uid), "")
+
+
+def file_keys(table: pa.Table) -> pa.Array:
+    paths = table.column("path").combine_chunks() if table.num_rows else pa.array([], pa.string())
+    return pc.binary_join_element_wise(paths, dv_unique_ids(table.column("deletion_vector")), "\x00")
+
+
+def _read_commit_bytes(storage: Storage, metas: Sequence[ObjectMeta]) -> list[bytes]:
+    def get(m: ObjectMeta) -> bytes:
+        try:
+            return storage.read(m.key)
+        except ObjectNotFoundError as e:
+            raise MissingFileError(f"commit file {storage.full_uri(m.key)} disappeared while reading") from e
+
+    if len(metas) <= 4:
+        return [get(m) for m in metas]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(get, metas))
+
+
+def split_lines(blobs: Sequence[bytes]) -> tuple[pa.Array, pa.Array]:
+    """(lines, index of the blob each line came from), empty lines dropped, vectorized."""
+    if not blobs:
+        return pa.array([], pa.string()), pa.array([], pa.int32())
+    arr = pa.array(blobs, pa.large_binary()).cast(pa.large_string())
+    parts = pc.split_pattern(arr, "\n")
+    parents = pc.list_parent_indices(parts)
+    lines = pc.list_flatten(parts)
+    lines = pc.ascii_trim_whitespace(lines)  # JSON whitespace is ASCII; cheaper than the utf8 kernel
+    keep = pc.greater(pc.utf8_length(lines), 0)
+    return pc.filter(lines, keep), pc.filter(parents, keep)
+
+
+def _parse_json_lines(lines: pa.Array, typ: pa.DataType) -> pa.StructArray:
+    if len(lines) == 0:
+        return pa.array([], typ)
+    one = pa.LargeListArray.from_arrays(pa.array([0, len(lines)], pa.int64()), lines)
+    buf = pc.binary_join(one, pa.scalar("\n", lines.type))[0].as_buffer()
+    max_len = pc.max(pc.binary_length(lines)).as_py() or 0
+    block = max(1 << 20, 2 * max_len + 16)
+    schema = pa.schema(list(typ))
+    table = pajson.read_json(
+        pa.BufferReader(buf),
+        read_options=pajson.ReadOptions(block_size=block, use_threads=True),
+        parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+    )
+    if table.num_rows != len(lines):
+        raise ValueError("line count mismatch")
+    batch = table.combine_chunks().to_batches()
+    if not batch:
+        return pa.array([], typ)
+    return pa.StructArray.from_arrays(batch[0].columns, fields=list(typ))

@@ -1,0 +1,114 @@
+"""Delta <-> Spark schemas, Spark-readable paths, options.
+
+Delta's schema string is Spark's `StructType.json()` format, so conversion goes through JSON: exact for
+every type both sides share (timestamp_ntz, variant, nested types), with the metadata we choose to keep.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..kernel.schema.column_mapping import ID_KEY
+from ..kernel.schema.types import StructType, parse_schema_string, schema_to_json
+from ..storage import Storage
+from ..storage.local import LocalStorage
+
+_GLOB = re.compile(r"([\[\]{}*?\\])")
+
+
+def _strip(obj: Any, field_ids: bool) -> Any:
+    """A type's JSON without Delta metadata; with `field_ids`, fields carry Spark's `parquet.field.id`."""
+    if isinstance(obj, dict):
+        t = obj.get("type")
+        if t == "struct":
+            fields = []
+            for f in obj["fields"]:
+                meta: dict[str, Any] = {}
+                if field_ids and ID_KEY in (f.get("metadata") or {}):
+                    meta["parquet.field.id"] = int(f["metadata"][ID_KEY])
+                fields.append({"name": f["name"], "type": _strip(f["type"], field_ids),
+                               "nullable": f.get("nullable", True), "metadata": meta})
+            return {"type": "struct", "fields": fields}
+        if t == "array":
+            return {**obj, "elementType": _strip(obj["elementType"], field_ids)}
+        if t == "map":
+            return {**obj, "keyType": _strip(obj["keyType"], field_ids),
+                    "valueType": _strip(obj["valueType"], field_ids)}
+    return obj
+
+
+def to_spark_schema(schema: StructType, field_ids: bool = False) -> Any:
+    """A pyspark StructType for a Delta schema (Delta metadata dropped)."""
+    from pyspark.sql.types import StructType as SparkStruct
+
+    return SparkStruct.fromJson(_strip(json.loads(schema_to_json(schema)), field_ids))
+
+
+def to_spark_type(schema: StructType, name: str) -> Any:
+    return to_spark_schema(schema)[schema.field(name).name].dataType
+
+
+def from_spark_schema(spark_schema: Any) -> StructType:
+    """A Delta StructType for a pyspark StructType (column comments etc. kept as field metadata)."""
+    return parse_schema_string(spark_schema.json())
+
+
+def spark_path(storage: Storage, key: str) -> str:
+    """A path Spark's Hadoop filesystem layer reads for a storage key (glob characters escaped)."""
+    if isinstance(storage, LocalStorage):
+        raw = "file://" + storage.full_uri(key)
+    else:
+        raw = f"{storage.root_uri.rstrip('/')}/{key}"
+        if raw.startswith("s3://"):
+            raw = "s3a://" + raw[len("s3://"):]
+    return _GLOB.sub(r"\\\1", raw)
+
+
+def table_uri(path: str) -> str:
+    """Spark-style table locations (`file:/x`, `s3a://`) as deltakernel storage URIs."""
+    if path.startswith("file:"):
+        import urllib.parse
+
+        return urllib.parse.unquote(urllib.parse.urlparse(path).path)
+    return path
+
+
+class Options(dict):  # type: ignore[type-arg]
+    """Case-insensitive string options, as Spark treats data source options."""
+
+    def __init__(self, raw: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        for k, v in (raw or {}).items():
+            if v is not None:
+                self[k] = v
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key.lower(), _to_str(value))
+
+    def __getitem__(self, key: str) -> Any:
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and super().__contains__(key.lower())
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(key.lower(), default)
+
+    def flag(self, key: str) -> bool:
+        return str(self.get(key, "false")).strip().lower() == "true"
+
+    def int(self, key: str) -> int | None:
+        v = self.get(key)
+        return int(v) if v is not None and str(v).strip() != "" else None
+
+
+def _to_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+__all__ = ["Options", "from_spark_schema", "spark_path", "table_uri", "to_spark_schema", "to_spark_type"]

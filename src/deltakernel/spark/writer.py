@@ -1,0 +1,204 @@
+"""Writes: Spark executors write the Parquet files, the driver commits one kernel transaction.
+
+`write(df, path, mode=..., partitionBy=..., **options)` runs `write_deltalake` on the driver with a
+`_write_files` hook: once the table's metadata is planned (schema evolution, column mapping, protocol),
+the hook runs one Spark job (`mapInArrow`) in which every task casts and checks its rows (constraints,
+replaceWhere) and writes files with `write_data_files`, returning the add actions as rows. The driver
+collects them and commits; conflicts and retries are the kernel Transaction's. A failed job raises
+before anything is committed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import DeltaError, SchemaError
+from ..kernel.actions import Metadata, Protocol
+from ..operations.properties import CommitProperties, Transaction
+from ._schema import Options, table_uri
+
+_MODES = {"append": "append", "overwrite": "overwrite", "error": "error", "errorifexists": "error",
+          "default": "error", "ignore": "ignore"}
+ENGINE_INFO = "deltakernel-spark/0.1.0"
+_ADD_SCHEMA = "add string, rows long"
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything a task needs to write its files (pickled to the executors)."""
+
+    table_uri: str
+    storage_options: dict[str, str] | None
+    metadata: Metadata
+    protocol: Protocol
+    predicate: str | None
+    max_rows_per_file: int | None
+    target_file_size: int | None
+
+
+def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[list[dict[str, Any]], int]:
+    """One task's share: conform, check and write `batches`; returns (add actions, rows written)."""
+    from ..kernel.schema.arrow import to_arrow_schema
+    from ..operations import write as w
+    from ..operations.file_writer import write_data_files
+    from ..storage import storage_for_uri
+
+    storage = storage_for_uri(plan.table_uri, plan.storage_options)
+    schema = plan.metadata.schema
+    target = to_arrow_schema(schema, include_metadata=False)
+    enforcer = w._enforcer(plan.metadata, plan.protocol)
+    sql_pred = w._parse_predicate(plan.predicate) if plan.predicate else None
+    rows = [0]
+
+    def conformed() -> Iterator[pa.RecordBatch]:
+        for raw in batches:
+            batch = w._match_columns(raw, schema)
+            extra = [n for n in batch.schema.names if not schema.has(n)]
+            if extra:
+                raise SchemaError(f"data has column(s) {extra} not in the table schema; use mergeSchema")
+            if enforcer is not None:
+                batch = enforcer.prepare(batch)
+            batch = w._cast_batch(batch, target)
+            if sql_pred is not None:
+                w._check_replace_where(batch, sql_pred, plan.predicate or "")
+            rows[0] += batch.num_rows
+            yield batch
+
+    adds = write_data_files(
+        storage, conformed(), schema=schema, partition_columns=list(plan.metadata.partition_columns),
+        column_mapping_mode=plan.metadata.configuration.get("delta.columnMapping.mode", "none"),
+        configuration=plan.metadata.configuration, target_file_size=plan.target_file_size,
+        max_rows_per_file=plan.max_rows_per_file,
+    )
+    return adds, rows[0]
+
+
+def _task(plan: WritePlan) -> Any:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        adds, n = write_batches(plan, batches)
+        out = [json.dumps(a, separators=(",", ":")) for a in adds]
+        yield pa.RecordBatch.from_pydict({"add": out or [None], "rows": [n] + [0] * (max(len(out), 1) - 1)},
+                                         schema=pa.schema([("add", pa.string()), ("rows", pa.int64())]))
+    return run
+
+
+# ----------------------------------------------------------------------------- options -> write_deltalake
+def arrow_schema_of(df: Any) -> pa.Schema:
+    """The Arrow schema Spark hands `mapInArrow` for `df` (timestamps as UTC instants)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = to_arrow_schema(df.schema)
+    fields = [pa.field(f.name, _utc(f.type), f.nullable) for f in schema]
+    return pa.schema(fields)
+
+
+def _utc(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return pa.timestamp("us", tz="UTC")
+    return t
+
+
+def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | None,
+                    opts: Options) -> dict[str, Any]:
+    """write_deltalake keyword arguments for delta-spark's writer options (see docs/spark.md)."""
+    from .reader import storage_options
+
+    m = _MODES.get((mode or "error").lower())
+    if m is None:
+        raise DeltaError(f"unknown save mode {mode!r}; use append, overwrite, error, errorifexists or ignore")
+    kwargs: dict[str, Any] = {"mode": m, "engine_info": ENGINE_INFO, "storage_options": storage_options(opts)}
+    if partition_by:
+        kwargs["partition_by"] = list(partition_by)
+    if opts.get("replaceWhere"):
+        if m != "overwrite":
+            raise DeltaError("replaceWhere needs mode('overwrite')")
+        kwargs["predicate"] = opts["replaceWhere"]
+    overwrite_schema = opts.flag("overwriteSchema")
+    merge = opts.flag("mergeSchema") or _conf_true(spark, "spark.databricks.delta.schema.autoMerge.enabled")
+    if overwrite_schema and m == "overwrite" and not opts.get("replaceWhere"):
+        kwargs["schema_mode"] = "overwrite"
+    elif merge:
+        kwargs["schema_mode"] = "merge"
+    pom = opts.get("partitionOverwriteMode") or _conf(spark, "spark.sql.sources.partitionOverwriteMode")
+    if pom and pom.lower() == "dynamic" and m == "overwrite":
+        if opts.get("replaceWhere"):
+            raise DeltaError("replaceWhere cannot be combined with partitionOverwriteMode=dynamic")
+        kwargs["partition_overwrite_mode"] = "dynamic"
+    app_id, app_version = opts.get("txnAppId"), opts.get("txnVersion")
+    if (app_id is None) != (app_version is None):
+        raise DeltaError("txnAppId and txnVersion must be set together")
+    meta = opts.get("userMetadata") or _conf(spark, "spark.databricks.delta.commitInfo.userMetadata")
+    kwargs["commit_properties"] = CommitProperties(
+        custom_metadata={"userMetadata": meta} if meta else None,
+        app_transactions=[Transaction(app_id, int(app_version))] if app_id is not None else [],
+    )
+    conf = {k_orig: v for k_orig, v in opts.items() if k_orig.startswith("delta.")}
+    if conf:
+        kwargs["configuration"] = _property_names(conf)
+    per_file = opts.int("maxRecordsPerFile") or int(_conf(spark, "spark.sql.files.maxRecordsPerFile") or 0)
+    kwargs["max_rows_per_file"] = per_file if per_file and per_file > 0 else None
+    kwargs["table_or_uri"] = table_uri(path)
+    return kwargs
+
+
+_PROPERTY_CASE = {p.lower(): p for p in (
+    "delta.appendOnly", "delta.enableChangeDataFeed", "delta.columnMapping.mode", "delta.enableDeletionVectors",
+    "delta.enableRowTracking", "delta.enableInCommitTimestamps", "delta.checkpointInterval", "delta.logRetentionDuration",
+    "delta.deletedFileRetentionDuration", "delta.targetFileSize", "delta.checkpointPolicy", "delta.enableTypeWidening",
+    "delta.dataSkippingNumIndexedCols", "delta.dataSkippingStatsColumns", "delta.minReaderVersion",
+    "delta.minWriterVersion", "delta.isolationLevel", "delta.checkpoint.writeStatsAsJson",
+    "delta.checkpoint.writeStatsAsStruct", "delta.enableExpiredLogCleanup", "delta.randomizeFilePrefixes",
+)}
+
+
+def _property_names(conf: dict[str, str]) -> dict[str, str | None]:
+    """Options are lower-cased by Spark; table properties keep Delta's camelCase spelling."""
+    return {_PROPERTY_CASE.get(k.lower(), k): v for k, v in conf.items()}
+
+
+def _conf(spark: Any, key: str) -> str | None:
+    try:
+        v = spark.conf.get(key, None)
+    except Exception:  # noqa: BLE001 - unknown / unset static confs
+        return None
+    return str(v) if v is not None else None
+
+
+def _conf_true(spark: Any, key: str) -> bool:
+    return (_conf(spark, key) or "false").strip().lower() == "true"
+
+
+# ----------------------------------------------------------------------------- entry point
+def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str | None = None,
+          **options: Any) -> None:
+    """`df.write.format("delta")...save(path)` with every mode, partitionBy and delta-spark's options."""
+    from ..operations.write import write_deltalake
+
+    if isinstance(partitionBy, str):
+        partitionBy = [partitionBy]
+    opts = Options(options)
+    kwargs = write_arguments(df.sparkSession, path, mode, partitionBy, opts)
+    uri = kwargs.pop("table_or_uri")
+    schema = arrow_schema_of(df)
+
+    def write_files(metadata: Metadata, protocol: Protocol) -> tuple[list[dict[str, Any]], int]:
+        plan = WritePlan(uri, kwargs.get("storage_options"), metadata, protocol, kwargs.get("predicate"),
+                         kwargs.get("max_rows_per_file"), _target_size(metadata))
+        rows = df.mapInArrow(_task(plan), _ADD_SCHEMA).collect()
+        adds = [json.loads(r["add"]) for r in rows if r["add"] is not None]
+        return adds, sum(int(r["rows"]) for r in rows)
+
+    write_deltalake(uri, schema.empty_table(), _write_files=write_files, **kwargs)
+
+
+def _target_size(metadata: Metadata) -> int | None:
+    raw = metadata.configuration.get("delta.targetFileSize")
+    return int(raw) if raw is not None and raw.strip().isdigit() else None
+
+
+__all__ = ["WritePlan", "arrow_schema_of", "write", "write_arguments", "write_batches"]
