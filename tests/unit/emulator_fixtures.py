@@ -79,9 +79,7 @@ def _start(cmd: list[str], port: int, log: Path, what: str, timeout: float = 30.
     """Start `cmd` in `log`'s directory (output to `log`); pytest.skip with the reason if it does not come up."""
     with open(log, "wb") as out:
         try:
-            proc = subprocess.Popen(
-                cmd, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
+            proc = subprocess.Popen(cmd, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         except OSError as exc:
             pytest.skip(f"{what} could not be started: {exc}")
     problem = _wait_listening(proc, port, timeout)
@@ -122,7 +120,8 @@ def azurite_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("azurite")
     port = _free_port()
     cmd = [
-        binary, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence", "--silent", "--skipApiVersionCheck", "--disableTelemetry",
+        binary, "--blobHost", "127.0.0.1", "--blobPort", str(port),
+        "--inMemoryPersistence", "--silent", "--skipApiVersionCheck", "--disableTelemetry",
     ]  # fmt: skip
     proc = _start(cmd, port, work / "azurite.log", "Azurite")
     try:
@@ -332,12 +331,14 @@ def gcs_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsEmulat
     proc = _start(cmd, port, work / f"{kind}.log", kind)
     try:
         sa = work / "service-account.json"
-        sa.write_text(
-            json.dumps({
-                "gcs_base_url": url, "disable_oauth": True,
-                "client_email": "", "private_key": "", "private_key_id": "",
-            })  # fmt: skip
-        )
+        account = {
+            "gcs_base_url": url,
+            "disable_oauth": True,
+            "client_email": "",
+            "private_key": "",
+            "private_key_id": "",
+        }
+        sa.write_text(json.dumps(account))
         emu = GcsEmulator(kind=kind, url=url, service_account=str(sa))
         _probe_gcs(emu)
         yield emu

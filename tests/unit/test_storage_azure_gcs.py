@@ -200,7 +200,9 @@ def test_delta_write_append_read(backend: Backend) -> None:
     got = dt.to_pyarrow_table()
     assert _rows(got) == _rows(pa.concat_tables([first, second]))
     assert got.schema.field("id").type == pa.int64()
-    assert deltakernel.DeltaTable(backend.uri, version=0, storage_options=backend.options).to_pyarrow_table().num_rows == 3
+    assert (
+        deltakernel.DeltaTable(backend.uri, version=0, storage_options=backend.options).to_pyarrow_table().num_rows == 3
+    )
     # a writer that lost the race for version 2 must not overwrite the commit that won it
     log = backend.storage()
     log.put_if_absent("_delta_log/00000000000000000002.json", b'{"commitInfo":{}}\n')
@@ -242,7 +244,12 @@ def test_azure_use_emulator_option(
     # the same object through the explicit-endpoint configuration
     other = storage_for_uri(
         f"az://{azure_container}/t",
-        {"azure_storage_account_name": AZURITE_ACCOUNT, "azure_storage_account_key": AZURITE_KEY, "azure_endpoint": azurite_endpoint, "azure_allow_http": "true"},
+        {
+            "azure_storage_account_name": AZURITE_ACCOUNT,
+            "azure_storage_account_key": AZURITE_KEY,
+            "azure_endpoint": azurite_endpoint,
+            "azure_allow_http": "true",
+        },
     )
     assert other.read("k") == b"v"
 

@@ -30,7 +30,7 @@ import math
 import os
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +67,7 @@ class DatasetMetrics:
         self.files_kernel_path = 0
 
 
-class DeltaDataset(ds.Dataset):
+class DeltaDataset(ds.Dataset):  # type: ignore[misc]
     """A pinned snapshot exposed through pyarrow's Dataset protocol (see the module docstring)."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> DeltaDataset:
@@ -99,7 +99,7 @@ class DeltaDataset(ds.Dataset):
         self._file_ok: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ what DataFusion calls
-    @property  # type: ignore[override]
+    @property
     def schema(self) -> pa.Schema:
         return self._schema
 
@@ -108,7 +108,7 @@ class DeltaDataset(ds.Dataset):
         """A scanner over the whole snapshot (DataFusion only reads `projected_schema` from it)."""
         return DeltaScanner(self, None, columns, filter, batch_size)
 
-    def get_fragments(self, filter: pc.Expression | None = None) -> list[DeltaFragment]:  # type: ignore[override]
+    def get_fragments(self, filter: pc.Expression | None = None) -> list[DeltaFragment]:
         """Files that may match `filter`, grouped into fragments (= DataFusion partitions)."""
         files = self.snapshot.files
         total = files.num_rows
@@ -127,28 +127,28 @@ class DeltaDataset(ds.Dataset):
 
     # ------------------------------------------------------------------ Dataset API on top of scanner
     def to_batches(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None,
-                   batch_size: int | None = None, **_: Any) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+                   batch_size: int | None = None, **_: Any) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns=columns, filter=filter, batch_size=batch_size).to_batches()
 
     def to_table(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None,
-                 **_: Any) -> pa.Table:  # type: ignore[override]
+                 **_: Any) -> pa.Table:
         return self.scanner(columns=columns, filter=filter).to_table()
 
-    def count_rows(self, filter: pc.Expression | None = None, **_: Any) -> int:  # type: ignore[override]
+    def count_rows(self, filter: pc.Expression | None = None, **_: Any) -> int:
         return self.scanner(columns=[], filter=filter).count_rows()
 
     def head(self, num_rows: int, columns: Sequence[str] | None = None, filter: pc.Expression | None = None,
-             **_: Any) -> pa.Table:  # type: ignore[override]
+             **_: Any) -> pa.Table:
         return self.scanner(columns=columns, filter=filter).head(num_rows)
 
     def _unsupported(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("DeltaDataset supports scanner/get_fragments/to_table/to_batches/count_rows/head;"
                                   " use DeltaTable for the rest")
 
-    take = filter = sort_by = join = join_asof = replace_schema = _unsupported  # type: ignore[assignment]
-    _get_fragments = _scanner_options = _scan_options = _unsupported  # type: ignore[assignment]
+    take = filter = sort_by = join = join_asof = replace_schema = _unsupported
+    _get_fragments = _scanner_options = _scan_options = _unsupported
 
-    @property  # type: ignore[override]
+    @property
     def partition_expression(self) -> pc.Expression:
         return pc.scalar(True)
 
@@ -302,8 +302,9 @@ class DeltaScanner:
         if kernel_rows:
             yield from self._scan_kernel(files.take(kernel_rows))
 
-    def _scan_plain(self, files: pa.Table) -> Iterator[pa.RecordBatch]:  # returns rejected row numbers
-        """pyarrow's native scanner over the files whose schema it reads right; returns the others."""
+    def _scan_plain(self, files: pa.Table) -> Generator[pa.RecordBatch, None, list[int]]:
+        """pyarrow's native scanner over the files whose schema it reads right; returns the row numbers
+        of the others (they go to the kernel path)."""
         d = self.dataset
         paths = files.column("path").to_pylist()
         sizes = files.column("size").to_pylist()
@@ -321,8 +322,7 @@ class DeltaScanner:
             with d._lock:
                 d.metrics.files_opened += len(good)
             scanner = native.scanner(columns=self.columns, filter=self.filter, batch_size=self.batch_size)
-            for batch in scanner.to_batches():
-                yield batch
+            yield from scanner.to_batches()
         return rejected
 
     def _scan_kernel(self, files: pa.Table) -> Iterator[pa.RecordBatch]:

@@ -92,15 +92,8 @@ def arrow_schema_of(df: Any) -> pa.Schema:
     """The Arrow schema Spark hands `mapInArrow` for `df` (timestamps as UTC instants)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    schema = to_arrow_schema(df.schema)
-    fields = [pa.field(f.name, _utc(f.type), f.nullable) for f in schema]
-    return pa.schema(fields)
-
-
-def _utc(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_timestamp(t) and t.tz is not None:
-        return pa.timestamp("us", tz="UTC")
-    return t
+    schema = to_arrow_schema(df.schema, timezone="UTC")
+    return pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema])
 
 
 def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | None,

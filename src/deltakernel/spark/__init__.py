@@ -1,0 +1,19 @@
+"""deltakernel for PySpark: `format("delta")` reads and writes and delta-spark's `DeltaTable`, no JVM jars.
+
+    import deltakernel.spark
+    deltakernel.spark.enable(spark)            # once per process; idempotent
+    df = spark.read.format("delta").option("versionAsOf", 3).load(path)
+    df.write.format("delta").mode("overwrite").partitionBy("day").save(path)
+
+Without `enable()` the same is available as functions: `read(spark, path, **options)` and
+`write(df, path, mode=..., partitionBy=..., **options)`. See docs/spark.md.
+"""
+
+from __future__ import annotations
+
+from .reader import DeltaFrame, read
+from .routing import enable
+from .tables import DeltaTable, DeltaTableBuilder
+from .writer import write
+
+__all__ = ["DeltaFrame", "DeltaTable", "DeltaTableBuilder", "enable", "read", "write"]

@@ -1,0 +1,255 @@
+"""`DeltaTable` for PySpark with delta-spark's names (`from deltakernel.spark import DeltaTable`).
+
+Reads go through the native plan (`reader.py`), metadata through the kernel, commits through the kernel
+Transaction. DML (delete/update/merge) and maintenance (optimize/vacuum/restore) are the next issue: they
+belong here as methods that build a kernel Transaction exactly like `upgradeTableProtocol` below.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import DeltaError
+from ..kernel.actions import Protocol
+from ..kernel.snapshot import Snapshot
+from ..kernel.transaction import Transaction as KernelTransaction
+from ..table import DeltaTable as KernelTable
+from ._schema import from_spark_schema, table_uri
+
+ENGINE_INFO = "deltakernel-spark/0.1.0"
+
+
+class DeltaTable:
+    """A Delta table addressed by path, bound to a SparkSession."""
+
+    def __init__(self, spark: Any, path: str, alias: str | None = None) -> None:
+        self._spark = spark
+        self._path = path
+        self._uri = table_uri(path)
+        self._alias = alias
+        if not KernelTable.is_deltatable(self._uri):
+            raise DeltaError(f"{path!r} is not a Delta table")
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def forPath(cls, sparkSession: Any, path: str, hadoopConf: dict[str, str] | None = None) -> DeltaTable:
+        return cls(sparkSession, path)
+
+    @classmethod
+    def forName(cls, sparkSession: Any, tableOrViewName: str) -> DeltaTable:
+        raise DeltaError("catalog tables are not supported without delta-spark; use DeltaTable.forPath")
+
+    @staticmethod
+    def isDeltaTable(sparkSession: Any, identifier: str) -> bool:
+        return KernelTable.is_deltatable(table_uri(identifier))
+
+    @classmethod
+    def create(cls, sparkSession: Any = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(sparkSession, "error")
+
+    @classmethod
+    def createIfNotExists(cls, sparkSession: Any = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(sparkSession, "ignore")
+
+    @classmethod
+    def createOrReplace(cls, sparkSession: Any = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(sparkSession, "overwrite")
+
+    @classmethod
+    def replace(cls, sparkSession: Any = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(sparkSession, "replace")
+
+    # ------------------------------------------------------------------ reads
+    def _snapshot(self) -> Snapshot:
+        return KernelTable(self._uri).snapshot
+
+    def toDF(self) -> Any:
+        from .reader import frame_for_snapshot
+
+        df = frame_for_snapshot(self._spark, self._snapshot())
+        return df.alias(self._alias) if self._alias else df
+
+    def alias(self, aliasName: str) -> DeltaTable:
+        return DeltaTable(self._spark, self._path, aliasName)
+
+    def history(self, limit: int | None = None) -> Any:
+        """Commits newest first, delta-spark's columns, as a Spark DataFrame."""
+        rows = []
+        for info in KernelTable(self._uri).history(limit):
+            params = info.get("operationParameters") or {}
+            metrics = info.get("operationMetrics") or {}
+            rows.append({
+                "version": int(info["version"]),
+                "timestamp": pa.scalar(int(info.get("timestamp") or 0), pa.timestamp("ms", tz="UTC")).cast(
+                    pa.timestamp("us", tz="UTC")).as_py(),
+                "userId": info.get("userId"),
+                "userName": info.get("userName"),
+                "operation": info.get("operation"),
+                "operationParameters": {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in params.items()},
+                "clusterId": info.get("clusterId"),
+                "readVersion": info.get("readVersion"),
+                "isolationLevel": info.get("isolationLevel"),
+                "isBlindAppend": info.get("isBlindAppend"),
+                "operationMetrics": {str(k): str(v) for k, v in metrics.items()},
+                "userMetadata": info.get("userMetadata"),
+                "engineInfo": info.get("engineInfo"),
+            })
+        schema = pa.schema([
+            ("version", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("userId", pa.string()),
+            ("userName", pa.string()), ("operation", pa.string()),
+            ("operationParameters", pa.map_(pa.string(), pa.string())), ("clusterId", pa.string()),
+            ("readVersion", pa.int64()), ("isolationLevel", pa.string()), ("isBlindAppend", pa.bool_()),
+            ("operationMetrics", pa.map_(pa.string(), pa.string())), ("userMetadata", pa.string()),
+            ("engineInfo", pa.string()),
+        ])
+        return self._spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema))
+
+    def detail(self) -> Any:
+        """One row describing the table (delta-spark's DESCRIBE DETAIL columns)."""
+        snap = self._snapshot()
+        md, proto = snap.metadata, snap.protocol
+        files = snap.files
+        feats = sorted(set(proto.reader_features or ()) | set(proto.writer_features or ()))
+        last = KernelTable(self._uri).history(1)
+        row = {
+            "format": "delta", "id": md.id, "name": md.name, "description": md.description,
+            "location": snap.storage.root_uri,
+            "createdAt": _ts(md.created_time), "lastModified": _ts(last[0].get("timestamp") if last else None),
+            "partitionColumns": list(md.partition_columns), "clusteringColumns": [],
+            "numFiles": files.num_rows, "sizeInBytes": int(pa.compute.sum(files.column("size")).as_py() or 0),
+            "properties": dict(md.configuration), "minReaderVersion": proto.min_reader_version,
+            "minWriterVersion": proto.min_writer_version, "tableFeatures": feats,
+        }
+        schema = pa.schema([
+            ("format", pa.string()), ("id", pa.string()), ("name", pa.string()), ("description", pa.string()),
+            ("location", pa.string()), ("createdAt", pa.timestamp("us", tz="UTC")),
+            ("lastModified", pa.timestamp("us", tz="UTC")), ("partitionColumns", pa.list_(pa.string())),
+            ("clusteringColumns", pa.list_(pa.string())), ("numFiles", pa.int64()), ("sizeInBytes", pa.int64()),
+            ("properties", pa.map_(pa.string(), pa.string())), ("minReaderVersion", pa.int32()),
+            ("minWriterVersion", pa.int32()), ("tableFeatures", pa.list_(pa.string())),
+        ])
+        return self._spark.createDataFrame(pa.Table.from_pylist([row], schema=schema))
+
+    # ------------------------------------------------------------------ protocol
+    def _commit_protocol(self, new: Protocol, operation: str, params: dict[str, Any]) -> None:
+        snap = self._snapshot()
+        if new == snap.protocol:
+            return
+        txn = KernelTransaction(snap.storage, snap, operation=operation, operation_parameters=params,
+                                engine_info=ENGINE_INFO)
+        txn.update_protocol(new)
+        txn.commit()
+
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        from ..kernel.protocol_select import features_in_effect, table_features_protocol
+
+        cur = self._snapshot().protocol
+        reader = max(readerVersion, cur.min_reader_version)
+        writer = max(writerVersion, cur.min_writer_version)
+        if writer >= 7 or reader >= 3:
+            p = table_features_protocol(features_in_effect(cur), cur)
+            if reader >= 3 and p.min_reader_version < 3:
+                p = Protocol(3, 7, frozenset(p.reader_features or ()), p.writer_features)
+            new = p
+        else:
+            new = Protocol(reader, writer)
+        self._commit_protocol(new, "UPGRADE PROTOCOL",
+                              {"newProtocol": json.dumps(new.to_json(), separators=(",", ":"))})
+
+    def addFeatureSupport(self, featureName: str) -> None:
+        from ..kernel.features import SUPPORTED_WRITER_FEATURES
+        from ..kernel.protocol_select import table_features_protocol
+
+        if featureName not in SUPPORTED_WRITER_FEATURES:
+            raise DeltaError(f"table feature {featureName!r} is not supported by deltakernel")
+        cur = self._snapshot().protocol
+        self._commit_protocol(table_features_protocol({featureName}, cur), "ADD FEATURE",
+                              {"feature": featureName})
+
+    def __repr__(self) -> str:
+        return f"DeltaTable({self._path!r})"
+
+
+def _ts(ms: Any) -> Any:
+    if ms is None:
+        return None
+    return pa.scalar(int(ms), pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC")).as_py()
+
+
+class DeltaTableBuilder:
+    """delta-spark's `DeltaTableBuilder`: location, columns, partitioning, properties, comment."""
+
+    def __init__(self, spark: Any, mode: str) -> None:
+        self._spark = spark
+        self._mode = mode
+        self._location: str | None = None
+        self._fields: list[dict[str, Any]] = []
+        self._partitions: list[str] = []
+        self._properties: dict[str, str] = {}
+        self._comment: str | None = None
+        self._name: str | None = None
+
+    def tableName(self, identifier: str) -> DeltaTableBuilder:
+        self._name = identifier
+        return self
+
+    def location(self, location: str) -> DeltaTableBuilder:
+        self._location = location
+        return self
+
+    def comment(self, comment: str) -> DeltaTableBuilder:
+        self._comment = comment
+        return self
+
+    def addColumn(self, colName: str, dataType: Any, nullable: bool = True, generatedAlwaysAs: str | None = None,
+                  comment: str | None = None) -> DeltaTableBuilder:
+        from pyspark.sql.types import DataType, _parse_datatype_string
+
+        typ = dataType if isinstance(dataType, DataType) else _parse_datatype_string(str(dataType))
+        meta: dict[str, Any] = {}
+        if comment is not None:
+            meta["comment"] = comment
+        if generatedAlwaysAs is not None:
+            meta["delta.generationExpression"] = generatedAlwaysAs
+        self._fields.append({"name": colName, "type": typ.jsonValue(), "nullable": bool(nullable), "metadata": meta})
+        return self
+
+    def addColumns(self, cols: Any) -> DeltaTableBuilder:
+        for f in cols.fields:
+            self._fields.append(f.jsonValue())
+        return self
+
+    def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        self._partitions = list(cols)
+        return self
+
+    def property(self, key: str, value: str) -> DeltaTableBuilder:
+        self._properties[key] = str(value)
+        return self
+
+    def execute(self) -> DeltaTable:
+        from ..kernel.schema.types import parse_schema_string
+        from ..operations.write import create_table
+
+        if self._location is None:
+            raise DeltaError("deltakernel needs .location(path): catalog tables are not supported yet")
+        if not self._fields:
+            raise DeltaError("a table needs at least one column (addColumn)")
+        uri = table_uri(self._location)
+        schema = parse_schema_string(json.dumps({"type": "struct", "fields": self._fields}))
+        exists = KernelTable.is_deltatable(uri)
+        if self._mode == "replace" and not exists:
+            raise DeltaError(f"cannot replace: no Delta table at {self._location}")
+        mode = {"error": "error", "ignore": "ignore", "overwrite": "overwrite", "replace": "overwrite"}[self._mode]
+        if not (mode == "ignore" and exists):
+            create_table(uri, schema, mode=mode, partition_by=self._partitions or None, name=self._name,
+                         description=self._comment, configuration=dict(self._properties) or None)
+        return DeltaTable(self._spark, self._location)
+
+
+__all__ = ["DeltaTable", "DeltaTableBuilder", "from_spark_schema"]
