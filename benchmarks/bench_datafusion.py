@@ -29,7 +29,8 @@ from make_tables import SCAN_TABLE, make_scan_table
 SMALL_TABLE = Path(__file__).resolve().parent / "data" / "small_2000"
 FULL_SQL = "SELECT count(*) AS n, sum(value) AS v, max(name) AS m, min(ts) AS t, max(day) AS d FROM t"
 SELECTIVE_SQL = "SELECT id, value, name FROM t WHERE id >= 5000000 AND id < 5100000"
-CHECK = "import json\nresult = json.loads(json.dumps(out.to_pylist() if hasattr(out, 'to_pylist') else out, default=str))"
+CHECK = ("import json\nrows = out.to_pylist()\nfor r in rows: r[\"v\"] = round(r[\"v\"], 3)\n"
+         "result = json.loads(json.dumps(rows, default=str))")
 SEL_CHECK = "result = [out.num_rows, sum(out.column('id').to_pylist())]"
 PRE = "import pandas\nimport pyarrow as pa\nimport datafusion\n"
 
@@ -42,10 +43,7 @@ DL_PROVIDER = "deltalake provider in datafusion"
 
 def contenders(sql: str, check: str, with_nogroup: bool = False) -> list[Contender]:
     to_arrow = "out = ctx.sql(PARAMS['sql']).to_arrow_table()\n"
-    if check == SEL_CHECK:
-        post = check
-    else:
-        post = check
+    post = check
     cs = [
         Contender(NATIVE, PRE, "ctx = datafusion.SessionContext()\n"
                   "ctx.register_parquet('t', PARAMS['path'], file_extension='.parquet')\n" + to_arrow, post),

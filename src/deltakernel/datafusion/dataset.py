@@ -48,6 +48,7 @@ from ..kernel.snapshot import Snapshot
 
 DEFAULT_TARGET_GROUP_BYTES = 256 * 1024 * 1024
 _SCHEMA_CHECK_WORKERS = 8
+MIN_BATCH_ROWS = 131_072
 
 
 @dataclass
@@ -261,7 +262,9 @@ class DeltaScanner:
         schema = dataset.schema
         self.columns = list(schema.names) if columns is None else [schema.field(c).name for c in columns]
         self.filter = filter
-        self.batch_size = batch_size or 131_072
+        # DataFusion asks for 8192-row batches; each batch crosses into Python under the GIL, so fewer,
+        # larger batches are much cheaper (DataFusion accepts any batch size from a dataset)
+        self.batch_size = max(batch_size or 0, MIN_BATCH_ROWS)
         self.projected_schema = pa.schema([schema.field(c) for c in self.columns])
 
     # ------------------------------------------------------------------ outputs

@@ -89,20 +89,22 @@ class DeltaSourceReader(DataSourceReader):
     def __init__(self, opts: Options, schema: Any) -> None:
         self.opts = opts
         self.spark_schema = schema
-        self.predicate: Any = None
+        self.filters: list[Any] = []  # Spark's filter objects: they pickle, kernel expressions do not
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
-        """Turn what we understand into a skipping predicate; hand every filter back to Spark."""
+        """Keep the filters for file skipping; hand every one back to Spark (which applies them)."""
+        for f in filters:
+            self.filters.append(f)
+            yield f
+
+    @property
+    def predicate(self) -> Any:
         from ..kernel.expressions import And
 
-        preds = []
-        for f in filters:
-            p = _filter_to_predicate(f)
-            if p is not None:
-                preds.append(p)
-            yield f
-        if preds:
-            self.predicate = preds[0] if len(preds) == 1 else And(*preds)
+        preds = [p for p in (_filter_to_predicate(f) for f in self.filters) if p is not None]
+        if not preds:
+            return None
+        return preds[0] if len(preds) == 1 else And(*preds)
 
     def partitions(self) -> Sequence[InputPartition]:
         from ..kernel.scan import Scan

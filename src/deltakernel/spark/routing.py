@@ -19,6 +19,7 @@ _PATCHED = False
 _ID_CONFS = {
     "spark.sql.parquet.fieldId.read.enabled": "true",  # column mapping id mode: match Parquet field ids
     "spark.sql.parquet.fieldId.read.ignoreMissing": "true",  # files without ids (older writers) read by name
+    "spark.sql.python.filterPushdown.enabled": "true",  # the Python source skips files with pushed filters
 }
 
 
