@@ -122,7 +122,7 @@ def run(repeat: int = 5) -> tuple[str, list[Measurement], dict[str, float]]:
     ms = measure_prepared(CONTENDERS, chk.prepare, chk.finish, repeat, tag="checkpoint ")
     by = {m.name: m for m in ms}
     headers, rows = measurement_rows(ms, {DL: "deltalake"})
-    headers = headers[:6] + ["peak RSS above setup MB"] + headers[6:]
+    headers = [*headers[:6], "peak RSS above setup MB", *headers[6:]]
     for m, row in zip(ms, rows):
         row[6:6] = [f"{m.peak_rss_mb - m.base_rss_mb:.0f}"]
     # the "alone" rows compare with deltalake's "alone" row

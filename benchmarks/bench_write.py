@@ -160,7 +160,7 @@ class _Checker:
 def _section(title: str, ms: list[Measurement], baselines: dict[str, str], checker: _Checker, repeat: int,
              load_before: str) -> str:
     headers, rows = measurement_rows(ms, baselines)
-    headers = headers[:6] + ["peak RSS above setup MB", "data files", "MB written"] + headers[6:]
+    headers = [*headers[:6], "peak RSS above setup MB", "data files", "MB written", *headers[6:]]
     for m, row in zip(ms, rows):
         nf, nb = checker.files.get(m.name, (0, 0))
         row[6:6] = [f"{m.peak_rss_mb - m.base_rss_mb:.0f}", str(nf), f"{nb / 1e6:.0f}"]

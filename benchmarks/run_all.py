@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import subprocess
 import sys
 from pathlib import Path
 
@@ -42,6 +43,8 @@ def main() -> None:
         make_scan_table()  # bench_write needs no table: it generates its input (make_tables._scan_batch)
 
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    git = subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip() or "?"
     mach = machine()
     vers = versions()
     load0 = load_average()
@@ -97,7 +100,7 @@ def main() -> None:
             ["(info) checkpoint write alone time vs deltalake", f"{ckpt['checkpoint_alone_time_ratio']:.2f}x", ""],
         ]
     summary = table(["target", "measured (best-of wall time ratio unless noted)", "status"], rows)
-    print(f"## deltakernel benchmarks — {when}\n")
+    print(f"## deltakernel benchmarks — {when}, git {git} (working tree as found)\n")
     print(
         f"Machine: {mach['cpu']}, nproc={mach['nproc']}, {mach['memory']} RAM, {mach['os']}; "
         f"load average at start: {load0}.  \n"

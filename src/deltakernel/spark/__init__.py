@@ -6,7 +6,7 @@
     df.write.format("delta").mode("overwrite").partitionBy("day").save(path)
 
 Without `enable()` the same is available as functions: `read(spark, path, **options)` and
-`write(df, path, mode=..., partitionBy=..., **options)`. See docs/spark.md.
+`write(df, path, mode=..., partitionBy=..., **options)`. See docs/decisions.md ("PySpark engine").
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ before anything is committed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ _MODES = {"append": "append", "overwrite": "overwrite", "error": "error", "error
           "default": "error", "ignore": "ignore"}
 ENGINE_INFO = "deltakernel-spark/0.1.0"
 _ADD_SCHEMA = "add string, rows long"
+ARROW_BATCH_ROWS = 131072
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def arrow_schema_of(df: Any) -> pa.Schema:
 
 def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | None,
                     opts: Options) -> dict[str, Any]:
-    """write_deltalake keyword arguments for delta-spark's writer options (see docs/spark.md)."""
+    """write_deltalake keyword arguments for delta-spark's writer options (see docs/decisions.md, "PySpark engine")."""
     from .reader import storage_options
 
     m = _MODES.get((mode or "error").lower())
@@ -182,11 +184,27 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
     def write_files(metadata: Metadata, protocol: Protocol) -> tuple[list[dict[str, Any]], int]:
         plan = WritePlan(uri, kwargs.get("storage_options"), metadata, protocol, kwargs.get("predicate"),
                          kwargs.get("max_rows_per_file"), _target_size(metadata))
-        rows = df.mapInArrow(_task(plan), _ADD_SCHEMA).collect()
+        with _arrow_batch_rows(df.sparkSession, ARROW_BATCH_ROWS):
+            rows = df.mapInArrow(_task(plan), _ADD_SCHEMA).collect()
         adds = [json.loads(r["add"]) for r in rows if r["add"] is not None]
         return adds, sum(int(r["rows"]) for r in rows)
 
     write_deltalake(uri, schema.empty_table(), _write_files=write_files, **kwargs)
+
+
+@contextlib.contextmanager
+def _arrow_batch_rows(spark: Any, n: int) -> Iterator[None]:
+    """Bigger Arrow batches into the write tasks: Spark's default (10k rows) makes per-batch costs dominate."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    old = _conf(spark, key)
+    if old is not None and int(old) != 10000:  # the user chose a size: keep it
+        yield
+        return
+    spark.conf.set(key, str(n))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, old) if old is not None else spark.conf.unset(key)
 
 
 def _target_size(metadata: Metadata) -> int | None:

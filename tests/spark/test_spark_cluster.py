@@ -1,0 +1,82 @@
+"""A real Spark standalone cluster (master + 2 workers on 127.0.0.1) reading and writing through deltakernel.
+
+The session-scoped local SparkSession owns this process's SparkContext, so the cluster's driver runs in a
+subprocess (`_cluster_job.py`). Workers run this interpreter (`spark.pyspark.python`), which imports
+deltakernel: that is all a cluster needs besides pyspark.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, timeout: float = 60) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"port {port} did not open")
+
+
+def test_standalone_cluster(tmp_path):
+    pyspark = pytest.importorskip("pyspark")
+    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Java is not installed")
+    home = Path(pyspark.__file__).parent
+    spark_class = home / "bin" / "spark-class"
+    if not spark_class.exists():
+        pytest.skip("pyspark ships no spark-class")
+    env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path / "logs"),
+           "SPARK_WORKER_DIR": str(tmp_path / "work")}
+    port = _free_port()
+    master_url = f"spark://127.0.0.1:{port}"
+    procs: list[subprocess.Popen] = []
+    logs = []
+    try:
+        log = open(tmp_path / "master.log", "w")
+        logs.append(log)
+        procs.append(subprocess.Popen(
+            [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+             "--webui-port", str(_free_port())], env=env, stdout=log, stderr=subprocess.STDOUT))
+        _wait_port(port)
+        for i in range(2):
+            log = open(tmp_path / f"worker{i}.log", "w")
+            logs.append(log)
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
+                 "--memory", "1g", "--webui-port", str(_free_port()), "--work-dir", str(tmp_path / f"work{i}"),
+                 master_url], env=env, stdout=log, stderr=subprocess.STDOUT))
+        job = Path(__file__).with_name("_cluster_job.py")
+        result = subprocess.run([sys.executable, str(job), master_url, str(tmp_path / "table")], env=env,
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0 and "CLUSTER OK" in result.stdout, (
+            result.stdout[-3000:] + result.stderr[-5000:])
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for log in logs:
+            log.close()
