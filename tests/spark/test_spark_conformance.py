@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import deltakernel.spark as dks
-from deltakernel.spark.reader import native_plan, _apply_deletion_vectors  # noqa: F401  (imported: API exists)
+from deltakernel.spark.reader import _apply_deletion_vectors, native_plan  # noqa: F401  (imported: API exists)
 
 FEATURES = {"deletion_vectors", "dv_in_active_files", "column_mapping"}
 
@@ -35,7 +35,6 @@ def harness(conformance_dir):
 
 
 def test_dv_and_column_mapping_cases(spark, conformance_dir, harness, monkeypatch):
-    import deltakernel.spark.reader as reader
 
     cases = _cases(conformance_dir)
     assert len(cases) >= 20
@@ -46,7 +45,7 @@ def test_dv_and_column_mapping_cases(spark, conformance_dir, harness, monkeypatc
             opts = {} if check.get("version") is None else {"versionAsOf": check["version"]}
             try:
                 actual = dks.read(spark, path, **opts).toArrow()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 failures.append(f"{case['id']}: ERROR {type(e).__name__}: {str(e)[:300]}")
                 continue
             cols, rows = harness.load_expected(check["expected"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+import helpers
 import pyarrow as pa
 import pytest
 
@@ -12,9 +13,6 @@ import deltakernel.spark as dks
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.spark.datasource import python_source_frame
 from deltakernel.spark.reader import DeltaFrame
-
-import helpers
-
 
 
 def arrow(df) -> pa.Table:

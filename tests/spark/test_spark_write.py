@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import helpers
 import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
 import deltakernel.spark as dks
-from deltakernel import DeltaTable, write_deltalake
+from deltakernel import DeltaTable
 from deltakernel.errors import DeltaError
-
-import helpers
 
 
 def frame(spark, n: int = 20, offset: int = 0, parts: int = 3):

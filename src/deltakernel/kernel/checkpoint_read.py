@@ -140,6 +140,10 @@ def read_checkpoint(storage: Storage, checkpoint: Checkpoint) -> tuple[list[pa.T
     return tables, rare
 
 
+#: column marking the rows of a checkpoint table that hold this kind of action
+VALID = "__valid"
+
+
 def _checkpoint_file_actions(tables: list[pa.Table], pnames: Sequence[str]) -> tuple[pa.Table, pa.Table]:
     adds: list[pa.Table] = []
     removes: list[pa.Table] = []
@@ -158,11 +162,12 @@ def _checkpoint_file_actions(tables: list[pa.Table], pnames: Sequence[str]) -> t
                 continue
             col = t.column(kind)
             col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-            valid = pc.filter(col, pc.and_(col.is_valid(), col.field("path").is_valid()))
-            conformed = _conform_file_actions(valid, pnames, kind)
-            if kind == "add" and "stats_parsed" in {f.name for f in valid.type}:
-                conformed = conformed.append_column("stats_parsed", valid.field("stats_parsed"))
-            out.append(conformed)
+            # no filtering here: replay applies "is this kind of action" and "not superseded" in one pass
+            valid = pc.fill_null(pc.and_(col.is_valid(), col.field("path").is_valid()), False)
+            conformed = _conform_file_actions(col, pnames, kind)
+            if kind == "add" and "stats_parsed" in {f.name for f in col.type}:
+                conformed = conformed.append_column("stats_parsed", col.field("stats_parsed"))
+            out.append(conformed.append_column(VALID, valid))
     return _concat(adds), _concat(removes)
 
 

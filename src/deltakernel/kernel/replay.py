@@ -39,7 +39,7 @@ from .action_tables import (  # noqa: F401  (re-exported: the file table's shape
     split_lines,
 )
 from .actions import CommitInfo, DomainMetadata, Metadata, Protocol, Txn
-from .checkpoint_read import _checkpoint_file_actions, read_checkpoint
+from .checkpoint_read import VALID, _checkpoint_file_actions, read_checkpoint
 from .log_segment import LogSegment, version_of
 
 
@@ -309,8 +309,8 @@ def _reconcile(
     adds = _select(adds, schema, keep_tags=True)
     removes = _select(removes, rschema, keep_tags=True)
     if adds.num_rows == 0 and removes.num_rows == 0:
-        files = cp_adds if cp_adds is not None else schema.empty_table()
-        tomb = _select(cp_removes, rschema) if cp_removes is not None else rschema.empty_table()
+        files = _valid_rows(cp_adds, None) if cp_adds is not None else schema.empty_table()
+        tomb = _select(_valid_rows(cp_removes, None), rschema) if cp_removes is not None else rschema.empty_table()
         return _select(files, schema, keep_stats_parsed=True), tomb
 
     both = pa.concat_tables(
@@ -331,15 +331,25 @@ def _reconcile(
     tparts = []
     if cp_adds is not None and cp_adds.num_rows:
         keep = pc.invert(pc.is_in(file_keys(cp_adds), value_set=touched))
-        parts.append(_select(cp_adds.filter(keep), schema, keep_stats_parsed=True))
+        parts.append(_select(_valid_rows(cp_adds, keep), schema, keep_stats_parsed=True))
     parts.append(_select(live_adds, schema))
     if cp_removes is not None and cp_removes.num_rows:
         keep = pc.invert(pc.is_in(file_keys(cp_removes), value_set=touched))
-        tparts.append(_select(cp_removes.filter(keep), rschema))
+        tparts.append(_select(_valid_rows(cp_removes, keep), rschema))
     tparts.append(_select(live_removes, rschema))
     files = pa.concat_tables(parts, promote_options="permissive")
     tombstones = pa.concat_tables(tparts, promote_options="permissive")
     return files, tombstones
+
+
+def _valid_rows(table: pa.Table, keep: pa.Array | None) -> pa.Table:
+    """Checkpoint rows of the right action kind (and not superseded), taken in a single copy."""
+    if VALID not in table.column_names:
+        return table if keep is None else table.filter(keep)
+    mask = table.column(VALID)
+    if keep is not None:
+        mask = pc.and_(mask, pc.fill_null(keep, True))
+    return table.filter(mask).drop_columns([VALID])
 
 
 def _newest_per_key(keys: pa.ChunkedArray, order: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:

@@ -122,6 +122,27 @@ class Enforcer:
                 self._identities[f.name] = ident
         self.checks = check_constraints(metadata.configuration) if self._checks_on else {}
 
+    @property
+    def needed(self) -> bool:
+        """False when this table has nothing to fill or check (the write path then skips the enforcer)."""
+        if self._identities or self.checks:
+            return True
+        if self._invariants_on and _invariants(self.schema):
+            return True
+
+        def walk(struct: StructType) -> bool:
+            for f in struct.fields:
+                if not f.nullable:
+                    return True
+                if (self._generated_on and GENERATION_EXPRESSION in f.metadata) or \
+                        (self._defaults_on and CURRENT_DEFAULT in f.metadata):
+                    return True
+                if isinstance(f.type, StructType) and walk(f.type):
+                    return True
+            return False
+
+        return walk(self.schema)
+
     def _expr(self, text: str) -> SqlExpr:
         e = self._parsed.get(text)
         if e is None:
@@ -262,6 +283,10 @@ class Enforcer:
 
     def _check_not_null(self, table: pa.Table, f: StructField, col: Any, path: tuple[str, ...],
                         parent_valid: Any) -> None:
+        if f.nullable and not isinstance(f.type, StructType):
+            return  # nothing to check below a nullable leaf; avoid touching the data
+        if not f.nullable and parent_valid is None and not isinstance(f.type, StructType) and col.null_count == 0:
+            return
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
         if not f.nullable:

@@ -429,7 +429,8 @@ def _enforcer(metadata: Metadata, protocol: Protocol) -> Any:
         from .constraints import Enforcer
     except ImportError:  # pragma: no cover - during development
         return None
-    return Enforcer(metadata, protocol)
+    enforcer = Enforcer(metadata, protocol)
+    return enforcer if enforcer.needed else None
 
 
 def _with_identity_hwm(md: Metadata, updates: dict[str, int]) -> Metadata:

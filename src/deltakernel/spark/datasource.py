@@ -9,7 +9,6 @@ Spark (none kept) and only used for file skipping; there is no column pruning.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -119,7 +118,7 @@ class DeltaSourceReader(DataSourceReader):
         if pred is not None:
             try:
                 files = Scan(snap, predicate=pred).plan()
-            except Exception:  # noqa: BLE001 - a filter the kernel cannot type-check: no skipping
+            except Exception:
                 files = snap.files
         else:
             files = snap.files
@@ -205,7 +204,7 @@ def _filter_to_predicate(f: Any) -> Any:
             return ex.IsNull(col(f.attribute), True)
         if isinstance(f, ds.In):
             return ex.In(col(f.attribute), tuple(f.value))
-    except Exception:  # noqa: BLE001 - unknown literal types: no skipping for this filter
+    except Exception:
         return None
     return None
 
@@ -268,7 +267,7 @@ class DeltaSourceWriter(DataSourceArrowWriter):
             for a in (m.adds if m is not None else []):
                 try:
                     storage.delete(resolve_key(storage.root_uri, a["path"]))
-                except Exception:  # noqa: BLE001, S110 - orphans are harmless, never committed
+                except Exception:
                     pass
 
 

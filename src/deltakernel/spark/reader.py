@@ -288,7 +288,7 @@ def _fold_casts(node: Any) -> Any:
 
         try:
             value = evaluate_expr(node, pa.table({"__x": [0]}))[0].as_py()
-        except Exception:  # noqa: BLE001 - not foldable: keep as is (then it is simply not used for skipping)
+        except Exception:
             return node
         return sql.Lit(value, node.type_name if node.type_name in ("timestamp", "timestamp_ntz", "date") else None)
     if dataclasses.is_dataclass(node):
@@ -313,7 +313,7 @@ def condition_to_predicate(frame: Any, schema: StructType) -> Any:
 
         node = _fold_casts(sql.parse_sql(plan.condition().sql()))
         return sql.to_predicate(node, schema)
-    except Exception:  # noqa: BLE001 - skipping is an optimisation; Spark still applies the condition
+    except Exception:
         return None
 
 
@@ -344,7 +344,7 @@ class DeltaFrame(_frame_base()):  # type: ignore[misc]
         base = native_plan(self.sparkSession, self._dk_snapshot, combined)
         try:
             replanned = base.filter(condition)
-        except Exception:  # noqa: BLE001 - a Column bound to this frame's attributes: keep the full plan
+        except Exception:
             return filtered
         return DeltaFrame(replanned._jdf, self.sparkSession, self._dk_snapshot, combined)
 

@@ -34,7 +34,7 @@ def enable(spark: Any) -> Any:
     for k, v in _ID_CONFS.items():
         try:
             spark.conf.set(k, v)
-        except Exception:  # noqa: BLE001, S110 - Spark Connect may refuse; id-mode tables then fall back
+        except Exception:
             pass
     _patch()
     return spark

@@ -143,7 +143,8 @@ def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | 
 
 _PROPERTY_CASE = {p.lower(): p for p in (
     "delta.appendOnly", "delta.enableChangeDataFeed", "delta.columnMapping.mode", "delta.enableDeletionVectors",
-    "delta.enableRowTracking", "delta.enableInCommitTimestamps", "delta.checkpointInterval", "delta.logRetentionDuration",
+    "delta.enableRowTracking", "delta.enableInCommitTimestamps", "delta.checkpointInterval",
+    "delta.logRetentionDuration",
     "delta.deletedFileRetentionDuration", "delta.targetFileSize", "delta.checkpointPolicy", "delta.enableTypeWidening",
     "delta.dataSkippingNumIndexedCols", "delta.dataSkippingStatsColumns", "delta.minReaderVersion",
     "delta.minWriterVersion", "delta.isolationLevel", "delta.checkpoint.writeStatsAsJson",
@@ -159,7 +160,7 @@ def _property_names(conf: dict[str, str]) -> dict[str, str | None]:
 def _conf(spark: Any, key: str) -> str | None:
     try:
         v = spark.conf.get(key, None)
-    except Exception:  # noqa: BLE001 - unknown / unset static confs
+    except Exception:
         return None
     return str(v) if v is not None else None
 
