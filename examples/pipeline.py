@@ -30,7 +30,7 @@ def spark_session():
 
     spark = (SparkSession.builder.master("local[2]").appName("deltakernel-pipeline")
              .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+             .config("spark.sql.session.timeZone", "UTC").config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     deltakernel.spark.enable(spark)  # format("delta") is now deltakernel's
     return spark
