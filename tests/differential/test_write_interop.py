@@ -14,11 +14,10 @@ import pyarrow.compute as pc
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers import assert_same_rows, deltalake_table, duckdb_table, read_actions  # noqa: E402
+from helpers import assert_same_rows, deltalake_table, duckdb_table, read_actions
 
 from deltakernel import CommitProperties, DeltaTable, write_deltalake
 from deltakernel.errors import DeltaError, SchemaError
-
 
 deltalake = pytest.importorskip("deltalake")
 

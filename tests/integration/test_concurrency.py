@@ -187,7 +187,8 @@ def test_protocol_changed(table: str) -> None:
 
 
 def test_same_app_transaction(table: str) -> None:
-    from deltakernel import CommitProperties, Transaction as AppTxn
+    from deltakernel import CommitProperties
+    from deltakernel import Transaction as AppTxn
 
     t = _txn(table)
     t.set_app_transaction("etl", 7)
@@ -199,7 +200,8 @@ def test_same_app_transaction(table: str) -> None:
 
 
 def test_idempotent_app_transaction_is_skipped(table: str) -> None:
-    from deltakernel import CommitProperties, Transaction as AppTxn
+    from deltakernel import CommitProperties
+    from deltakernel import Transaction as AppTxn
 
     props = CommitProperties(app_transactions=[AppTxn("job", 3)])
     write_deltalake(table, pa.table({"p": ["a"], "x": [3]}), mode="append", commit_properties=props)

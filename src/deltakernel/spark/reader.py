@@ -299,7 +299,7 @@ def _fold_casts(node: Any) -> Any:
                 changes[fld.name] = _fold_casts(v)
             elif isinstance(v, tuple) and v and all(dataclasses.is_dataclass(x) for x in v):
                 changes[fld.name] = tuple(_fold_casts(x) for x in v)
-        return dataclasses.replace(node, **changes) if changes else node
+        return dataclasses.replace(node, **changes) if changes else node  # type: ignore[type-var]
     return node
 
 
@@ -321,7 +321,7 @@ def _frame_base() -> type:
     try:
         from pyspark.sql.classic.dataframe import DataFrame
     except ImportError:  # pragma: no cover - pyspark 3
-        from pyspark.sql import DataFrame
+        from pyspark.sql import DataFrame  # type: ignore[assignment]
     return DataFrame  # type: ignore[no-any-return]
 
 

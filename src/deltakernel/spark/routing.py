@@ -96,7 +96,7 @@ def _patch() -> None:
         opts = {**_opts(self), **options}
         return read(self._spark, path, **opts)
 
-    DataFrameReader.load = load
+    DataFrameReader.load = load  # type: ignore[method-assign]
 
     original_save = DataFrameWriter.save
 
@@ -116,7 +116,7 @@ def _patch() -> None:
         write(self._df, target, mode=mode or getattr(self, "_dk_mode", None) or "error", partitionBy=parts, **opts)
         return None
 
-    DataFrameWriter.save = save
+    DataFrameWriter.save = save  # type: ignore[method-assign]
     _PATCHED = True
 
 

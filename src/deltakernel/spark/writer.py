@@ -84,7 +84,8 @@ def _task(plan: WritePlan) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         adds, n = write_batches(plan, batches)
         out = [json.dumps(a, separators=(",", ":")) for a in adds]
-        yield pa.RecordBatch.from_pydict({"add": out or [None], "rows": [n] + [0] * (max(len(out), 1) - 1)},
+        adds_col: list[str | None] = list(out) or [None]
+        yield pa.RecordBatch.from_pydict({"add": adds_col, "rows": [n] + [0] * (max(len(out), 1) - 1)},
                                          schema=pa.schema([("add", pa.string()), ("rows", pa.int64())]))
     return run
 
