@@ -20,14 +20,15 @@ Why it looks like this:
 
 from __future__ import annotations
 
+import os
 import random
 import string
 import time
 import unicodedata
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -321,8 +322,15 @@ class _OpenFile:
         self.buffer: list[pa.RecordBatch] = []
         self.buffered_rows = 0
         self.buffered_bytes = 0
+        self.pending: Future[None] | None = None  # the row group being encoded on the encode pool
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()
 
     def size(self) -> int:
+        self.wait()  # never read the sink's position while another thread writes to it
         return int(self.sink.tell())
 
 
@@ -356,7 +364,10 @@ class _FileWriter:
         self.ratio = 1.0  # encoded bytes per buffered (Arrow) byte, learned from flushed row groups
         self.counter = 0
         self.made_dirs: set[str] = set()
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltakernel-stats")
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deltakernel-stats")
+        self.encode_workers = max(2, os.cpu_count() or 2)
+        self.encode_pool = ThreadPoolExecutor(max_workers=self.encode_workers, thread_name_prefix="deltakernel-encode")
+        self.in_flight: deque[Future[None]] = deque()
         ext = _EXTENSIONS[self.options["compression"]]
         self.suffix = f"-c000.{ext}parquet"
 
@@ -394,13 +405,28 @@ class _FileWriter:
         return f
 
     def _flush(self, f: _OpenFile) -> None:
-        """Encode the buffered rows of `f` as one row group (stats first, from the logical columns)."""
+        """Hand the buffered rows of `f` to the encode pool as one row group (stats from the logical columns).
+
+        Row groups of *different* files encode concurrently (pyarrow releases the GIL), which is what makes
+        partitioned writes use every core; row groups of one file stay in order (one pending job per file).
+        """
         if not f.buffer:
             return
+        f.wait()
         table = pa.Table.from_batches(f.buffer, schema=self.layout.logical_arrow)
         physical = pa.Table.from_batches([_to_physical(b, self.layout) for b in f.buffer],
                                          schema=self.layout.physical_arrow)
-        before = f.size()
+        buffered_bytes, buffered_rows = f.buffered_bytes, f.buffered_rows
+        self.buffered_total -= buffered_bytes
+        f.buffer, f.buffered_rows, f.buffered_bytes = [], 0, 0
+        while len(self.in_flight) >= self.encode_workers * 2:  # bound the memory held by queued jobs
+            self.in_flight.popleft().result()
+        f.pending = self.encode_pool.submit(self._encode, f, table, physical, buffered_bytes, buffered_rows)
+        self.in_flight.append(f.pending)
+
+    def _encode(self, f: _OpenFile, table: pa.Table, physical: pa.Table, buffered_bytes: int,
+                buffered_rows: int) -> None:
+        before = int(f.sink.tell())
         # stats on another thread while Parquet encodes (both release the GIL): hides the stats cost
         pending = self.pool.submit(f.stats.update, table) if table.num_rows >= _PARALLEL_STATS_ROWS else None
         if pending is None:
@@ -410,15 +436,14 @@ class _FileWriter:
         finally:
             if pending is not None:
                 pending.result()
-        written = f.size() - before
-        if f.buffered_bytes > 0 and written > 0:
-            self.ratio = 0.5 * self.ratio + 0.5 * (written / f.buffered_bytes)
-        f.rows += f.buffered_rows
-        self.buffered_total -= f.buffered_bytes
-        f.buffer, f.buffered_rows, f.buffered_bytes = [], 0, 0
+        written = int(f.sink.tell()) - before
+        if buffered_bytes > 0 and written > 0:
+            self.ratio = 0.5 * self.ratio + 0.5 * (written / buffered_bytes)
+        f.rows += buffered_rows
 
     def _close(self, f: _OpenFile) -> None:
         self._flush(f)
+        f.wait()
         f.writer.close()
         size = f.size()
         f.sink.close()
@@ -473,10 +498,12 @@ class _FileWriter:
         while self.open:
             _, f = self.open.popitem(last=False)
             self._close(f)
+        self.encode_pool.shutdown()
         self.pool.shutdown()
         return self.adds
 
     def abort(self) -> None:
+        self.encode_pool.shutdown(wait=True)
         self.pool.shutdown(wait=True)
         for f in self.open.values():
             for closer in (f.writer.close, f.sink.close):
