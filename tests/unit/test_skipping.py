@@ -134,6 +134,16 @@ def test_nan_is_conservative() -> None:
     assert mask([("f", ">", 5.0)], [spark]) == [True]
 
 
+def test_in_list_with_nan_keeps_files() -> None:
+    # `f IN (NaN)` matches NaN rows (pyarrow's is_in, Spark's NaN = NaN), which min/max never describe;
+    # found by the property test below
+    line = js(3, {"f": -1.5}, {"f": -1.5}, {"f": 2})
+    assert mask(In(Column(("f",)), (math.nan,)), [line]) == [True]
+    assert mask(Not(In(Column(("f",)), (math.nan,), negated=True)), [line]) == [True]
+    all_null = js(3, {}, {}, {"f": 3})
+    assert mask(In(Column(("f",)), (math.nan,)), [all_null]) == [False]
+
+
 def test_wide_bounds_still_skip_by_range() -> None:
     line = js(10, {"i": 0}, {"i": 100}, {"i": 3}, tight=False)
     assert mask([("i", ">", 100)], [line]) == [False]

@@ -29,9 +29,8 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections import deque
 from collections.abc import Generator, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +41,7 @@ import pyarrow.dataset as ds
 from ..kernel.expressions import Expr, from_pyarrow, referenced_columns
 from ..kernel.partition_values import partition_columns_table
 from ..kernel.paths import resolve_key
-from ..kernel.scan import Scan
+from ..kernel.scan import Scan, read_in_order
 from ..kernel.schema.arrow import to_arrow_schema
 from ..kernel.snapshot import Snapshot
 
@@ -340,29 +339,17 @@ class DeltaScanner:
             scan = Scan(snap, columns=None, row_filter=self.filter, batch_size=self.batch_size)
             project = self.columns
         tasks = files.select(["path", "partition_values", "deletion_vector", "size"]).to_pylist()
-        in_flight = min(4, len(tasks))
-        with ThreadPoolExecutor(max_workers=in_flight) as pool:
-            queue: deque[Future[pa.Table]] = deque()
-            it = iter(tasks)
-            for task in it:
-                queue.append(pool.submit(scan.read_file, task))
-                if len(queue) >= in_flight:
-                    break
-            while queue:
-                table = queue.popleft().result()
-                nxt = next(it, None)
-                if nxt is not None:
-                    queue.append(pool.submit(scan.read_file, nxt))
-                with d._lock:
-                    d.metrics.files_opened += 1
-                    d.metrics.files_kernel_path += 1
-                if project is not None:
-                    table = table.select(project)
-                if table.schema != self.projected_schema:
-                    table = table.cast(self.projected_schema)
-                if table.num_rows == 0:
-                    continue
-                yield from table.to_batches(max_chunksize=self.batch_size)
+        for table in read_in_order(scan.read_file, tasks, 4):
+            with d._lock:
+                d.metrics.files_opened += 1
+                d.metrics.files_kernel_path += 1
+            if project is not None:
+                table = table.select(project)
+            if table.schema != self.projected_schema:
+                table = table.cast(self.projected_schema)
+            if table.num_rows == 0:
+                continue
+            yield from table.to_batches(max_chunksize=self.batch_size)
 
 
 def _same_values(file_type: pa.DataType, logical: pa.DataType) -> bool:

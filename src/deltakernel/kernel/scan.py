@@ -246,22 +246,11 @@ class Scan:
         done = 0
         if not tasks:
             return
-        with ThreadPoolExecutor(max_workers=in_flight) as pool:
-            queue: deque[Future[pa.Table]] = deque()
-            it = iter(tasks)
-            for task in it:
-                queue.append(pool.submit(self.read_file, task))
-                if len(queue) >= in_flight:
-                    break
-            while queue:
-                table = queue.popleft().result()
-                nxt = next(it, None)
-                if nxt is not None:
-                    queue.append(pool.submit(self.read_file, nxt))
-                done += 1
-                if self.progress is not None:
-                    self.progress(done, len(tasks))
-                yield table
+        for table in read_in_order(self.read_file, tasks, in_flight):
+            done += 1
+            if self.progress is not None:
+                self.progress(done, len(tasks))
+            yield table
 
     def to_table(self) -> pa.Table:
         tables = list(self._iter_tables(self.max_workers))
@@ -279,6 +268,26 @@ class Scan:
             if n is not None:
                 return n
         return sum(t.num_rows for t in self._iter_tables(self.max_workers))
+
+
+def read_in_order(
+    read: Callable[[dict[str, Any]], pa.Table], tasks: Sequence[dict[str, Any]], in_flight: int
+) -> Iterator[pa.Table]:
+    """Read files on a small thread pool, yielding in task order with at most `in_flight` files held."""
+    in_flight = max(1, min(in_flight, len(tasks)))
+    with ThreadPoolExecutor(max_workers=in_flight) as pool:
+        queue: deque[Future[pa.Table]] = deque()
+        it = iter(tasks)
+        for task in it:
+            queue.append(pool.submit(read, task))
+            if len(queue) >= in_flight:
+                break
+        while queue:
+            table = queue.popleft().result()
+            nxt = next(it, None)
+            if nxt is not None:
+                queue.append(pool.submit(read, nxt))
+            yield table
 
 
 def _count_from_stats(files: pa.Table) -> int | None:

@@ -239,6 +239,9 @@ class _Evaluator:
         if not neg:  # x IN (...) is TRUE only for a non-null x equal to a non-null element
             if not nonnull:
                 return self.const(False)
+            if any(_is_nan(v) for v in nonnull):
+                # IN matches NaN to NaN (unlike `=`), and min/max stats say nothing about NaN rows
+                return self.and_(self.not_all_null(col.path), self.unknown())
             if len(nonnull) <= _MAX_IN_EXPANSION:
                 out = self.const(False)
                 for v in nonnull:
