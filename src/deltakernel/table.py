@@ -96,12 +96,7 @@ class DeltaTable:
         self.load_as_version(datetime_string)
 
     def _timestamps(self) -> dict[int, int]:
-        latest = Snapshot.load(self._storage, None) if self._snapshot is None else self._snapshot
-        ict = None
-        conf = latest.configuration
-        if conf.get("delta.enableInCommitTimestamps", "false").lower() == "true":
-            ict = int(conf.get("delta.inCommitTimestampEnablementVersion", "0"))
-        return commit_timestamps(self._storage, ict)
+        return commit_timestamps(self._storage, self._snapshot.ict_enablement_version)
 
     # ------------------------------------------------------------------ metadata
     def schema(self) -> StructType:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -32,14 +31,6 @@ _ADD_CP_FIELDS = ["path", "partitionValues", "size", "modificationTime", "dataCh
                   "baseRowId", "defaultRowCommitVersion", "tags", "stats_parsed"]
 _REMOVE_CP_FIELDS = ["path", "partitionValues", "size", "dataChange", "deletionTimestamp", "deletionVector",
                      "baseRowId", "defaultRowCommitVersion"]
-
-
-@dataclass
-class _CheckpointContent:
-    adds: pa.Table
-    removes: pa.Table
-    rare: list[dict[str, Any]]
-    stats_parsed: pa.Array | None
 
 
 def _open_parquet(storage: Storage, key: str) -> pq.ParquetFile:

@@ -570,11 +570,7 @@ def cleanup_expired_logs(snapshot: Snapshot, *, retention_ms: int | None = None,
 
     metas = list(storage.list_from(f"{LOG_DIR}/"))
     listing = _classify(metas)
-    ict_version = None
-    if _flag(conf, "delta.enableInCommitTimestamps", False):
-        raw = conf.get("delta.inCommitTimestampEnablementVersion")
-        ict_version = int(raw) if raw is not None and raw.isdigit() else 0
-    stamps = commit_timestamps(storage, ict_version)
+    stamps = commit_timestamps(storage, snapshot.ict_enablement_version)
     expired = [v for v, ts in stamps.items() if ts <= cutoff and v <= snapshot.version]
     if not expired:
         return []

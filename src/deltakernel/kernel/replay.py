@@ -38,7 +38,7 @@ from .action_tables import (  # noqa: F401  (re-exported: the file table's shape
     partition_struct_type,
     split_lines,
 )
-from .actions import CommitInfo, DomainMetadata, Metadata, Protocol, Txn
+from .actions import DomainMetadata, Metadata, Protocol, Txn
 from .checkpoint_read import VALID, _checkpoint_file_actions, read_checkpoint
 from .log_segment import LogSegment, version_of
 
@@ -386,9 +386,6 @@ def commit_infos_for(storage: Storage, metas: Sequence[ObjectMeta]) -> dict[int,
             out[version] = obj["commitInfo"]
     return out
 
-
-def commit_info_from(version: int, info: dict[str, Any]) -> CommitInfo:
-    return CommitInfo(version, info)
 
 
 __all__ = ["ReplayResult", "replay", "read_commits", "commit_infos_for", "file_keys", "DeltaError"]

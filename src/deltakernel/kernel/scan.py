@@ -293,8 +293,6 @@ def read_in_order(
 def _count_from_stats(files: pa.Table) -> int | None:
     if files.num_rows == 0:
         return 0
-    import pyarrow.json as pajson  # noqa: F401  (stats parsing lives in stats.py; keep this cheap path simple)
-
     stats = files.column("stats")
     if stats.null_count:
         return None

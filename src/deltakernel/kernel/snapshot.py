@@ -106,5 +106,10 @@ class Snapshot:
     def in_commit_timestamps_enabled(self) -> bool:
         return self.configuration.get("delta.enableInCommitTimestamps", "false").lower() == "true"
 
-    def table_properties(self) -> dict[str, str]:
-        return dict(self.configuration)
+    @property
+    def ict_enablement_version(self) -> int | None:
+        """First version whose commit time is its in-commit timestamp (None: file times throughout)."""
+        if not self.in_commit_timestamps_enabled():
+            return None
+        raw = self.configuration.get("delta.inCommitTimestampEnablementVersion")
+        return int(raw) if raw is not None and raw.strip().isdigit() else 0

@@ -361,14 +361,10 @@ def _plan_metadata(
             if not schema.has(p):
                 raise SchemaError(f"partition column {p!r} is not in the schema {schema.names}")
         parts = [schema.field(p).name for p in parts]
-        cm = configuration.get("delta.columnMapping.mode", "none")
-        if cm in ("name", "id"):
-            start = int(configuration.get("delta.columnMapping.maxColumnId", "0"))
-            schema, new_max = assign_column_mapping(schema, max(start, max_column_id(schema)))
-            configuration["delta.columnMapping.maxColumnId"] = str(new_max)
+        schema = _with_column_mapping(schema, configuration)
         feats = required_features(schema, configuration)
         current = snapshot.protocol if snapshot is not None else None
-        protocol = _protocol(feats, current)
+        protocol = protocol_for(feats, current)
         if "inCommitTimestamp" in feats and "delta.inCommitTimestampEnablementVersion" not in configuration \
                 and snapshot is not None:
             configuration["delta.inCommitTimestampEnablementVersion"] = str(snapshot.version + 1)
@@ -398,11 +394,7 @@ def _plan_metadata(
         merged = merge_schemas(schema, incoming, allow_widening=allow)
         if merged != schema or _metadata_differs(merged, schema):
             configuration = dict(md.configuration)
-            cm = configuration.get("delta.columnMapping.mode", "none")
-            if cm in ("name", "id"):
-                start = int(configuration.get("delta.columnMapping.maxColumnId", "0"))
-                merged, new_max = assign_column_mapping(merged, max(start, max_column_id(schema)))
-                configuration["delta.columnMapping.maxColumnId"] = str(new_max)
+            merged = _with_column_mapping(merged, configuration)
             md = Metadata(md.id, schema_to_json(merged), md.partition_columns, configuration, md.name,
                           md.description, md.format, md.created_time)
             changed = True
@@ -412,16 +404,22 @@ def _plan_metadata(
                       md.format, md.created_time)
         changed = True
     feats = required_features(md.schema, md.configuration)
-    protocol = _protocol(feats, snapshot.protocol)
+    protocol = protocol_for(feats, snapshot.protocol)
     return md, protocol, changed
+
+
+def _with_column_mapping(schema: StructType, configuration: dict[str, str]) -> StructType:
+    """Under column mapping, give new fields ids and physical names; records the new maxColumnId."""
+    if configuration.get("delta.columnMapping.mode", "none") not in ("name", "id"):
+        return schema
+    start = int(configuration.get("delta.columnMapping.maxColumnId", "0"))
+    schema, new_max = assign_column_mapping(schema, max(start, max_column_id(schema)))
+    configuration["delta.columnMapping.maxColumnId"] = str(new_max)
+    return schema
 
 
 def _metadata_differs(a: StructType, b: StructType) -> bool:
     return schema_to_json(a) != schema_to_json(b)
-
-
-def _protocol(feats: set[str], current: Protocol | None) -> Protocol:
-    return protocol_for(feats, current)
 
 
 def _enforcer(metadata: Metadata, protocol: Protocol) -> Any:
