@@ -13,6 +13,8 @@ checkpointMetadata and sidecar for V2-spec checkpoints), so every Delta reader a
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import re
 import tempfile
@@ -326,15 +328,28 @@ def _batch(schema: pa.Schema, column: str, values: pa.Array) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def _chunk_bounds(files: pa.Table) -> list[int]:
+    """Row offsets where the big columns' chunks end: slicing there never copies (no combine_chunks)."""
+    bounds: set[int] = set()
+    for name in ("path", "stats"):
+        if name in files.column_names:
+            bounds.update(itertools.accumulate(len(c) for c in files.column(name).chunks))
+    return sorted(bounds)
+
+
 def _file_action_batches(files: pa.Table, tombstones: pa.Table, plan: _Plan, schema: pa.Schema,
                          start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
     """Batches for file actions [start, stop) of the sequence adds ++ removes."""
     total = files.num_rows + tombstones.num_rows
     stop = total if stop is None else min(stop, total)
+    bounds = _chunk_bounds(files)
     pos = start
     while pos < stop:
         if pos < files.num_rows:
             end = min(stop, files.num_rows, pos + BATCH_ROWS)
+            nxt = bisect.bisect_right(bounds, pos)
+            if nxt < len(bounds):
+                end = min(end, bounds[nxt])
             yield _batch(schema, "add", _add_struct(files.slice(pos, end - pos), plan))
         else:
             end = min(stop, pos + BATCH_ROWS)
@@ -400,13 +415,25 @@ class _Spool:
         self.writer = pq.ParquetWriter(pa.PythonFile(self.file, mode="w"), schema, compression="snappy",
                                        write_statistics=False)
         self.rows = 0
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
+        """Buffer small batches into row groups of about BATCH_ROWS actions."""
         if batch.num_rows:
-            self.writer.write_batch(batch, row_group_size=max(batch.num_rows, 1))
+            self.pending.append(batch)
+            self.pending_rows += batch.num_rows
             self.rows += batch.num_rows
+            if self.pending_rows >= BATCH_ROWS:
+                self._flush()
+
+    def _flush(self) -> None:
+        if self.pending_rows:
+            self.writer.write_table(pa.Table.from_batches(self.pending), row_group_size=self.pending_rows)
+        self.pending, self.pending_rows = [], 0
 
     def finish(self) -> bytes:
+        self._flush()
         self.writer.close()
         self.file.seek(0)
         data = self.file.read()

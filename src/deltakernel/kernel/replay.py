@@ -39,7 +39,7 @@ from .action_tables import (  # noqa: F401  (re-exported: the file table's shape
     split_lines,
 )
 from .actions import DomainMetadata, Metadata, Protocol, Txn
-from .checkpoint_read import VALID, _checkpoint_file_actions, read_checkpoint
+from .checkpoint_read import CheckpointParts, checkpoint_file_actions, read_checkpoint
 from .log_segment import LogSegment, version_of
 
 
@@ -243,10 +243,10 @@ def _physical_partition_names(md: dict[str, Any]) -> list[str]:
 # ----------------------------------------------------------------------------- replay
 def replay(segment: LogSegment) -> ReplayResult:
     storage = segment.storage
-    cp_tables: list[pa.Table] = []
+    parts: CheckpointParts | None = None
     cp_rare: list[dict[str, Any]] = []
     if segment.checkpoint is not None:
-        cp_tables, cp_rare = read_checkpoint(storage, segment.checkpoint)
+        parts, cp_rare = read_checkpoint(storage, segment.checkpoint)
 
     protocol: Protocol | None = None
     metadata: Metadata | None = None
@@ -268,9 +268,7 @@ def replay(segment: LogSegment) -> ReplayResult:
             f"Delta log of {storage.root_uri} at version {segment.version} has no {missing} action"
         )
     pnames = _physical_partition_names(metadata.to_json())
-    cp_adds, cp_removes = _checkpoint_file_actions(cp_tables, pnames) if cp_tables else (None, None)
-
-    files, tombstones = _reconcile(cp_adds, cp_removes, commits.adds, commits.removes, pnames)
+    files, tombstones = _reconcile(storage, parts, commits.adds, commits.removes, pnames)
     return ReplayResult(protocol, metadata, files, tombstones, txns, domains, commit_infos)
 
 
@@ -298,58 +296,42 @@ def _apply_rare(
 
 
 def _reconcile(
-    cp_adds: pa.Table | None,
-    cp_removes: pa.Table | None,
+    storage: Storage,
+    parts: CheckpointParts | None,
     adds: pa.Table,
     removes: pa.Table,
     pnames: Sequence[str],
 ) -> tuple[pa.Table, pa.Table]:
+    """Newest action per file wins: commits are reconciled among themselves first, then the checkpoint is
+    streamed minus every file a commit touched (a checkpoint row is always older than any commit)."""
     schema = _file_schema(pnames)
     rschema = _file_schema(pnames, _REMOVE_EXTRA)
     adds = _select(adds, schema, keep_tags=True)
     removes = _select(removes, rschema, keep_tags=True)
-    if adds.num_rows == 0 and removes.num_rows == 0:
-        files = _valid_rows(cp_adds, None) if cp_adds is not None else schema.empty_table()
-        tomb = _select(_valid_rows(cp_removes, None), rschema) if cp_removes is not None else rschema.empty_table()
-        return _select(files, schema, keep_stats_parsed=True), tomb
-
-    both = pa.concat_tables(
-        [
-            adds.select(["_order"]).append_column("key", file_keys(adds)).append_column(
-                "is_add", pa.repeat(pa.scalar(True), adds.num_rows)
-            ),
-            removes.select(["_order"]).append_column("key", file_keys(removes)).append_column(
-                "is_add", pa.repeat(pa.scalar(False), removes.num_rows)
-            ),
-        ]
+    touched: pa.Array | None = None
+    live_adds, live_removes = adds, removes
+    if adds.num_rows or removes.num_rows:
+        both = pa.concat_tables(
+            [
+                adds.select(["_order"]).append_column("key", file_keys(adds)),
+                removes.select(["_order"]).append_column("key", file_keys(removes)),
+            ]
+        )
+        win_orders, touched = _newest_per_key(both.column("key"), both.column("_order"))
+        live_adds = adds.filter(pc.is_in(adds.column("_order"), value_set=win_orders))
+        live_removes = removes.filter(pc.is_in(removes.column("_order"), value_set=win_orders))
+    cp_adds, cp_removes = (
+        checkpoint_file_actions(storage, parts, pnames, touched) if parts is not None else (None, None)
     )
-    win_orders, touched = _newest_per_key(both.column("key"), both.column("_order"))
-    live_adds = adds.filter(pc.is_in(adds.column("_order"), value_set=win_orders))
-    live_removes = removes.filter(pc.is_in(removes.column("_order"), value_set=win_orders))
-
-    parts = []
-    tparts = []
-    if cp_adds is not None and cp_adds.num_rows:
-        keep = pc.invert(pc.is_in(file_keys(cp_adds), value_set=touched))
-        parts.append(_select(_valid_rows(cp_adds, keep), schema, keep_stats_parsed=True))
-    parts.append(_select(live_adds, schema))
-    if cp_removes is not None and cp_removes.num_rows:
-        keep = pc.invert(pc.is_in(file_keys(cp_removes), value_set=touched))
-        tparts.append(_select(_valid_rows(cp_removes, keep), rschema))
-    tparts.append(_select(live_removes, rschema))
-    files = pa.concat_tables(parts, promote_options="permissive")
-    tombstones = pa.concat_tables(tparts, promote_options="permissive")
+    parts_out = [_select(cp_adds, schema, keep_stats_parsed=True)] if cp_adds is not None else []
+    tparts = [_select(cp_removes, rschema)] if cp_removes is not None else []
+    if live_adds.num_rows or not parts_out:
+        parts_out.append(_select(live_adds, schema))
+    if live_removes.num_rows or not tparts:
+        tparts.append(_select(live_removes, rschema))
+    files = pa.concat_tables(parts_out, promote_options="permissive") if len(parts_out) > 1 else parts_out[0]
+    tombstones = pa.concat_tables(tparts, promote_options="permissive") if len(tparts) > 1 else tparts[0]
     return files, tombstones
-
-
-def _valid_rows(table: pa.Table, keep: pa.Array | None) -> pa.Table:
-    """Checkpoint rows of the right action kind (and not superseded), taken in a single copy."""
-    if VALID not in table.column_names:
-        return table if keep is None else table.filter(keep)
-    mask = table.column(VALID)
-    if keep is not None:
-        mask = pc.and_(mask, pc.fill_null(keep, True))
-    return table.filter(mask).drop_columns([VALID])
 
 
 def _newest_per_key(keys: pa.ChunkedArray, order: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
