@@ -337,6 +337,19 @@ class _OpenFile:
 _PREFIX_CHARS = string.ascii_letters + string.digits
 
 
+def _has_dotted_name(schema: pa.Schema) -> bool:
+    def walk(t: pa.DataType) -> bool:
+        if pa.types.is_struct(t):
+            return any("." in t.field(i).name or walk(t.field(i).type) for i in range(t.num_fields))
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            return walk(t.value_type)
+        if pa.types.is_map(t):
+            return walk(t.key_type) or walk(t.item_type)
+        return False
+
+    return any("." in f.name or walk(f.type) for f in schema)
+
+
 class _FileWriter:
     def __init__(self, storage: Storage, layout: _Layout, mode: str, configuration: Mapping[str, str],
                  props: WriterProperties, target_file_size: int, max_rows_per_file: int | None,
@@ -354,6 +367,9 @@ class _FileWriter:
         self.data_change = data_change
         self.prefix = path_prefix.strip("/") + "/" if path_prefix.strip("/") else ""
         self.tight_bounds = tight_bounds
+        # min/max come from the footers pyarrow writes anyway, unless statistics are off or a dotted
+        # field name makes footer column paths ambiguous
+        self.footer_stats = self.options["write_statistics"] is True and not _has_dotted_name(layout.physical_arrow)
         self.random_prefixes = mode in ("name", "id") or \
             str(configuration.get("delta.randomizeFilePrefixes", "false")).lower() == "true"
         self.prefix_length = int(configuration.get("delta.randomPrefixLength", "2") or 2)
@@ -399,7 +415,7 @@ class _FileWriter:
             sink = _CountingFile(sink)
         writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **self.options)
         stats = StatsCollector(self.layout.data_schema, self.mode, self.configuration,
-                               tight_bounds=self.tight_bounds)
+                               tight_bounds=self.tight_bounds, footer_min_max=self.footer_stats)
         f = _OpenFile(key, values, sink, writer, stats)
         self.open[values] = f
         return f
@@ -445,6 +461,7 @@ class _FileWriter:
         self._flush(f)
         f.wait()
         f.writer.close()
+        f.stats.fold_parquet_footer(f.writer.writer.metadata)
         size = f.size()
         f.sink.close()
         if f.rows == 0:  # cannot happen through `add`, kept for safety: no empty files in the log
