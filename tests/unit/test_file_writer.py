@@ -410,3 +410,60 @@ def test_empty_input_writes_nothing(tmp_path: Path) -> None:
                             schema=schema, partition_columns=[], column_mapping_mode="none",
                             configuration={}) == []
     assert not list(tmp_path.rglob("*.parquet"))
+
+
+# ----------------------------------------------------------------------------- dictionary choice
+def _chunk_encodings(path: Path) -> dict[str, bool]:
+    """column path -> has a dictionary page, over every data file of the table (first row group)."""
+    import glob
+
+    out: dict[str, bool] = {}
+    for f in glob.glob(str(path / "**" / "*.parquet"), recursive=True):
+        md = pq.ParquetFile(f).metadata
+        for i in range(md.num_columns):
+            c = md.row_group(0).column(i)
+            out[c.path_in_schema] = out.get(c.path_in_schema, False) or c.has_dictionary_page
+    return out
+
+
+def test_nearly_unique_columns_are_written_plain(tmp_path: Path) -> None:
+    n = 100_000
+    rng = np.random.default_rng(7)
+    data = pa.table({
+        "id": pa.array(np.arange(n), pa.int64()),
+        "x": pa.array(rng.random(n)),
+        "ts": pa.array(rng.integers(0, 10**15, n), pa.timestamp("us", "UTC")),
+        "u": pa.array([f"user-{i}" for i in range(n)]),
+        "cat": pa.array([f"c{i % 50}" for i in range(n)]),
+        "small": pa.array(rng.integers(0, 1000, n), pa.int64()),
+        "st": pa.array([{"a": int(i), "b": "k"} for i in range(n)], pa.struct([("a", pa.int64()), ("b", pa.string())])),
+        "p": pa.array([f"p{i % 3}" for i in range(n)]),
+    })
+    for partition_by in (None, ["p"]):
+        path = tmp_path / ("part" if partition_by else "plain")
+        deltakernel.write_deltalake(path, data, partition_by=partition_by)
+        enc = _chunk_encodings(path)
+        assert not enc["id"] and not enc["x"] and not enc["ts"] and not enc["u"]
+        assert enc["cat"] and enc["small"]
+        assert enc["st.a"] and enc["st.b"]  # nested leaves keep pyarrow's default
+        got = deltakernel.DeltaTable(path).to_pyarrow_table().sort_by("id")
+        assert got.select(data.column_names).equals(data.select(got.column_names).sort_by("id").select(data.column_names))
+
+
+def test_dictionary_choice_respects_caller_and_small_inputs(tmp_path: Path) -> None:
+    n = 100_000
+    data = pa.table({"id": pa.array(np.arange(n), pa.int64()), "cat": pa.array([f"c{i % 5}" for i in range(n)])})
+    deltakernel.write_deltalake(tmp_path / "off", data, writer_properties=WriterProperties(dictionary_enabled=False))
+    assert _chunk_encodings(tmp_path / "off") == {"id": False, "cat": False}
+    deltakernel.write_deltalake(tmp_path / "small", data.slice(0, 1000))
+    assert _chunk_encodings(tmp_path / "small") == {"id": True, "cat": True}
+
+
+def test_dictionary_choice_under_column_mapping(tmp_path: Path) -> None:
+    n = 50_000
+    data = pa.table({"id": pa.array(np.arange(n), pa.int64()), "cat": pa.array([f"c{i % 5}" for i in range(n)])})
+    path = tmp_path / "cm"
+    deltakernel.write_deltalake(path, data, configuration={"delta.columnMapping.mode": "name"})
+    enc = _chunk_encodings(path)
+    assert sorted(enc.values()) == [False, True] and all(k.startswith("col-") for k in enc)
+    assert deltakernel.DeltaTable(path).to_pyarrow_table().sort_by("id").equals(data)
