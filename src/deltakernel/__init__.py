@@ -14,6 +14,7 @@ from .errors import (
 )
 from .operations.properties import CommitProperties, PostCommitHookProperties, Transaction
 from .operations.write import write_deltalake
+from .operations.writer_properties import WriterProperties
 from .table import DeltaTable
 
 __version__ = "0.1.0"
@@ -22,6 +23,7 @@ __all__ = [
     "CommitProperties",
     "PostCommitHookProperties",
     "Transaction",
+    "WriterProperties",
     "write_deltalake",
     "DeltaTable",
     "DeltaError",

@@ -322,7 +322,7 @@ class DeltaTable:
 
     def cleanup_metadata(self) -> None:
         """Delete log files older than `delta.logRetentionDuration` that no retained version needs."""
-        from .kernel.checkpoint_write import cleanup_expired_logs
+        from .kernel.log_cleanup import cleanup_expired_logs
 
         cleanup_expired_logs(self._snapshot)
 

@@ -28,14 +28,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import helpers
 
 from deltakernel import DeltaTable
-from deltakernel.kernel.checkpoint_write import (
-    cleanup_expired_logs,
-    parse_interval_ms,
-    struct_to_map,
-    write_checkpoint,
-)
+from deltakernel.kernel.checkpoint_write import struct_to_map, write_checkpoint
+from deltakernel.kernel.log_cleanup import cleanup_expired_logs
 from deltakernel.kernel.log_segment import LogSegment, last_checkpoint_checksum, read_last_checkpoint
 from deltakernel.kernel.replay import ReplayResult, _file_schema
+from deltakernel.kernel.retention import parse_interval_ms
 from deltakernel.kernel.snapshot import Snapshot
 from deltakernel.kernel.stats import parse_stats, stats_from_struct
 from deltakernel.kernel.time_travel import commit_timestamps

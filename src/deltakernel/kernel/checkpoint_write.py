@@ -1,5 +1,5 @@
-"""Writing checkpoints and cleaning up expired log files (PROTOCOL.md "Checkpoints", "V2 Spec",
-"Checkpoint Schema", "Last Checkpoint File", "Metadata Cleanup").
+"""Writing checkpoints (PROTOCOL.md "Checkpoints", "V2 Spec",
+"Checkpoint Schema", "Last Checkpoint File"); log cleanup is in `log_cleanup.py`.
 
 Why streaming: a snapshot can hold millions of live files. The file table is already columnar, so the
 checkpoint is produced by slicing it into batches and reshaping each slice with Arrow compute into the
@@ -16,7 +16,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
-import re
 import tempfile
 import time
 import uuid
@@ -30,20 +29,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import DeltaError, FileAlreadyExistsError
-from ..storage.base import ObjectMeta, Storage
+from ..storage.base import Storage
 from .log_segment import (
     LAST_CHECKPOINT_KEY,
     LOG_DIR,
-    _classify,
     last_checkpoint_checksum,
     read_last_checkpoint,
 )
 from .partition_values import parse_partition_array
+from .retention import DEFAULT_TOMBSTONE_RETENTION, parse_interval_ms
+from .retention import flag as _flag
+from .retention import interval_conf as _interval_conf
 from .schema.arrow import from_arrow_schema, to_arrow_type
 from .schema.types import StructField, StructType, schema_to_json
 from .snapshot import Snapshot
 from .stats import FileStats, _leaves, parse_stats, stats_from_struct
-from .time_travel import commit_timestamps
 
 #: actions per Parquet row group / per reshaping step; bounds the memory of one step
 BATCH_ROWS = 50_000
@@ -54,9 +54,6 @@ SIDECAR_ROWS = 1_000_000
 #: spooled Parquet output stays in memory up to this size, then moves to a temp file
 SPOOL_MEMORY = 64 << 20
 
-DAY_MS = 86_400_000
-DEFAULT_TOMBSTONE_RETENTION = "interval 1 week"
-DEFAULT_LOG_RETENTION = "interval 30 days"
 
 STR_MAP = pa.map_(pa.string(), pa.string())
 _S, _L, _I, _B = pa.string(), pa.int64(), pa.int32(), pa.bool_()
@@ -75,40 +72,6 @@ REMOVE_TYPE = pa.struct([
     ("path", _S), ("deletionTimestamp", _L), ("dataChange", _B), ("extendedFileMetadata", _B),
     ("partitionValues", STR_MAP), ("size", _L), ("deletionVector", DV_TYPE), ("baseRowId", _L),
     ("defaultRowCommitVersion", _L)])
-
-
-# ----------------------------------------------------------------------------- intervals
-_UNIT_MS = {
-    "nanosecond": 1e-6, "microsecond": 1e-3, "millisecond": 1, "second": 1000, "minute": 60_000,
-    "hour": 3_600_000, "day": DAY_MS, "week": 7 * DAY_MS,
-}
-_INTERVAL_PART = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)")
-
-
-def parse_interval_ms(text: str) -> int:
-    """Delta's calendar-interval table properties ("interval 7 days", "1 week", "168 hours") in ms."""
-    s = text.strip().lower()
-    s = s[len("interval"):].strip() if s.startswith("interval") else s
-    parts = _INTERVAL_PART.findall(s)
-    if not parts or _INTERVAL_PART.sub("", s).strip():
-        raise ValueError(f"not a Delta interval: {text!r}")
-    total = 0.0
-    for num, unit in parts:
-        base = unit[:-1] if unit.endswith("s") else unit
-        base = {"ms": "millisecond", "msec": "millisecond", "sec": "second", "min": "minute"}.get(base, base)
-        if base not in _UNIT_MS:
-            raise ValueError(f"unsupported interval unit {unit!r} in {text!r} (months/years are not allowed)")
-        total += float(num) * _UNIT_MS[base]
-    return int(total)
-
-
-def _interval_conf(conf: dict[str, str], key: str, default: str | None) -> int | None:
-    raw = conf.get(key, default)
-    return parse_interval_ms(raw) if raw is not None else None
-
-
-def _flag(conf: dict[str, str], key: str, default: bool) -> bool:
-    return conf.get(key, str(default)).strip().lower() == "true"
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -550,99 +513,4 @@ def write_checkpoint(snapshot: Snapshot, *, kind: str | None = None, now_ms: int
     return version
 
 
-# ----------------------------------------------------------------------------- metadata cleanup
-_COMPACTED_RE = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
-_CHECKPOINT_ANY_RE = re.compile(r"^(\d{20})\.checkpoint\.")
-_VERSIONED_RE = re.compile(r"^(\d{20})\.(json|crc)$")
-
-
-def _referenced_sidecars(storage: Storage, checkpoints: list[ObjectMeta]) -> set[str] | None:
-    """Sidecar file names referenced by these checkpoints; None when one cannot be read (then keep all)."""
-    names: set[str] = set()
-    for meta in checkpoints:
-        try:
-            if meta.key.endswith(".json"):
-                for line in storage.read(meta.key).decode("utf-8").splitlines():
-                    if '"sidecar"' in line:
-                        sc = json.loads(line).get("sidecar")
-                        if isinstance(sc, dict) and sc.get("path"):
-                            names.add(str(sc["path"]).rsplit("/", 1)[-1])
-                continue
-            pf = pq.ParquetFile(storage.open_input_file(meta.key))
-            if "sidecar" not in pf.schema_arrow.names:
-                continue
-            col = pf.read(columns=["sidecar"]).column("sidecar")
-            paths = pc.struct_field(col, [0]).drop_null().to_pylist()
-            names.update(str(p).rsplit("/", 1)[-1] for p in paths)
-        except Exception:  # an unreadable checkpoint must not lead to deleting its sidecars
-            return None
-    return names
-
-
-def cleanup_expired_logs(snapshot: Snapshot, *, retention_ms: int | None = None,
-                         now_ms: int | None = None) -> list[str]:
-    """Delete log files older than `delta.logRetentionDuration` that no retained version needs.
-
-    Versions from the newest commit at or before the cutoff onwards stay reconstructable: the newest
-    complete checkpoint at or below that commit is kept, with its commit file and every later commit.
-    Returns the deleted keys.
-    """
-    storage = snapshot.storage
-    conf = snapshot.configuration
-    if retention_ms is None:
-        retention_ms = _interval_conf(conf, "delta.logRetentionDuration", DEFAULT_LOG_RETENTION)
-    assert retention_ms is not None
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    cutoff = now - retention_ms
-
-    metas = list(storage.list_from(f"{LOG_DIR}/"))
-    listing = _classify(metas)
-    stamps = commit_timestamps(storage, snapshot.ict_enablement_version)
-    expired = [v for v, ts in stamps.items() if ts <= cutoff and v <= snapshot.version]
-    if not expired:
-        return []
-    cutoff_commit = max(expired)
-    cps = [v for v in listing.checkpoints if v <= cutoff_commit]
-    if not cps:
-        return []
-    keep_from = max(cps)
-
-    doomed: list[str] = []
-    by_name: dict[str, ObjectMeta] = {}
-    for m in metas:
-        name = m.key.rsplit("/", 1)[-1]
-        by_name[name] = m
-        mm = _VERSIONED_RE.match(name) or _CHECKPOINT_ANY_RE.match(name)
-        if mm and int(mm.group(1)) < keep_from:
-            doomed.append(m.key)
-        elif (cm := _COMPACTED_RE.match(name)) and int(cm.group(1)) <= keep_from:
-            doomed.append(m.key)
-    doomed_names = {k.rsplit("/", 1)[-1] for k in doomed}
-    for name, m in by_name.items():  # Hadoop-style checksum companions (".<name>.crc") of deleted files
-        if name.startswith(".") and name.endswith(".crc") and name[1:-4] in doomed_names:
-            doomed.append(m.key)
-    doomed.sort()
-    for key in doomed:
-        storage.delete(key)
-
-    deleted = list(doomed)
-    sidecar_files = [m for m in storage.list_from(f"{LOG_DIR}/_sidecars/") if not m.key.endswith(".crc")]
-    if sidecar_files:
-        gone = set(doomed)
-        remaining = [m for m in metas if m.key not in gone and _CHECKPOINT_ANY_RE.match(m.key.rsplit("/", 1)[-1])]
-        referenced = _referenced_sidecars(storage, remaining)
-        if referenced is not None:
-            protect_after = min(cutoff, now - DAY_MS)  # young sidecars may belong to an in-progress checkpoint
-            for m in sidecar_files:
-                name = m.key.rsplit("/", 1)[-1]
-                if name not in referenced and m.last_modified_ms < protect_after:
-                    storage.delete(m.key)
-                    deleted.append(m.key)
-                    crc = f"{LOG_DIR}/_sidecars/.{name}.crc"
-                    if storage.exists(crc):
-                        storage.delete(crc)
-                        deleted.append(crc)
-    return deleted
-
-
-__all__ = ["write_checkpoint", "cleanup_expired_logs", "parse_interval_ms", "struct_to_map"]
+__all__ = ["write_checkpoint", "parse_interval_ms", "struct_to_map"]

@@ -343,7 +343,8 @@ class Transaction:
         if interval <= 0 or version == 0 or version % interval != 0:
             return
         try:
-            from .checkpoint_write import cleanup_expired_logs, write_checkpoint
+            from .checkpoint_write import write_checkpoint
+            from .log_cleanup import cleanup_expired_logs
             from .snapshot import Snapshot
 
             snap = Snapshot.load(self.storage, version)

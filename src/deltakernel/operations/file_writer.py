@@ -1,20 +1,17 @@
 """Write data files for a commit: Parquet files plus their `add` actions (path, partition values, stats).
 
 Why it looks like this:
-- streaming with bounded memory: batches are split by partition (one vectorized sort per batch), buffered
-  per partition up to one row group, then encoded; the total buffered bytes and the number of open Parquet
-  writers are capped, so input larger than memory works. Buffering matters because each pyarrow
-  `write_table` call starts new row groups: writing small per-partition slices directly would make
-  tiny row groups.
-- stats are computed by `kernel.stats_collect` on each row group before it is encoded (exact values,
-  Spark's format), not read back from Parquet footers (which truncate strings and ignore NaN).
-- files follow Spark's layout: Hive-style partition directories with `ExternalCatalogUtils.escapePathName`
-  escaping (physical column names under column mapping), `__HIVE_DEFAULT_PARTITION__` for null, and the log
-  `path` is that key URI-encoded again the way `java.net.URI` does (`%` -> `%25`, space -> `%20`, non-ASCII
-  letters kept).
-- Parquet columns use physical names and carry `PARQUET:field_id` under column mapping; timestamps are
-  INT64 microseconds (UTC-adjusted for `timestamp`, not for `timestamp_ntz`); every column is written
-  optional, as Spark does.
+- streaming with bounded memory: batches are split by partition (`data_layout.split_by_partition`, one
+  vectorized sort per batch, one batch ahead on a helper thread), buffered per partition up to one row
+  group, then encoded on a small pool (row groups of different files encode concurrently: pyarrow releases
+  the GIL); the total buffered bytes and the number of open Parquet writers are capped, so input larger
+  than memory works. Buffering matters because each pyarrow `write_table` call starts new row groups.
+- stats: null counts and NaN flags from the data (`kernel.stats_collect`), min/max folded from the footer
+  of each file written (the encoder computes them anyway).
+- dictionary encoding is chosen per column from a sample of the first batch (nearly-unique columns are
+  written plain instead of overflowing a dictionary in every column chunk).
+- paths, partition directories and the physical file schema: `data_layout.py`; timestamps are INT64
+  microseconds (UTC-adjusted for `timestamp`, not for `timestamp_ntz`).
 - nothing here commits: on failure every file written so far is deleted (best effort) and the error re-raised.
 """
 
@@ -24,266 +21,42 @@ import os
 import random
 import string
 import time
-import unicodedata
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..errors import SchemaError
-from ..kernel.partition_values import serialize_partition_value
-from ..kernel.schema.arrow import to_arrow_schema
-from ..kernel.schema.column_mapping import PARQUET_FIELD_ID, physical_name, to_physical_arrow_schema
-from ..kernel.schema.types import StructField, StructType
+from ..kernel.schema.types import StructType
 from ..kernel.stats_collect import StatsCollector
 from ..storage.base import Storage
+from .data_layout import (
+    HIVE_DEFAULT_PARTITION,
+    Layout,
+    conform,
+    escape_path_name,
+    has_dotted_name,
+    make_layout,
+    parquet_column_paths,
+    partition_dir,
+    split_conformed,
+    to_physical,
+    uri_encode_path,
+)
+from .writer_properties import _EXTENSIONS, WriterProperties
 
 DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024  # deltalake's default; Spark's delta.targetFileSize default is 100 MiB too
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 MAX_OPEN_FILES = 64
 MEMORY_BUDGET = 256 * 1024 * 1024  # uncompressed bytes buffered across all partitions
 MAX_ROW_GROUP_BYTES = 128 * 1024 * 1024  # uncompressed bytes of one buffered row group
 _DICT_SAMPLE_ROWS = 65536  # rows looked at to decide dictionary encoding per column
 _DICT_SAMPLE_MIN_ROWS = 16384  # smaller first batches keep pyarrow's default (dictionary everywhere)
 _PARALLEL_STATS_ROWS = 65536  # below this a thread hand-off costs more than it hides
-_EXTENSIONS = {"snappy": "snappy.", "zstd": "zstd.", "gzip": "gz.", "brotli": "br.", "lz4": "lz4.", "none": ""}
-_COMPRESSION_ALIASES = {"uncompressed": "none", "lz4_raw": "lz4", "gz": "gzip"}
-
-
-@dataclass
-class WriterProperties:
-    """Parquet writer options, with deltalake's `WriterProperties` names."""
-
-    compression: str = "snappy"
-    compression_level: int | None = None
-    max_row_group_size: int = 1024 * 1024  # rows
-    write_batch_size: int | None = None
-    data_page_size_limit: int | None = None
-    dictionary_page_size_limit: int | None = None
-    data_page_row_count_limit: int | None = None
-    dictionary_enabled: bool = True
-    statistics_enabled: bool = True
-    write_page_index: bool = False
-
-    @classmethod
-    def coerce(cls, props: Any) -> WriterProperties:
-        """Ours as is; anything else (e.g. `deltalake.WriterProperties`) read attribute by attribute."""
-        if props is None:
-            return cls()
-        if isinstance(props, cls):
-            return props
-        out = cls()
-        for name in ("compression_level", "max_row_group_size", "write_batch_size", "data_page_size_limit",
-                     "dictionary_page_size_limit", "data_page_row_count_limit"):
-            value = getattr(props, name, None)
-            if value is not None:
-                setattr(out, name, int(value))
-        comp = getattr(props, "compression", None)
-        if comp is not None:
-            text = str(comp)
-            if "(" in text:  # "ZSTD(3)"
-                text, _, level = text.partition("(")
-                out.compression_level = out.compression_level or int(level.rstrip(")"))
-            out.compression = text
-        return out
-
-    def codec(self) -> str:
-        name = self.compression.strip().lower()
-        name = _COMPRESSION_ALIASES.get(name, name)
-        if name not in _EXTENSIONS:
-            raise ValueError(f"unsupported Parquet compression {self.compression!r}")
-        return name
-
-    def parquet_options(self) -> dict[str, Any]:
-        opts: dict[str, Any] = {
-            "compression": self.codec(),
-            "use_dictionary": self.dictionary_enabled,
-            "write_statistics": self.statistics_enabled,
-            "coerce_timestamps": "us",
-            "use_deprecated_int96_timestamps": False,
-            "allow_truncated_timestamps": False,
-            "write_page_index": self.write_page_index,
-        }
-        if self.compression_level is not None and opts["compression"] not in ("snappy", "none", "lz4"):
-            opts["compression_level"] = self.compression_level
-        if self.write_batch_size is not None:
-            opts["write_batch_size"] = self.write_batch_size
-        if self.data_page_size_limit is not None:
-            opts["data_page_size"] = self.data_page_size_limit
-        if self.dictionary_page_size_limit is not None:
-            opts["dictionary_pagesize_limit"] = self.dictionary_page_size_limit
-        if self.data_page_row_count_limit is not None:
-            opts["max_rows_per_page"] = self.data_page_row_count_limit
-        return opts
-
-
-# ----------------------------------------------------------------------------- paths
-_SPARK_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(0x20))
-_URI_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-!.~'()*,;:$&+=/@")
-
-
-def escape_path_name(text: str) -> str:
-    """Spark's `ExternalCatalogUtils.escapePathName`: special characters as `%XX` (uppercase hex)."""
-    if not any(ch in _SPARK_ESCAPED for ch in text):
-        return text
-    return "".join(f"%{ord(ch):02X}" if ch in _SPARK_ESCAPED else ch for ch in text)
-
-
-def uri_encode_path(key: str) -> str:
-    """A storage key as `java.net.URI` quotes a path: ASCII outside the allowed set and non-ASCII controls /
-    spaces as UTF-8 `%XX`; other non-ASCII characters stay (what Spark writes into the log)."""
-    out: list[str] = []
-    for ch in key:
-        if ch in _URI_SAFE or (ord(ch) > 0x7F and unicodedata.category(ch) not in ("Cc", "Zs", "Zl", "Zp")):
-            out.append(ch)
-        else:
-            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
-    return "".join(out)
-
-
-def partition_dir(columns: list[tuple[str, str | None]]) -> str:
-    """`col=value/...` for (physical name, serialized value) pairs; null -> __HIVE_DEFAULT_PARTITION__."""
-    return "".join(
-        f"{escape_path_name(name)}={escape_path_name(value) if value else HIVE_DEFAULT_PARTITION}/"
-        for name, value in columns
-    )
-
-
-# ----------------------------------------------------------------------------- schema helpers
-def _writable_type(t: pa.DataType) -> pa.DataType:
-    """Drop Delta's JSON metadata from nested fields, keep field ids; all fields optional (Spark)."""
-    if pa.types.is_struct(t):
-        return pa.struct([_writable_field(t.field(i)) for i in range(t.num_fields)])
-    if pa.types.is_list(t):
-        return pa.list_(_writable_field(t.value_field))
-    if pa.types.is_large_list(t):
-        return pa.large_list(_writable_field(t.value_field))
-    if pa.types.is_map(t):
-        return pa.map_(_writable_field(t.key_field, nullable=False), _writable_field(t.item_field))
-    return t
-
-
-def _writable_field(f: pa.Field, nullable: bool = True) -> pa.Field:
-    keep = {k: v for k, v in (f.metadata or {}).items() if k == PARQUET_FIELD_ID or k.startswith(b"ARROW:extension")}
-    return pa.field(f.name, _writable_type(f.type), nullable=nullable, metadata=keep or None)
-
-
-@dataclass
-class _Layout:
-    """How input columns map to the file: logical data schema, physical Arrow schema, partition columns."""
-
-    data_schema: StructType
-    logical_arrow: pa.Schema
-    physical_arrow: pa.Schema
-    partition_fields: list[StructField]
-    partition_physical: list[str]
-
-
-def _layout(schema: StructType, partition_columns: list[str], mode: str) -> _Layout:
-    parts = [schema.field(c) for c in partition_columns]
-    part_names = {f.name for f in parts}
-    data = StructType(tuple(f for f in schema.fields if f.name not in part_names))
-    physical = to_physical_arrow_schema(data, mode)
-    return _Layout(
-        data,
-        to_arrow_schema(data, include_metadata=False),
-        pa.schema([_writable_field(f) for f in physical]),
-        parts,
-        [physical_name(f, mode) for f in parts],
-    )
-
-
-def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
-    idx = batch.schema.get_field_index(name)
-    if idx < 0:
-        matches = [i for i, n in enumerate(batch.schema.names) if n.lower() == name.lower()]
-        if not matches:
-            raise SchemaError(f"input data has no column {name!r} (columns: {batch.schema.names})")
-        idx = matches[0]
-    return batch.column(idx)
-
-
-def _conform(batch: pa.RecordBatch, layout: _Layout) -> pa.RecordBatch:
-    """The data columns, in schema order, with the table's logical Arrow types."""
-    arrays = []
-    for f in layout.logical_arrow:
-        arr = _column(batch, f.name)
-        if arr.type != f.type:
-            arr = arr.cast(f.type)
-        arrays.append(arr)
-    return pa.RecordBatch.from_arrays(arrays, schema=layout.logical_arrow)
-
-
-def _to_physical(batch: pa.RecordBatch, layout: _Layout) -> pa.RecordBatch:
-    """Same buffers under physical names/field ids (`view` is zero-copy: only names and metadata differ)."""
-    arrays = []
-    for arr, f in zip(batch.columns, layout.physical_arrow):
-        if arr.type != f.type:
-            try:
-                arr = arr.view(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                arr = arr.cast(f.type)
-        arrays.append(arr)
-    return pa.RecordBatch.from_arrays(arrays, schema=layout.physical_arrow)
-
-
-# ----------------------------------------------------------------------------- partition splitting
-def _split(batch: pa.RecordBatch, layout: _Layout) -> list[tuple[tuple[str | None, ...], pa.RecordBatch]]:
-    """(serialized partition values, rows) groups of a batch: one dictionary encode per column, one sort."""
-    if not layout.partition_fields:
-        return [((), batch)]
-    n = batch.num_rows
-    codes = np.zeros(n, dtype=np.int64)
-    dictionaries: list[pa.Array] = []
-    indices: list[np.ndarray[Any, Any]] = []
-    stride = 1
-    for f in layout.partition_fields:
-        arr = _column(batch, f.name)
-        if pa.types.is_dictionary(arr.type):
-            arr = arr.cast(arr.type.value_type)
-        enc = pc.dictionary_encode(arr, null_encoding="encode")
-        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        dictionaries.append(enc.dictionary)
-        indices.append(idx)
-        if len(enc.dictionary) > 1:
-            codes += idx * stride
-            stride *= len(enc.dictionary)
-            if stride > 2**31:  # keep the combined code far from int64 overflow: renumber densely
-                uniq, inverse = np.unique(codes, return_inverse=True)
-                codes, stride = inverse.astype(np.int64), len(uniq)
-    if stride == 1:
-        groups = [(0, n)]
-        ordered = batch
-    else:
-        # numpy's stable sort is a radix sort (O(n)) for 8/16-bit keys: the common few-partitions case
-        small = np.uint8 if stride <= 1 << 8 else np.uint16 if stride <= 1 << 16 else None
-        order = np.argsort(codes.astype(small) if small is not None else codes, kind="stable")
-        sorted_codes = codes[order]
-        bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
-        starts = np.concatenate(([0], bounds))
-        ends = np.concatenate((bounds, [n]))
-        groups = list(zip(starts.tolist(), ends.tolist()))
-        # partition columns are not stored in data files: do not copy them through the permutation
-        pnames = {f.name.lower() for f in layout.partition_fields}
-        data = batch.select([i for i, name in enumerate(batch.schema.names) if name.lower() not in pnames])
-        ordered = data.take(pa.array(order))
-        indices = [idx[order] for idx in indices]
-    out = []
-    for start, end in groups:
-        key = tuple(
-            serialize_partition_value(d[int(idx[start])].as_py(), f.type)
-            for d, idx, f in zip(dictionaries, indices, layout.partition_fields)
-        )
-        out.append((key, ordered.slice(start, end - start)))
-    return out
 
 
 # ----------------------------------------------------------------------------- the writer
@@ -342,28 +115,8 @@ class _OpenFile:
 _PREFIX_CHARS = string.ascii_letters + string.digits
 
 
-def _parquet_column_paths(schema: pa.Schema) -> list[str]:
-    """Dotted Parquet leaf paths of `schema` as pyarrow's writer names them (`use_dictionary` lists)."""
-    buf = pa.BufferOutputStream()
-    pq.write_table(schema.empty_table(), buf)
-    return [col.path for col in pq.ParquetFile(pa.BufferReader(buf.getvalue())).schema]
-
-
-def _has_dotted_name(schema: pa.Schema) -> bool:
-    def walk(t: pa.DataType) -> bool:
-        if pa.types.is_struct(t):
-            return any("." in t.field(i).name or walk(t.field(i).type) for i in range(t.num_fields))
-        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            return walk(t.value_type)
-        if pa.types.is_map(t):
-            return walk(t.key_type) or walk(t.item_type)
-        return False
-
-    return any("." in f.name or walk(f.type) for f in schema)
-
-
 class _FileWriter:
-    def __init__(self, storage: Storage, layout: _Layout, mode: str, configuration: Mapping[str, str],
+    def __init__(self, storage: Storage, layout: Layout, mode: str, configuration: Mapping[str, str],
                  props: WriterProperties, target_file_size: int, max_rows_per_file: int | None,
                  data_change: bool, path_prefix: str, tight_bounds: bool | None) -> None:
         self.storage = storage
@@ -381,7 +134,7 @@ class _FileWriter:
         self.tight_bounds = tight_bounds
         # min/max come from the footers pyarrow writes anyway, unless statistics are off or a dotted
         # field name makes footer column paths ambiguous
-        self.footer_stats = self.options["write_statistics"] is True and not _has_dotted_name(layout.physical_arrow)
+        self.footer_stats = self.options["write_statistics"] is True and not has_dotted_name(layout.physical_arrow)
         self.dictionary_planned = False
         self.random_prefixes = mode in ("name", "id") or \
             str(configuration.get("delta.randomizeFilePrefixes", "false")).lower() == "true"
@@ -415,9 +168,9 @@ class _FileWriter:
             return
         self.dictionary_planned = True
         if self.options.get("use_dictionary") is not True or batch.num_rows < _DICT_SAMPLE_MIN_ROWS \
-                or _has_dotted_name(self.layout.physical_arrow):
+                or has_dotted_name(self.layout.physical_arrow):
             return
-        sample = _to_physical(batch.slice(0, _DICT_SAMPLE_ROWS), self.layout)
+        sample = to_physical(batch.slice(0, _DICT_SAMPLE_ROWS), self.layout)
         plain: set[str] = set()
         for field, arr in zip(sample.schema, sample.columns):
             t = field.type
@@ -429,7 +182,7 @@ class _FileWriter:
                 plain.add(field.name)
         if plain:
             self.options["use_dictionary"] = [
-                path for path in _parquet_column_paths(self.layout.physical_arrow)
+                path for path in parquet_column_paths(self.layout.physical_arrow)
                 if path.split(".", 1)[0] not in plain
             ]
 
@@ -476,7 +229,7 @@ class _FileWriter:
             return
         f.wait()
         table = pa.Table.from_batches(f.buffer, schema=self.layout.logical_arrow)
-        physical = pa.Table.from_batches([_to_physical(b, self.layout) for b in f.buffer],
+        physical = pa.Table.from_batches([to_physical(b, self.layout) for b in f.buffer],
                                          schema=self.layout.physical_arrow)
         buffered_bytes, buffered_rows = f.buffered_bytes, f.buffered_rows
         self.buffered_total -= buffered_bytes
@@ -608,7 +361,7 @@ def write_data_files(
     Nothing is committed; on error the files written so far are deleted and the error re-raised.
     """
     mode = column_mapping_mode or "none"
-    layout = _layout(schema, list(partition_columns), mode)
+    layout = make_layout(schema, list(partition_columns), mode)
     if target_file_size is None:
         raw = (configuration or {}).get("delta.targetFileSize")
         target_file_size = int(raw) if raw is not None and str(raw).strip().isdigit() else DEFAULT_TARGET_FILE_SIZE
@@ -622,13 +375,13 @@ def write_data_files(
             if raw_batch.num_rows == 0:
                 continue
             if not writer.dictionary_planned:
-                writer.plan_dictionary(_conform(raw_batch.slice(0, _DICT_SAMPLE_ROWS), layout))
+                writer.plan_dictionary(conform(raw_batch.slice(0, _DICT_SAMPLE_ROWS), layout))
             if splitter is None:
-                writer.add((), _conform(raw_batch, layout))
+                writer.add((), conform(raw_batch, layout))
                 continue
             # split the next batch by partition on another thread (pyarrow's take and numpy's sort release
             # the GIL) while this one is buffered and encoded; one batch ahead bounds the extra memory
-            ahead.append(splitter.submit(_split_conformed, raw_batch, layout))
+            ahead.append(splitter.submit(split_conformed, raw_batch, layout))
             if len(ahead) > 1:
                 for values, part in ahead.popleft().result():
                     writer.add(values, part)
@@ -646,12 +399,9 @@ def write_data_files(
             splitter.shutdown(wait=True)
 
 
-def _split_conformed(batch: pa.RecordBatch, layout: _Layout) -> list[tuple[tuple[str | None, ...], pa.RecordBatch]]:
-    return [(values, _conform(part, layout)) for values, part in _split(batch, layout)]
-
-
 __all__ = [
     "DEFAULT_TARGET_FILE_SIZE",
+    "HIVE_DEFAULT_PARTITION",
     "WriterProperties",
     "escape_path_name",
     "partition_dir",
