@@ -467,3 +467,15 @@ def test_dictionary_choice_under_column_mapping(tmp_path: Path) -> None:
     enc = _chunk_encodings(path)
     assert sorted(enc.values()) == [False, True] and all(k.startswith("col-") for k in enc)
     assert deltakernel.DeltaTable(path).to_pyarrow_table().sort_by("id").equals(data)
+
+
+def test_write_progress_hook_reports_rows_and_files(tmp_path: Path) -> None:
+    calls: list[tuple[int, int]] = []
+    batches = [pa.record_batch({"x": pa.array(range(i * 1000, (i + 1) * 1000), pa.int64())}) for i in range(5)]
+    reader = pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
+    deltakernel.write_deltalake(tmp_path / "t", reader, max_rows_per_file=1500,
+                                progress=lambda rows, files: calls.append((rows, files)))
+    rows = [r for r, _ in calls]
+    assert rows == sorted(rows) and rows[-1] == 5000
+    assert calls[-1][1] == len(deltakernel.DeltaTable(tmp_path / "t").files()) == 4
+    assert [f for _, f in calls] == sorted(f for _, f in calls) and calls[0][1] < calls[-1][1]

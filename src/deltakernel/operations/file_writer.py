@@ -17,13 +17,14 @@ Why it looks like this:
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import string
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -49,6 +50,8 @@ from .data_layout import (
     uri_encode_path,
 )
 from .writer_properties import _EXTENSIONS, WriterProperties
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024  # deltalake's default; Spark's delta.targetFileSize default is 100 MiB too
 MAX_OPEN_FILES = 64
@@ -266,6 +269,7 @@ class _FileWriter:
         if f.rows == 0:  # cannot happen through `add`, kept for safety: no empty files in the log
             self.storage.delete(f.key)
             return
+        log.debug("wrote %s: %d rows, %d bytes", f.key, f.rows, size)
         self.adds.append({
             "path": uri_encode_path(f.key),
             "partitionValues": dict(zip(self.layout.partition_physical, f.values)),
@@ -353,11 +357,14 @@ def write_data_files(
     max_rows_per_file: int | None = None,
     path_prefix: str = "",
     tight_bounds: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Write `batches` (logical schema, table types) as Parquet data files; return their `add` actions.
 
     `target_file_size` (bytes) defaults to `delta.targetFileSize`, else 100 MiB; files also roll at
     `max_rows_per_file`. `tight_bounds` as in `StatsCollector` (None: from `delta.enableDeletionVectors`).
+    `progress(rows, files)` is called on the calling thread after every input batch and once at the end
+    with the rows taken so far and the files completed so far.
     Nothing is committed; on error the files written so far are deleted and the error re-raised.
     """
     mode = column_mapping_mode or "none"
@@ -370,10 +377,14 @@ def write_data_files(
     splitter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltakernel-split") \
         if layout.partition_fields else None
     ahead: deque[Future[list[tuple[tuple[str | None, ...], pa.RecordBatch]]]] = deque()
+    rows = 0
     try:
         for raw_batch in batches:
             if raw_batch.num_rows == 0:
                 continue
+            rows += raw_batch.num_rows
+            if progress is not None:
+                progress(rows, len(writer.adds))
             if not writer.dictionary_planned:
                 writer.plan_dictionary(conform(raw_batch.slice(0, _DICT_SAMPLE_ROWS), layout))
             if splitter is None:
@@ -388,7 +399,10 @@ def write_data_files(
         while ahead:
             for values, part in ahead.popleft().result():
                 writer.add(values, part)
-        return writer.finish()
+        adds = writer.finish()
+        if progress is not None:
+            progress(rows, len(adds))
+        return adds
     except BaseException:
         for pending in ahead:
             pending.cancel()

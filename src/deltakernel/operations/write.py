@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -188,10 +188,14 @@ def write_deltalake(
     post_commithook_properties: PostCommitHookProperties | None = None,
     max_rows_per_file: int | None = None,
     engine_info: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
     _operation: str = "WRITE",
     _write_files: Any = None,
 ) -> None:
     """Write Arrow data to a Delta table (deltalake's `write_deltalake`).
+
+    `progress(rows, files)`: called after every input batch with the rows consumed and data files completed
+    so far (a hook for progress bars; logger `deltakernel.operations.file_writer` logs each file at DEBUG).
 
     `_write_files(metadata, protocol) -> (adds, num_rows)`, for engines whose workers write the data
     files themselves (deltakernel.spark): called once the table's metadata is planned, instead of
@@ -282,6 +286,7 @@ def write_deltalake(
             target_file_size=target_file_size or _conf_int(metadata.configuration, "delta.targetFileSize"),
             writer_properties=writer_properties,
             max_rows_per_file=max_rows_per_file,
+            progress=progress,
         )
     try:
         if enforcer is not None and getattr(enforcer, "identity_updates", None):
