@@ -33,24 +33,30 @@ def dataset(
     version: int | str | None = None,
     storage_options: dict[str, str] | None = None,
     target_partitions: int | None = None,
+    native_reader: bool = True,
+    view_types: bool = True,
 ) -> DeltaDataset:
     """A `DeltaDataset` pinned to one snapshot of `table_or_uri` (a URI or a `deltakernel.DeltaTable`).
 
     `version` is an int or a timestamp (datetime / ISO-8601 string); a DeltaTable keeps its loaded
-    version unless `version` is given.
+    version unless `version` is given. `native_reader=False` reads every file with pyarrow / the kernel
+    instead of DataFusion's Parquet reader (see `native.py`); `view_types=False` exposes top-level
+    strings and binaries as `string` / `binary` instead of DataFusion's view types.
     """
     from ..table import DeltaTable
 
+    opts: dict[str, Any] = {"target_partitions": target_partitions, "native_reader": native_reader,
+                            "view_types": view_types}
     if isinstance(table_or_uri, DeltaTable):
         if version is None:
-            return DeltaDataset(table_or_uri.snapshot, target_partitions=target_partitions)
-        uri, opts = table_or_uri.table_uri, storage_options or table_or_uri._storage_options
-        table = DeltaTable(uri, storage_options=opts)
+            return DeltaDataset(table_or_uri.snapshot, **opts)
+        uri, storage = table_or_uri.table_uri, storage_options or table_or_uri._storage_options
+        table = DeltaTable(uri, storage_options=storage)
     else:
         table = DeltaTable(str(table_or_uri), storage_options=storage_options)
     if version is not None:
         table.load_as_version(version)
-    return DeltaDataset(table.snapshot, target_partitions=target_partitions)
+    return DeltaDataset(table.snapshot, **opts)
 
 
 def register(
@@ -61,13 +67,16 @@ def register(
     version: int | str | None = None,
     storage_options: dict[str, str] | None = None,
     target_partitions: int | None = None,
+    native_reader: bool = True,
+    view_types: bool = True,
 ) -> DeltaDataset:
     """Register a Delta table (pinned snapshot) under `name` in a DataFusion `SessionContext`.
 
-    Returns the dataset, whose `metrics` show files skipped / opened by the queries on it.
+    Returns the dataset, whose `metrics` show files skipped / opened by the queries on it. See
+    `dataset()` for the options.
     """
     ds = dataset(table_or_uri, version=version, storage_options=storage_options,
-                 target_partitions=target_partitions)
+                 target_partitions=target_partitions, native_reader=native_reader, view_types=view_types)
     ctx.register_dataset(name, ds)
     return ds
 

@@ -12,12 +12,20 @@ That gives us projection and filter pushdown with our own code in the loop:
   conservative file skipping (partition values + per-file stats) before any file is opened; survivors
   are grouped into a bounded number of fragments (thousands of small files would otherwise become
   thousands of DataFusion partitions, each with its own Python round trips).
-- A fragment scans its *plain* files (no deletion vector, no column mapping, file schema identical to
-  the logical schema) with pyarrow's native Parquet scanner: partition values come from per-fragment
-  `partition_expression`s, the filter prunes row groups by Parquet statistics and is applied exactly.
+- Local files that DataFusion reads exactly as the kernel would (no deletion vector, no column mapping,
+  every data column present under its logical name and type) are read by DataFusion's own Parquet
+  reader (`native.py`: row-group + page-index pruning, view types, decoding without the GIL), planned
+  in `get_fragments` for the projection recorded by the preceding `scanner()` call.
+- Other *plain* files (no deletion vector, no column mapping, file columns absent or losslessly cast)
+  use pyarrow's Parquet scanner: partition values come from per-fragment `partition_expression`s, the
+  filter prunes row groups by Parquet statistics and is applied exactly.
 - Everything else (deletion vectors, column mapping, type widening, case-mismatched or differently
   typed file columns) goes through the kernel's `Scan.read_file`: DVs by physical row index, physical ->
   logical names, widened types, partition columns from the log, then the same filter.
+
+With `view_types` (the default, as DataFusion's own Parquet tables and deltalake's provider) top-level
+strings / binaries are exposed as string_view / binary_view; the pyarrow and kernel paths work on the
+logical types (pyarrow cannot filter views) and cast their output.
 
 The object is only a Dataset as far as DataFusion needs: the C++-backed methods of the base class
 (`to_table`, `head`, `join`, ...) are reimplemented on top of `scanner` or refused, never left to run
@@ -38,16 +46,33 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from ..kernel.expressions import Expr, from_pyarrow, referenced_columns
+from ..kernel import pyarrow_expressions as _pyarrow_expressions  # noqa: F401  (eager: see below)
+from ..kernel.expressions import (
+    And,
+    Comparison,
+    Expr,
+    In,
+    Literal,
+    Not,
+    Or,
+    from_pyarrow,
+    referenced_columns,
+    to_pyarrow,
+)
 from ..kernel.partition_values import partition_columns_table
 from ..kernel.paths import resolve_key
 from ..kernel.scan import Scan, read_in_order
 from ..kernel.schema.arrow import to_arrow_schema
+from ..kernel.skipping import file_skipping_mask
 from ..kernel.snapshot import Snapshot
+from . import native
 
+# Everything a query runs is imported with this module (`from_pyarrow` would import its decoder on the
+# first query otherwise): the first query should not pay for compiling modules.
 DEFAULT_TARGET_GROUP_BYTES = 256 * 1024 * 1024
 _SCHEMA_CHECK_WORKERS = 8
 MIN_BATCH_ROWS = 131_072
+native.inner_context(MIN_BATCH_ROWS)  # created with the module, not by the first query
 
 
 @dataclass
@@ -60,11 +85,13 @@ class DatasetMetrics:
     fragments: int = 0  # DataFusion partitions handed out (last plan)
     files_opened: int = 0  # files actually read, cumulative over all scans
     files_kernel_path: int = 0  # of those, read through the kernel (DVs / column mapping / widening)
+    files_native_path: int = 0  # of those, read by DataFusion's own Parquet reader (see native.py)
     last_predicate: str | None = None
 
     def reset_counts(self) -> None:
         self.files_opened = 0
         self.files_kernel_path = 0
+        self.files_native_path = 0
 
 
 class DeltaDataset(ds.Dataset):  # type: ignore[misc]
@@ -80,9 +107,15 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         *,
         target_partitions: int | None = None,
         target_group_bytes: int = DEFAULT_TARGET_GROUP_BYTES,
+        native_reader: bool = True,
+        view_types: bool = True,
     ) -> None:
         self.snapshot = snapshot
-        self._schema = to_arrow_schema(snapshot.schema, include_metadata=False)
+        # the kernel's Arrow types; DataFusion sees `schema`, where top-level strings / binaries are
+        # views when `view_types` (DataFusion's own Parquet tables and deltalake's provider do the same,
+        # and its reader decodes views much faster than contiguous strings)
+        self.logical_schema = to_arrow_schema(snapshot.schema, include_metadata=False)
+        self._schema = _with_view_types(self.logical_schema) if view_types else self.logical_schema
         self.target_partitions = target_partitions or max(1, os.cpu_count() or 1)
         self.target_group_bytes = target_group_bytes
         self.metrics = DatasetMetrics()
@@ -94,9 +127,15 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         )
         self._plain_table = snapshot.column_mapping_mode == "none"
         self._partition_names = {c.lower() for c in snapshot.partition_columns}
-        self._data_fields = [f for f in self._schema if f.name.lower() not in self._partition_names]
+        self._data_fields = [f for f in self.logical_schema if f.name.lower() not in self._partition_names]
         # file path -> can pyarrow read it as-is (checked once per file: the snapshot is immutable)
         self._file_ok: dict[str, bool] = {}
+        # file path -> does DataFusion's reader give exactly the logical columns (native.py)
+        self._native_ok: dict[str, bool] = {}
+        self.native_reader = native_reader
+        # (columns, filter) of the last `scanner()` call on this thread: DataFusion's DatasetExec calls
+        # scanner(columns, filter) then get_fragments(filter), and the native streams need the projection
+        self._pending = threading.local()
 
     # ------------------------------------------------------------------ what DataFusion calls
     @property
@@ -106,7 +145,9 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
     def scanner(self, schema: Any = None, columns: Sequence[str] | None = None, filter: pc.Expression | None = None,
                 batch_size: int | None = None, **_: Any) -> DeltaScanner:
         """A scanner over the whole snapshot (DataFusion only reads `projected_schema` from it)."""
-        return DeltaScanner(self, None, columns, filter, batch_size)
+        scanner = DeltaScanner(self, None, columns, filter, batch_size)
+        self._pending.scan = (scanner.columns, filter)
+        return scanner
 
     def get_fragments(self, filter: pc.Expression | None = None) -> list[DeltaFragment]:
         """Files that may match `filter`, grouped into fragments (= DataFusion partitions)."""
@@ -114,8 +155,6 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         total = files.num_rows
         pred = self._kernel_predicate(filter)
         if pred is not None and total:
-            from ..kernel.skipping import file_skipping_mask
-
             files = files.filter(file_skipping_mask(self.snapshot, files, pred))
         groups = self._group(files)
         with self._lock:
@@ -123,7 +162,13 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
             m.plans += 1
             m.files_total, m.files_skipped, m.fragments = total, total - files.num_rows, len(groups)
             m.last_predicate = None if filter is None else str(filter)
-        return [DeltaFragment(self, g) for g in groups]
+        frags = [DeltaFragment(self, g) for g in groups]
+        pending = getattr(self._pending, "scan", None)
+        self._pending.scan = None
+        if pending is not None and native.same_filter(pending[1], filter) and self._native_enabled():
+            for frag in frags:
+                frag.plan_native(pending[0], filter, pred)
+        return frags
 
     # ------------------------------------------------------------------ Dataset API on top of scanner
     def to_batches(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None,
@@ -159,10 +204,44 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         return f"DeltaDataset({self.snapshot.storage.root_uri!r}, version={self.snapshot.version})"
 
     # ------------------------------------------------------------------ planning helpers
+    def _native_enabled(self) -> bool:
+        return self.native_reader and self._plain_table and native.available(self._fs)
+
+    def native_file_ok(self, path: str, size: int | None) -> bool:
+        """True when DataFusion's reader gives exactly the logical values: every data column present
+        under its exact name and type (stricter than `plain_file_ok`: no casts, no missing columns)."""
+        cached = self._native_ok.get(path)
+        if cached is not None:
+            return cached
+        frag = self.make_parquet_fragment(path, size, pc.scalar(True))
+        physical = frag.physical_schema
+        ok = self.plain_file_ok(frag, path)
+        for f in self._data_fields if ok else []:
+            idx = physical.get_field_index(f.name)
+            if idx < 0 or physical.field(idx).type != f.type:
+                ok = False
+                break
+        self._native_ok[path] = ok
+        return ok
+
+    def local_path(self, path: str) -> str:
+        return f"{self._base}/{resolve_key(self.snapshot.storage.root_uri, path)}"
+
     def _kernel_predicate(self, filter: pc.Expression | None) -> Expr | None:
         if filter is None:
             return None
-        return from_pyarrow(filter, self.snapshot.schema)
+        pred = from_pyarrow(filter, self.snapshot.schema)
+        if pred is None or self._schema is self.logical_schema:
+            return pred
+        return _without_views(pred)
+
+    def row_filter(self, filter: pc.Expression | None) -> pc.Expression | None:
+        """`filter` for pyarrow over the logical types: DataFusion writes string literals as views when the
+        schema has views, and pyarrow cannot compare or filter views, so the kernel's translation is used."""
+        if filter is None or self._schema is self.logical_schema:
+            return filter
+        pred = self._kernel_predicate(filter)
+        return filter if pred is None else to_pyarrow(pred, self.snapshot.schema)
 
     def _group(self, files: pa.Table) -> list[pa.Table]:
         """Split the surviving files into at most ~target_partitions size-balanced groups.
@@ -209,7 +288,7 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         return ok
 
     def make_parquet_fragment(self, path: str, size: int | None, partition_expression: pc.Expression) -> Any:
-        full = f"{self._base}/{resolve_key(self.snapshot.storage.root_uri, path)}"
+        full = self.local_path(path)
         return self._format.make_fragment(full, filesystem=self._fs, partition_expression=partition_expression,
                                           file_size=size)
 
@@ -220,7 +299,7 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
             return [pc.scalar(True)] * files.num_rows
         typed = partition_columns_table(files.column("partition_values"), fields, self.snapshot.column_mapping_mode)
         columns = {f.name: typed[f.name].to_pylist() for f in fields}
-        types = {f.name: self._schema.field(f.name).type for f in fields}
+        types = {f.name: self.logical_schema.field(f.name).type for f in fields}
         out = []
         for i in range(files.num_rows):
             e: pc.Expression | None = None
@@ -238,6 +317,40 @@ class DeltaFragment:
     def __init__(self, dataset: DeltaDataset, files: pa.Table) -> None:
         self.dataset = dataset
         self.files = files
+        self.native: native.NativeStreams | None = None
+        self.native_rows: list[int] = []  # rows of `files` the native streams read
+
+    def plan_native(self, columns: list[str], filter: pc.Expression | None, pred: Expr | None) -> None:
+        """Plan DataFusion's reader over this fragment's files that it reads exactly (see native.py)."""
+        d = self.dataset
+        if not columns or (filter is not None and pred is None):
+            return
+        files = self.files
+        no_dv = files.column("deletion_vector").is_null().to_pylist()
+        paths = files.column("path").to_pylist()
+        sizes = files.column("size").to_pylist()
+        local = [os.path.abspath(d.local_path(p)) for p in paths]
+        candidates = [i for i in range(files.num_rows) if no_dv[i] and native.safe_path(local[i])]
+        if not candidates or len(candidates) > native.MAX_NATIVE_FILES:
+            return
+        unchecked = [i for i in candidates if paths[i] not in d._native_ok]
+        if len(unchecked) > 1:  # footers of several files: fetch them in parallel
+            with ThreadPoolExecutor(max_workers=min(_SCHEMA_CHECK_WORKERS, len(unchecked))) as pool:
+                list(pool.map(lambda i: d.native_file_ok(paths[i], sizes[i]), unchecked))
+        rows = [i for i in candidates if d.native_file_ok(paths[i], sizes[i])]
+        if not rows:
+            return
+        fields = d.snapshot.partition_fields
+        part_types = {f.name: d.schema.field(f.name).type for f in fields}
+        typed: dict[str, pa.Array] = {}
+        if fields:
+            cols = partition_columns_table(files.column("partition_values"), fields, d.snapshot.column_mapping_mode)
+            typed = {n: cols[n].cast(t) for n, t in part_types.items()}
+        specs = [(local[i], {n: typed[n][i] for n in part_types}) for i in rows]
+        data_schema = pa.schema([d.schema.field(f.name) for f in d._data_fields])
+        streams = native.plan_streams(specs, data_schema, part_types, columns, pred, filter, MIN_BATCH_ROWS)
+        if streams is not None:
+            self.native, self.native_rows = streams, rows
 
     @property
     def num_files(self) -> int:
@@ -294,6 +407,17 @@ class DeltaScanner:
     def _scan_fragment(self, frag: DeltaFragment) -> Iterator[pa.RecordBatch]:
         d = self.dataset
         files = frag.files
+        streams = frag.native.take(self.columns, self.filter) if frag.native is not None else None
+        if streams is not None:
+            with d._lock:
+                d.metrics.files_opened += len(frag.native_rows)
+                d.metrics.files_native_path += len(frag.native_rows)
+            yield from native.iterate(streams, self.projected_schema)
+            done = set(frag.native_rows)
+            rest = [i for i in range(files.num_rows) if i not in done]
+            if not rest:
+                return
+            files = files.take(pa.array(rest, pa.int64()))
         has_dv = files.column("deletion_vector").is_valid().to_pylist()
         plain_rows = [i for i, dv in enumerate(has_dv) if not dv] if d._plain_table else []
         kernel_rows = sorted(set(range(files.num_rows)) - set(plain_rows))
@@ -319,12 +443,13 @@ class DeltaScanner:
         good = [i for i in range(len(paths)) if d.plain_file_ok(frags[i], paths[i])]
         rejected = [i for i in range(len(paths)) if i not in set(good)]
         if good:
-            native = ds.FileSystemDataset([frags[i] for i in good], schema=d.schema, format=d._format,
-                                          filesystem=d._fs)
+            pyds = ds.FileSystemDataset([frags[i] for i in good], schema=d.logical_schema, format=d._format,
+                                        filesystem=d._fs)
             with d._lock:
                 d.metrics.files_opened += len(good)
-            scanner = native.scanner(columns=self.columns, filter=self.filter, batch_size=self.batch_size)
-            yield from scanner.to_batches()
+            scanner = pyds.scanner(columns=self.columns, filter=d.row_filter(self.filter), batch_size=self.batch_size)
+            for batch in scanner.to_batches():
+                yield batch if batch.schema == self.projected_schema else _conform(batch, self.projected_schema)
         return rejected
 
     def _scan_kernel(self, files: pa.Table) -> Iterator[pa.RecordBatch]:
@@ -336,7 +461,7 @@ class DeltaScanner:
             scan = Scan(snap, columns=self.columns, predicate=pred, batch_size=self.batch_size)
             project = None
         else:  # filter not translatable: read every column the filter could touch, filter, then project
-            scan = Scan(snap, columns=None, row_filter=self.filter, batch_size=self.batch_size)
+            scan = Scan(snap, columns=None, row_filter=d.row_filter(self.filter), batch_size=self.batch_size)
             project = self.columns
         tasks = files.select(["path", "partition_values", "deletion_vector", "size"]).to_pylist()
         for table in read_in_order(scan.read_file, tasks, 4):
@@ -350,6 +475,38 @@ class DeltaScanner:
             if table.num_rows == 0:
                 continue
             yield from table.to_batches(max_chunksize=self.batch_size)
+
+
+_UNVIEW = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
+def _without_views(e: Expr) -> Expr:
+    """The predicate with string_view / binary_view literal types replaced by string / binary."""
+    if isinstance(e, Literal) and e.arrow_type in _UNVIEW:
+        return Literal(e.value, _UNVIEW[e.arrow_type])
+    if isinstance(e, Comparison):
+        left, right = _without_views(e.left), _without_views(e.right)
+        return Comparison(e.op, left, right)  # type: ignore[arg-type]
+    if isinstance(e, In) and e.value_type in _UNVIEW:
+        return In(e.column, e.values, e.negated, _UNVIEW[e.value_type])
+    if isinstance(e, Not):
+        return Not(_without_views(e.child))
+    if isinstance(e, (And, Or)):
+        return type(e)(*[_without_views(c) for c in e.children])
+    return e
+
+
+def _with_view_types(schema: pa.Schema) -> pa.Schema:
+    """Top-level string / binary fields as string_view / binary_view (DataFusion's
+    `schema_force_view_types`, also top-level only)."""
+    views = {pa.string(): pa.string_view(), pa.binary(): pa.binary_view()}
+    return pa.schema([f.with_type(views.get(f.type, f.type)) for f in schema])
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """`batch` with `schema`'s types (strings to views); names and order already match."""
+    return pa.RecordBatch.from_arrays(
+        [a if a.type == f.type else a.cast(f.type) for a, f in zip(batch.columns, schema)], schema=schema)
 
 
 def _same_values(file_type: pa.DataType, logical: pa.DataType) -> bool:
