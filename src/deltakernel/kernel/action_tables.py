@@ -172,7 +172,7 @@ def _read_commit_bytes(storage: Storage, metas: Sequence[ObjectMeta]) -> list[by
         except ObjectNotFoundError as e:
             raise MissingFileError(f"commit file {storage.full_uri(m.key)} disappeared while reading") from e
 
-    if len(metas) <= 4:
+    if len(metas) <= 4 or storage.sequential_reads:
         return [get(m) for m in metas]
     with ThreadPoolExecutor(max_workers=8) as pool:
         return list(pool.map(get, metas))

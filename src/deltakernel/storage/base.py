@@ -24,6 +24,9 @@ class Storage(ABC):
 
     #: the root as a URL or absolute local path, without trailing slash
     root_uri: str
+    #: reads are cheap syscalls (local disk): reading many small objects in a thread pool costs more in
+    #: thread start-up than it saves; remote stores overlap their request latency instead
+    sequential_reads: bool = False
 
     @abstractmethod
     def list_from(

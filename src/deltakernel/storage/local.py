@@ -41,6 +41,8 @@ def _mtime_ms(st: os.stat_result) -> int:
 class LocalStorage(Storage):
     """A directory on the local filesystem, addressed by '/'-separated keys."""
 
+    sequential_reads = True
+
     def __init__(self, root_path: str) -> None:
         root = os.path.abspath(os.path.expanduser(root_path))
         # abspath already drops trailing separators except for the filesystem root itself
