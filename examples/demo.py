@@ -77,7 +77,8 @@ def main() -> int:
         print("\n== time travel: version 0 has", DeltaTable(uri, version=0).count(), "rows")
         try:
             cdf = table.load_cdf(starting_version=0).read_all()
-            print("== change data feed:", dict(zip(*pc.value_counts(cdf["_change_type"]).flatten())))
+            counts = pc.value_counts(cdf["_change_type"]).to_pylist()
+            print("== change data feed:", {c["values"]: c["counts"] for c in counts})
         except Exception as e:  # CDF is optional in the demo
             print(f"== change data feed unavailable: {e}")
     else:
