@@ -2,16 +2,22 @@
 
 `write(df, path, mode=..., partitionBy=..., **options)` runs `write_deltalake` on the driver with a
 `_write_files` hook: once the table's metadata is planned (schema evolution, column mapping, protocol),
-the hook runs one Spark job (`mapInArrow`) in which every task casts and checks its rows (constraints,
-replaceWhere) and writes files with `write_data_files`, returning the add actions as rows. The driver
-collects them and commits; conflicts and retries are the kernel Transaction's. A failed job raises
-before anything is committed.
+the hook runs one Spark job and returns the add actions; the driver commits them (conflicts and retries
+are the kernel Transaction's). A failed job raises before anything is committed. Two kinds of job:
+- native (`native_write`, the default where it is exact): Spark's own Parquet writer, stats from the
+  footers - native write speed;
+- `mapInArrow` (everything else: constraints, replaceWhere, casts, nested lists/maps, ...): every task
+  casts and checks its rows with the kernel and writes files with `write_data_files`, returning the add
+  actions as rows.
+The writer option `deltakernel.writePath` (or conf `spark.deltakernel.writePath`) = auto | native | arrow
+forces one; `native` raises when it would not be exact.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,13 +27,17 @@ import pyarrow as pa
 from ..errors import DeltaError, SchemaError
 from ..kernel.actions import Metadata, Protocol
 from ..operations.properties import CommitProperties, Transaction
+from ..storage import storage_for_uri
+from ..storage.local import LocalStorage
 from ._schema import Options, table_uri
+from .native_write import WRITE_PATH_OPTION, Ineligible, native_frame, write_native, write_path_choice
 
 _MODES = {"append": "append", "overwrite": "overwrite", "error": "error", "errorifexists": "error",
           "default": "error", "ignore": "ignore"}
 ENGINE_INFO = "deltakernel-spark/0.1.0"
 _ADD_SCHEMA = "add string, rows long"
 ARROW_BATCH_ROWS = 131072
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,7 +58,6 @@ def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[l
     from ..kernel.schema.arrow import to_arrow_schema
     from ..operations import write as w
     from ..operations.file_writer import write_data_files
-    from ..storage import storage_for_uri
 
     storage = storage_for_uri(plan.table_uri, plan.storage_options)
     schema = plan.metadata.schema
@@ -183,7 +192,21 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
     uri = kwargs.pop("table_or_uri")
     schema = arrow_schema_of(df)
 
+    choice = write_path_choice(df.sparkSession, opts)
+
     def write_files(metadata: Metadata, protocol: Protocol) -> tuple[list[dict[str, Any]], int]:
+        if choice != "arrow":
+            try:
+                frame = native_frame(df, metadata, protocol, kwargs.get("predicate"),
+                                     can_move=isinstance(storage_for_uri(uri, kwargs.get("storage_options")),
+                                                         LocalStorage))
+            except Ineligible as e:
+                if choice == "native":
+                    raise DeltaError(f"{WRITE_PATH_OPTION}=native is not possible for this write: {e}") from e
+                _log.debug("deltakernel Spark write through mapInArrow: %s", e)
+            else:
+                return write_native(frame, path, uri, kwargs.get("storage_options"), metadata,
+                                    kwargs.get("max_rows_per_file"))
         plan = WritePlan(uri, kwargs.get("storage_options"), metadata, protocol, kwargs.get("predicate"),
                          kwargs.get("max_rows_per_file"), _target_size(metadata))
         with _arrow_batch_rows(df.sparkSession, ARROW_BATCH_ROWS):

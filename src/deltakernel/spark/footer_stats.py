@@ -1,0 +1,215 @@
+"""Delta per-file statistics from the Parquet footer of a file Spark wrote (the native write path).
+
+Why footers: Spark's Parquet writer (parquet-java) already computed exact per-row-group null counts and
+min/max while encoding; reading them back costs one footer read per file instead of a second pass over the
+data. The document has the shape `kernel.stats_collect.StatsCollector` writes (same columns, truncation,
+number/date/timestamp formats), so both write paths produce the same stats for the same data.
+
+What parquet-java's statistics mean, and how they map:
+- null counts are exact, and a leaf under a null struct counts as null (Spark's rule); lists and maps are
+  not handled here (their leaf null counts also count empty lists/null elements) - the native path is only
+  chosen for schemas of structs and primitives.
+- floats compare with `Double.compare`: NaN sorts above everything, so a NaN max means "contains NaN"
+  (Delta then drops the max) and a NaN min means "only NaN" (no bound). Checked up to parquet-mr 1.17
+  (Spark 4.x); a newer or unknown `created_by` may skip NaN instead (as Arrow does), so float maxima
+  from such files are dropped rather than trusted.
+- a chunk whose min+max exceed 4 KiB (long strings) has no statistics at all: that leaf's nullCount and
+  min/max are omitted for the file - never a bound that is too narrow.
+- timestamps must be INT64 microseconds (the job sets `outputTimestampType=TIMESTAMP_MICROS`); anything
+  else gets no bounds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from ..kernel.schema.column_mapping import physical_name
+from ..kernel.schema.types import DataType, DecimalType, PrimitiveType, StructType
+from ..kernel.stats_collect import (
+    DEFAULT_STRING_PREFIX_LENGTH,
+    _dump,
+    _json_value,
+    skipping_eligible,
+    stats_schema,
+    truncate_max_string,
+    truncate_min_string,
+)
+
+Path = tuple[str, ...]
+_INTEGERS = {"byte", "short", "integer", "long"}
+
+
+def _kind(dtype: DataType) -> str | None:
+    if isinstance(dtype, DecimalType):
+        return "decimal"
+    if not skipping_eligible(dtype) or not isinstance(dtype, PrimitiveType):
+        return None
+    if dtype.name in _INTEGERS:
+        return "int"
+    if dtype.name in ("timestamp", "timestamp_ntz"):
+        return "timestamp"
+    return dtype.name
+
+
+def _walk(schema: StructType, mode: str, pp: Path = ()) -> Iterator[tuple[Path, DataType]]:
+    for f in schema.fields:
+        path = (*pp, physical_name(f, mode))
+        if isinstance(f.type, StructType):
+            yield from _walk(f.type, mode, path)
+        else:
+            yield path, f.type
+
+
+@dataclass
+class _Leaf:
+    physical: Path
+    column: int  # Parquet leaf column index
+    kind: str | None
+    utc: bool
+    null_count: int | None = 0  # None: unknown
+    min: Any = None
+    max: Any = None
+    has_nan: bool = False
+    unbounded: bool = False  # values without a usable bound in some row group
+
+
+class FooterStats:
+    """Per-table plan: which Parquet leaf column feeds which Delta stats leaf (computed once per write)."""
+
+    def __init__(self, schema: StructType, partition_columns: list[str], mode: str,
+                 configuration: Mapping[str, str]) -> None:
+        parts = {p.lower() for p in partition_columns}
+        data = StructType(tuple(f for f in schema.fields if f.name.lower() not in parts))
+        self.data_leaves = [p for p, _ in _walk(data, mode)]
+        index = {p: i for i, p in enumerate(self.data_leaves)}
+        self.leaves = []
+        for path, dtype in _walk(stats_schema(schema, configuration, partition_columns), mode):
+            utc = not (isinstance(dtype, PrimitiveType) and dtype.name == "timestamp_ntz")
+            self.leaves.append((path, index[path], _kind(dtype), utc))
+        self.tight = str(configuration.get("delta.enableDeletionVectors", "false")).strip().lower() == "true"
+
+    def stats_json(self, md: pq.FileMetaData) -> str:
+        """The add action's `stats` for a file with footer `md` (written with the data leaves in order)."""
+        if md.num_columns != len(self.data_leaves):
+            raise ValueError(f"file has {md.num_columns} leaf columns, expected {len(self.data_leaves)}")
+        for i, path in enumerate(self.data_leaves):
+            if md.schema.column(i).path != ".".join(path):
+                raise ValueError(f"file column {i} is {md.schema.column(i).path!r}, expected {path}")
+        leaves = [_Leaf(p, c, k, u) for p, c, k, u in self.leaves]
+        nan_sorts_last = _nan_sorts_last(md.created_by or "")
+        for r in range(md.num_row_groups):
+            rg = md.row_group(r)
+            for leaf in leaves:
+                _fold(leaf, rg.column(leaf.column), rg.num_rows)
+        if not nan_sorts_last:
+            for leaf in leaves:
+                leaf.has_nan = leaf.has_nan or leaf.kind in ("float", "double")  # max unknown: dropped
+        return _dump(self._document(md.num_rows, leaves))
+
+    def _document(self, num_rows: int, leaves: list[_Leaf]) -> dict[str, Any]:
+        doc: dict[str, Any] = {"numRecords": num_rows}
+        mins: dict[str, Any] = {}
+        maxs: dict[str, Any] = {}
+        nulls: dict[str, Any] = {}
+        any_minmax = False
+        for leaf in leaves:
+            if leaf.null_count is not None:
+                _put(nulls, leaf.physical, leaf.null_count)
+            else:
+                _parents(nulls, leaf.physical)
+            if leaf.kind is None:
+                continue
+            any_minmax = True
+            _parents(mins, leaf.physical)
+            _parents(maxs, leaf.physical)
+            if leaf.min is None or leaf.unbounded:
+                continue
+            lo, hi = leaf.min, leaf.max
+            if leaf.kind == "string":
+                lo = truncate_min_string(lo, DEFAULT_STRING_PREFIX_LENGTH)
+                hi = truncate_max_string(hi, DEFAULT_STRING_PREFIX_LENGTH)
+            lo_j = _json_value(lo, leaf.kind, leaf.utc)
+            hi_j = None if leaf.has_nan else _json_value(hi, leaf.kind, leaf.utc)
+            if lo_j is not None:
+                _put(mins, leaf.physical, lo_j)
+            if hi_j is not None:
+                _put(maxs, leaf.physical, hi_j)
+        if any_minmax:
+            doc["minValues"] = mins
+            doc["maxValues"] = maxs
+        if leaves:
+            doc["nullCount"] = nulls
+        if self.tight:
+            doc["tightBounds"] = True
+        return doc
+
+
+_PARQUET_MR = re.compile(r"parquet-mr version (\d+)\.(\d+)")
+_NAN_CHECKED_UP_TO = (1, 17)
+
+
+def _nan_sorts_last(created_by: str) -> bool:
+    """Whether this writer's float statistics order NaN last (parquet-mr up to the version we checked)."""
+    m = _PARQUET_MR.match(created_by)
+    return m is not None and (int(m.group(1)), int(m.group(2))) <= _NAN_CHECKED_UP_TO
+
+
+def _fold(leaf: _Leaf, chunk: Any, rows: int) -> None:
+    """Fold one column chunk's statistics into `leaf`."""
+    st = chunk.statistics
+    nulls = st.null_count if st is not None and st.has_null_count else None
+    leaf.null_count = None if nulls is None or leaf.null_count is None else leaf.null_count + nulls
+    if leaf.kind is None or (nulls is not None and nulls >= rows):
+        return  # no bounds collected, or only nulls here
+    bounds = _bounds(leaf.kind, chunk, st) if st is not None and st.has_min_max else None
+    if bounds is None:
+        leaf.unbounded = True
+        return
+    lo, hi = bounds
+    if leaf.kind in ("float", "double"):
+        if math.isnan(hi):
+            leaf.has_nan = True
+        if math.isnan(lo):
+            return  # only NaN (NaN sorts last): no bound from this chunk
+    if leaf.min is None or lo < leaf.min:
+        leaf.min = lo
+    if not (isinstance(hi, float) and math.isnan(hi)) and (leaf.max is None or hi > leaf.max):
+        leaf.max = hi
+
+
+def _bounds(kind: str, chunk: Any, st: Any) -> tuple[Any, Any] | None:
+    """(min, max) in StatsCollector's value domain, or None when the footer's values are not usable."""
+    if kind == "timestamp":
+        if chunk.physical_type != "INT64" or "microseconds" not in str(st.logical_type):
+            return None
+        return int(st.min_raw), int(st.max_raw)
+    if kind == "date":
+        return int(st.min_raw), int(st.max_raw)
+    lo, hi = st.min, st.max
+    if kind == "string":
+        if isinstance(lo, bytes):
+            lo, hi = lo.decode("utf-8"), hi.decode("utf-8")
+        return (lo, hi) if isinstance(lo, str) and isinstance(hi, str) else None
+    if kind in ("float", "double"):
+        return float(lo), float(hi)
+    return lo, hi
+
+
+def _parents(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    node = doc
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    return node
+
+
+def _put(doc: dict[str, Any], path: Path, value: Any) -> None:
+    _parents(doc, path)[path[-1]] = value
+
+
+__all__ = ["FooterStats"]
