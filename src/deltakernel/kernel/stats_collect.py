@@ -251,19 +251,22 @@ def _dump(obj: Any) -> str:
 
 # ----------------------------------------------------------------------------- collection
 @dataclass
-class _Leaf:
+class LeafStats:
+    """The statistics of one stats leaf while they are being folded (data batches or footer chunks)."""
+
     logical: Path
     physical: Path
     kind: str | None  # None: null count only; else int/float/double/decimal/date/timestamp/string
     utc: bool = True
-    null_count: int = 0
+    null_count: int | None = 0  # None: unknown (the key is then left out of nullCount)
     min: Any = None
     max: Any = None
     has_nan: bool = False
     unbounded: bool = False  # a row group with values but no footer min/max: no bounds for this file
 
 
-def _kind(dtype: DataType) -> str | None:
+def stat_kind(dtype: DataType) -> str | None:
+    """Which bounds a leaf of this type gets: int/float/double/decimal/date/timestamp/string, or None."""
     if isinstance(dtype, DecimalType):
         return "decimal"
     if not skipping_eligible(dtype):
@@ -276,11 +279,12 @@ def _kind(dtype: DataType) -> str | None:
     return str(name)
 
 
-def _walk(schema: StructType, mode: str, lp: Path = (), pp: Path = ()) -> Iterator[tuple[Path, Path, DataType]]:
+def stat_leaves(schema: StructType, mode: str, lp: Path = (), pp: Path = ()) -> Iterator[tuple[Path, Path, DataType]]:
+    """(logical path, physical path, type) of every non-struct leaf, depth first in schema order."""
     for f in schema.fields:
         lpath, ppath = (*lp, f.name), (*pp, physical_name(f, mode))
         if isinstance(f.type, StructType):
-            yield from _walk(f.type, mode, lpath, ppath)
+            yield from stat_leaves(f.type, mode, lpath, ppath)
         else:
             yield lpath, ppath, f.type
 
@@ -330,11 +334,11 @@ class StatsCollector:
         self._tight = tight_bounds
         self._prefix = string_prefix_length
         self.num_records = 0
-        self._leaves: list[_Leaf] = []
-        for lpath, ppath, dtype in _walk(self._schema, mode):
-            kind = _kind(dtype)
+        self._leaves: list[LeafStats] = []
+        for lpath, ppath, dtype in stat_leaves(self._schema, mode):
+            kind = stat_kind(dtype)
             utc = not (isinstance(dtype, PrimitiveType) and dtype.name == "timestamp_ntz")
-            self._leaves.append(_Leaf(lpath, ppath, kind, utc))
+            self._leaves.append(LeafStats(lpath, ppath, kind, utc))
 
     @property
     def indexed_columns(self) -> list[Path]:
@@ -366,9 +370,9 @@ class StatsCollector:
         for leaf in self._leaves:
             arr = column(leaf.logical)
             if arr is None:
-                leaf.null_count += n
+                leaf.null_count = (leaf.null_count or 0) + n
                 continue
-            leaf.null_count += arr.null_count if not pa.types.is_null(arr.type) else len(arr)
+            leaf.null_count = (leaf.null_count or 0) + (arr.null_count if not pa.types.is_null(arr.type) else len(arr))
             if leaf.kind is not None and arr.null_count < len(arr):
                 if not self._footer:
                     self._fold_min_max(leaf, arr)
@@ -420,7 +424,7 @@ class StatsCollector:
                     continue  # Arrow omits min/max for an all-NaN chunk
                 leaf.unbounded = True
 
-    def _fold_min_max(self, leaf: _Leaf, arr: pa.Array | pa.ChunkedArray) -> None:
+    def _fold_min_max(self, leaf: LeafStats, arr: pa.Array | pa.ChunkedArray) -> None:
         kind = leaf.kind
         if kind == "timestamp":
             arr = pc.cast(arr, pa.int64())
@@ -444,41 +448,56 @@ class StatsCollector:
 
     def to_dict(self) -> dict[str, Any]:
         """The stats document (min/max values are JSON-ready; see `to_json` for the exact text)."""
-        doc: dict[str, Any] = {"numRecords": self.num_records}
-        mins: dict[str, Any] = {}
-        maxs: dict[str, Any] = {}
-        nulls: dict[str, Any] = {}
-        any_minmax = False
-        for leaf in self._leaves:
-            _put(nulls, leaf.physical, leaf.null_count)
-            if leaf.kind is None:
-                continue
-            any_minmax = True
-            _ensure_parents(mins, leaf.physical)
-            _ensure_parents(maxs, leaf.physical)
-            if leaf.min is None or leaf.unbounded:
-                continue
-            lo, hi = leaf.min, leaf.max
-            if leaf.kind == "string":
-                lo, hi = truncate_min_string(lo, self._prefix), truncate_max_string(hi, self._prefix)
-            lo_j = _json_value(lo, leaf.kind, leaf.utc)
-            hi_j = None if leaf.has_nan else _json_value(hi, leaf.kind, leaf.utc)
-            if lo_j is not None:
-                _put(mins, leaf.physical, lo_j)
-            if hi_j is not None:
-                _put(maxs, leaf.physical, hi_j)
-        if any_minmax:
-            doc["minValues"] = mins
-            doc["maxValues"] = maxs
-        if self._leaves:
-            doc["nullCount"] = nulls
-        if self._tight:
-            doc["tightBounds"] = True
-        return doc
+        return stats_document(self.num_records, self._leaves, tight_bounds=self._tight, prefix=self._prefix)
 
     def to_json(self) -> str:
         """The `stats` string of the add action (compact JSON, UTF-8 text, Spark's field order)."""
         return _dump(self.to_dict())
+
+
+def stats_document(num_records: int, leaves: Sequence[LeafStats], *, tight_bounds: bool,
+                   prefix: int = DEFAULT_STRING_PREFIX_LENGTH) -> dict[str, Any]:
+    """Spark's stats document from folded leaves: strings truncated, values formatted, NaN drops the max,
+    a leaf that is `unbounded` (or never saw a value) gets no bounds, an unknown null count no key."""
+    doc: dict[str, Any] = {"numRecords": num_records}
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
+    any_minmax = False
+    for leaf in leaves:
+        if leaf.null_count is not None:
+            _put(nulls, leaf.physical, leaf.null_count)
+        else:
+            _ensure_parents(nulls, leaf.physical)
+        if leaf.kind is None:
+            continue
+        any_minmax = True
+        _ensure_parents(mins, leaf.physical)
+        _ensure_parents(maxs, leaf.physical)
+        if leaf.min is None or leaf.unbounded:
+            continue
+        lo, hi = leaf.min, leaf.max
+        if leaf.kind == "string":
+            lo, hi = truncate_min_string(lo, prefix), truncate_max_string(hi, prefix)
+        lo_j = _json_value(lo, leaf.kind, leaf.utc)
+        hi_j = None if leaf.has_nan else _json_value(hi, leaf.kind, leaf.utc)
+        if lo_j is not None:
+            _put(mins, leaf.physical, lo_j)
+        if hi_j is not None:
+            _put(maxs, leaf.physical, hi_j)
+    if any_minmax:
+        doc["minValues"] = mins
+        doc["maxValues"] = maxs
+    if leaves:
+        doc["nullCount"] = nulls
+    if tight_bounds:
+        doc["tightBounds"] = True
+    return doc
+
+
+def stats_json(doc: dict[str, Any]) -> str:
+    """A stats document as the add action's `stats` text (compact, UTF-8, field order kept)."""
+    return _dump(doc)
 
 
 def _ensure_parents(doc: dict[str, Any], path: Path) -> dict[str, Any]:

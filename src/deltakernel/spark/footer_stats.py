@@ -23,60 +23,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow.parquet as pq
 
-from ..kernel.schema.column_mapping import physical_name
-from ..kernel.schema.types import DataType, DecimalType, PrimitiveType, StructType
-from ..kernel.stats_collect import (
-    DEFAULT_STRING_PREFIX_LENGTH,
-    _dump,
-    _json_value,
-    skipping_eligible,
-    stats_schema,
-    truncate_max_string,
-    truncate_min_string,
-)
-
-Path = tuple[str, ...]
-_INTEGERS = {"byte", "short", "integer", "long"}
-
-
-def _kind(dtype: DataType) -> str | None:
-    if isinstance(dtype, DecimalType):
-        return "decimal"
-    if not skipping_eligible(dtype) or not isinstance(dtype, PrimitiveType):
-        return None
-    if dtype.name in _INTEGERS:
-        return "int"
-    if dtype.name in ("timestamp", "timestamp_ntz"):
-        return "timestamp"
-    return dtype.name
-
-
-def _walk(schema: StructType, mode: str, pp: Path = ()) -> Iterator[tuple[Path, DataType]]:
-    for f in schema.fields:
-        path = (*pp, physical_name(f, mode))
-        if isinstance(f.type, StructType):
-            yield from _walk(f.type, mode, path)
-        else:
-            yield path, f.type
-
-
-@dataclass
-class _Leaf:
-    physical: Path
-    column: int  # Parquet leaf column index
-    kind: str | None
-    utc: bool
-    null_count: int | None = 0  # None: unknown
-    min: Any = None
-    max: Any = None
-    has_nan: bool = False
-    unbounded: bool = False  # values without a usable bound in some row group
+from ..kernel.schema.types import PrimitiveType, StructType
+from ..kernel.stats_collect import LeafStats, stat_kind, stat_leaves, stats_document, stats_json, stats_schema
 
 
 class FooterStats:
@@ -86,12 +39,12 @@ class FooterStats:
                  configuration: Mapping[str, str]) -> None:
         parts = {p.lower() for p in partition_columns}
         data = StructType(tuple(f for f in schema.fields if f.name.lower() not in parts))
-        self.data_leaves = [p for p, _ in _walk(data, mode)]
+        self.data_leaves = [pp for _, pp, _ in stat_leaves(data, mode)]
         index = {p: i for i, p in enumerate(self.data_leaves)}
-        self.leaves = []
-        for path, dtype in _walk(stats_schema(schema, configuration, partition_columns), mode):
+        self.leaves: list[tuple[tuple[str, ...], tuple[str, ...], int, str | None, bool]] = []
+        for lp, pp, dtype in stat_leaves(stats_schema(schema, configuration, partition_columns), mode):
             utc = not (isinstance(dtype, PrimitiveType) and dtype.name == "timestamp_ntz")
-            self.leaves.append((path, index[path], _kind(dtype), utc))
+            self.leaves.append((lp, pp, index[pp], stat_kind(dtype), utc))
         self.tight = str(configuration.get("delta.enableDeletionVectors", "false")).strip().lower() == "true"
 
     def stats_json(self, md: pq.FileMetaData) -> str:
@@ -101,53 +54,16 @@ class FooterStats:
         for i, path in enumerate(self.data_leaves):
             if md.schema.column(i).path != ".".join(path):
                 raise ValueError(f"file column {i} is {md.schema.column(i).path!r}, expected {path}")
-        leaves = [_Leaf(p, c, k, u) for p, c, k, u in self.leaves]
+        leaves = [(LeafStats(lp, pp, kind, utc), col) for lp, pp, col, kind, utc in self.leaves]
         nan_sorts_last = _nan_sorts_last(md.created_by or "")
         for r in range(md.num_row_groups):
             rg = md.row_group(r)
-            for leaf in leaves:
-                _fold(leaf, rg.column(leaf.column), rg.num_rows)
+            for leaf, col in leaves:
+                _fold(leaf, rg.column(col), rg.num_rows)
         if not nan_sorts_last:
-            for leaf in leaves:
+            for leaf, _ in leaves:
                 leaf.has_nan = leaf.has_nan or leaf.kind in ("float", "double")  # max unknown: dropped
-        return _dump(self._document(md.num_rows, leaves))
-
-    def _document(self, num_rows: int, leaves: list[_Leaf]) -> dict[str, Any]:
-        doc: dict[str, Any] = {"numRecords": num_rows}
-        mins: dict[str, Any] = {}
-        maxs: dict[str, Any] = {}
-        nulls: dict[str, Any] = {}
-        any_minmax = False
-        for leaf in leaves:
-            if leaf.null_count is not None:
-                _put(nulls, leaf.physical, leaf.null_count)
-            else:
-                _parents(nulls, leaf.physical)
-            if leaf.kind is None:
-                continue
-            any_minmax = True
-            _parents(mins, leaf.physical)
-            _parents(maxs, leaf.physical)
-            if leaf.min is None or leaf.unbounded:
-                continue
-            lo, hi = leaf.min, leaf.max
-            if leaf.kind == "string":
-                lo = truncate_min_string(lo, DEFAULT_STRING_PREFIX_LENGTH)
-                hi = truncate_max_string(hi, DEFAULT_STRING_PREFIX_LENGTH)
-            lo_j = _json_value(lo, leaf.kind, leaf.utc)
-            hi_j = None if leaf.has_nan else _json_value(hi, leaf.kind, leaf.utc)
-            if lo_j is not None:
-                _put(mins, leaf.physical, lo_j)
-            if hi_j is not None:
-                _put(maxs, leaf.physical, hi_j)
-        if any_minmax:
-            doc["minValues"] = mins
-            doc["maxValues"] = maxs
-        if leaves:
-            doc["nullCount"] = nulls
-        if self.tight:
-            doc["tightBounds"] = True
-        return doc
+        return stats_json(stats_document(md.num_rows, [leaf for leaf, _ in leaves], tight_bounds=self.tight))
 
 
 _PARQUET_MR = re.compile(r"parquet-mr version (\d+)\.(\d+)")
@@ -160,7 +76,7 @@ def _nan_sorts_last(created_by: str) -> bool:
     return m is not None and (int(m.group(1)), int(m.group(2))) <= _NAN_CHECKED_UP_TO
 
 
-def _fold(leaf: _Leaf, chunk: Any, rows: int) -> None:
+def _fold(leaf: LeafStats, chunk: Any, rows: int) -> None:
     """Fold one column chunk's statistics into `leaf`."""
     st = chunk.statistics
     nulls = st.null_count if st is not None and st.has_null_count else None
@@ -199,17 +115,6 @@ def _bounds(kind: str, chunk: Any, st: Any) -> tuple[Any, Any] | None:
     if kind in ("float", "double"):
         return float(lo), float(hi)
     return lo, hi
-
-
-def _parents(doc: dict[str, Any], path: Path) -> dict[str, Any]:
-    node = doc
-    for part in path[:-1]:
-        node = node.setdefault(part, {})
-    return node
-
-
-def _put(doc: dict[str, Any], path: Path, value: Any) -> None:
-    _parents(doc, path)[path[-1]] = value
 
 
 __all__ = ["FooterStats"]
