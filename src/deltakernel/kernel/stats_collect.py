@@ -403,26 +403,7 @@ class StatsCollector:
                 continue
             for r in range(metadata.num_row_groups):
                 rg = metadata.row_group(r)
-                st = rg.column(col).statistics
-                if st is not None and st.has_min_max:
-                    if leaf.kind in ("timestamp", "date"):
-                        lo, hi = st.min_raw, st.max_raw
-                    else:
-                        lo, hi = st.min, st.max
-                    if isinstance(lo, float) and (math.isnan(lo) or math.isnan(hi)):
-                        leaf.unbounded = True
-                        continue
-                    if leaf.min is None or lo < leaf.min:
-                        leaf.min = lo
-                    if leaf.max is None or hi > leaf.max:
-                        leaf.max = hi
-                    continue
-                nulls = st.null_count if st is not None and st.has_null_count else None
-                if nulls is not None and nulls >= rg.num_rows:
-                    continue  # only nulls in this row group
-                if leaf.kind in ("float", "double") and leaf.has_nan:
-                    continue  # Arrow omits min/max for an all-NaN chunk
-                leaf.unbounded = True
+                fold_footer_chunk(leaf, rg.column(col), rg.num_rows, count_nulls=False, nan_sorts_last=False)
 
     def _fold_min_max(self, leaf: LeafStats, arr: pa.Array | pa.ChunkedArray) -> None:
         kind = leaf.kind
@@ -453,6 +434,61 @@ class StatsCollector:
     def to_json(self) -> str:
         """The `stats` string of the add action (compact JSON, UTF-8 text, Spark's field order)."""
         return _dump(self.to_dict())
+
+
+def fold_footer_chunk(leaf: LeafStats, chunk: pq.ColumnChunkMetaData, rows: int, *, count_nulls: bool,
+                      nan_sorts_last: bool) -> None:
+    """Fold one Parquet column chunk's statistics into `leaf` (min/max, and null counts when `count_nulls`).
+
+    `nan_sorts_last`: the writer orders NaN above every value in its float statistics (parquet-mr), so a
+    NaN max means "contains NaN" and a NaN min "only NaN". Otherwise (Arrow: NaN ignored, an all-NaN chunk
+    has no min/max) the caller must already have set `has_nan` from the data or, not knowing, for every
+    float leaf. A chunk with values but no usable min/max leaves the leaf `unbounded`: never a bound that
+    is too narrow.
+    """
+    st = chunk.statistics
+    nulls = st.null_count if st is not None and st.has_null_count else None
+    if count_nulls:
+        leaf.null_count = None if nulls is None or leaf.null_count is None else leaf.null_count + nulls
+    if leaf.kind is None or (nulls is not None and nulls >= rows):
+        return  # no bounds collected, or only nulls here
+    floating = leaf.kind in ("float", "double")
+    bounds = _footer_bounds(leaf.kind, chunk) if st is not None and st.has_min_max else None
+    if bounds is None:
+        if not (floating and leaf.has_nan and not nan_sorts_last):  # else: an all-NaN chunk (Arrow)
+            leaf.unbounded = True
+        return
+    lo, hi = bounds
+    if floating and (math.isnan(lo) or math.isnan(hi)):
+        if not nan_sorts_last:
+            leaf.unbounded = True  # NaN in the statistics of a writer whose NaN order is unknown
+            return
+        leaf.has_nan = leaf.has_nan or math.isnan(hi)
+        if math.isnan(lo):
+            return  # only NaN: no bound from this chunk
+    if leaf.min is None or lo < leaf.min:
+        leaf.min = lo
+    if not (floating and math.isnan(hi)) and (leaf.max is None or hi > leaf.max):
+        leaf.max = hi
+
+
+def _footer_bounds(kind: str, chunk: pq.ColumnChunkMetaData) -> tuple[Any, Any] | None:
+    """(min, max) of a chunk in the collector's value domain, or None when the footer's are not usable."""
+    st = chunk.statistics
+    if kind == "timestamp":
+        if chunk.physical_type != "INT64" or "microseconds" not in str(st.logical_type):
+            return None
+        return int(st.min_raw), int(st.max_raw)
+    if kind == "date":
+        return int(st.min_raw), int(st.max_raw)
+    lo, hi = st.min, st.max
+    if kind == "string":
+        if isinstance(lo, bytes):
+            lo, hi = lo.decode("utf-8"), hi.decode("utf-8")
+        return (lo, hi) if isinstance(lo, str) and isinstance(hi, str) else None
+    if kind in ("float", "double"):
+        return float(lo), float(hi)
+    return lo, hi
 
 
 def stats_document(num_records: int, leaves: Sequence[LeafStats], *, tight_bounds: bool,

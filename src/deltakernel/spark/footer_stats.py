@@ -21,15 +21,21 @@ What parquet-java's statistics mean, and how they map:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
-from typing import Any
 
 import pyarrow.parquet as pq
 
 from ..kernel.schema.types import PrimitiveType, StructType
-from ..kernel.stats_collect import LeafStats, stat_kind, stat_leaves, stats_document, stats_json, stats_schema
+from ..kernel.stats_collect import (
+    LeafStats,
+    fold_footer_chunk,
+    stat_kind,
+    stat_leaves,
+    stats_document,
+    stats_json,
+    stats_schema,
+)
 
 
 class FooterStats:
@@ -56,13 +62,13 @@ class FooterStats:
                 raise ValueError(f"file column {i} is {md.schema.column(i).path!r}, expected {path}")
         leaves = [(LeafStats(lp, pp, kind, utc), col) for lp, pp, col, kind, utc in self.leaves]
         nan_sorts_last = _nan_sorts_last(md.created_by or "")
+        if not nan_sorts_last:  # whether a float chunk holds NaN is unknown: its max cannot be trusted
+            for leaf, _ in leaves:
+                leaf.has_nan = leaf.kind in ("float", "double")
         for r in range(md.num_row_groups):
             rg = md.row_group(r)
             for leaf, col in leaves:
-                _fold(leaf, rg.column(col), rg.num_rows)
-        if not nan_sorts_last:
-            for leaf, _ in leaves:
-                leaf.has_nan = leaf.has_nan or leaf.kind in ("float", "double")  # max unknown: dropped
+                fold_footer_chunk(leaf, rg.column(col), rg.num_rows, count_nulls=True, nan_sorts_last=nan_sorts_last)
         return stats_json(stats_document(md.num_rows, [leaf for leaf, _ in leaves], tight_bounds=self.tight))
 
 
@@ -74,47 +80,6 @@ def _nan_sorts_last(created_by: str) -> bool:
     """Whether this writer's float statistics order NaN last (parquet-mr up to the version we checked)."""
     m = _PARQUET_MR.match(created_by)
     return m is not None and (int(m.group(1)), int(m.group(2))) <= _NAN_CHECKED_UP_TO
-
-
-def _fold(leaf: LeafStats, chunk: Any, rows: int) -> None:
-    """Fold one column chunk's statistics into `leaf`."""
-    st = chunk.statistics
-    nulls = st.null_count if st is not None and st.has_null_count else None
-    leaf.null_count = None if nulls is None or leaf.null_count is None else leaf.null_count + nulls
-    if leaf.kind is None or (nulls is not None and nulls >= rows):
-        return  # no bounds collected, or only nulls here
-    bounds = _bounds(leaf.kind, chunk, st) if st is not None and st.has_min_max else None
-    if bounds is None:
-        leaf.unbounded = True
-        return
-    lo, hi = bounds
-    if leaf.kind in ("float", "double"):
-        if math.isnan(hi):
-            leaf.has_nan = True
-        if math.isnan(lo):
-            return  # only NaN (NaN sorts last): no bound from this chunk
-    if leaf.min is None or lo < leaf.min:
-        leaf.min = lo
-    if not (isinstance(hi, float) and math.isnan(hi)) and (leaf.max is None or hi > leaf.max):
-        leaf.max = hi
-
-
-def _bounds(kind: str, chunk: Any, st: Any) -> tuple[Any, Any] | None:
-    """(min, max) in StatsCollector's value domain, or None when the footer's values are not usable."""
-    if kind == "timestamp":
-        if chunk.physical_type != "INT64" or "microseconds" not in str(st.logical_type):
-            return None
-        return int(st.min_raw), int(st.max_raw)
-    if kind == "date":
-        return int(st.min_raw), int(st.max_raw)
-    lo, hi = st.min, st.max
-    if kind == "string":
-        if isinstance(lo, bytes):
-            lo, hi = lo.decode("utf-8"), hi.decode("utf-8")
-        return (lo, hi) if isinstance(lo, str) and isinstance(hi, str) else None
-    if kind in ("float", "double"):
-        return float(lo), float(hi)
-    return lo, hi
 
 
 __all__ = ["FooterStats"]
