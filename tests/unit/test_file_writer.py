@@ -41,7 +41,8 @@ import helpers
 import deltakernel
 from deltakernel.kernel.expressions import And, Column, Comparison, Literal
 from deltakernel.kernel.schema.arrow import from_arrow_schema, to_arrow_schema
-from deltakernel.kernel.schema.types import StructField, StructType, schema_to_json
+from deltakernel.kernel.schema.evolution import assign_column_mapping
+from deltakernel.kernel.schema.types import StructType, schema_to_json
 from deltakernel.kernel.skipping import skipping_mask
 from deltakernel.kernel.stats import parse_stats
 from deltakernel.operations import file_writer
@@ -195,26 +196,7 @@ def test_partition_types(tmp_path: Path) -> None:
 
 def _mapped_schema(table: pa.Table) -> tuple[StructType, int]:
     """The logical schema with column-mapping ids and `col-<uuid>` physical names on every struct field."""
-    counter = [0]
-
-    def field(f: StructField) -> StructField:
-        counter[0] += 1
-        meta = {"delta.columnMapping.id": counter[0], "delta.columnMapping.physicalName": f"col-{uuid.uuid4()}"}
-        return StructField(f.name, typ(f.type), f.nullable, meta)
-
-    def typ(t: Any) -> Any:
-        from deltakernel.kernel.schema.types import ArrayType, MapType
-
-        if isinstance(t, StructType):
-            return StructType(tuple(field(f) for f in t.fields))
-        if isinstance(t, ArrayType):
-            return ArrayType(typ(t.element_type), t.contains_null)
-        if isinstance(t, MapType):
-            return MapType(typ(t.key_type), typ(t.value_type), t.value_contains_null)
-        return t
-
-    schema = typ(from_arrow_schema(table.schema))
-    return schema, counter[0]
+    return assign_column_mapping(from_arrow_schema(table.schema), 0)
 
 
 @pytest.mark.parametrize("mode", ["name", "id"])
