@@ -9,7 +9,11 @@ column is written optional, as Spark does.
 
 from __future__ import annotations
 
+import random
+import re
+import string
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +41,32 @@ def escape_path_name(text: str) -> str:
     if not any(ch in _SPARK_ESCAPED for ch in text):
         return text
     return "".join(f"%{ord(ch):02X}" if ch in _SPARK_ESCAPED else ch for ch in text)
+
+
+_ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def unescape_path_name(text: str) -> str:
+    """Spark's `unescapePathName`, the inverse of `escape_path_name` (one `%XX` per escaped character)."""
+    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+_PREFIX_CHARS = string.ascii_letters + string.digits
+
+
+def random_prefix_length(mode: str, configuration: Mapping[str, str]) -> int | None:
+    """Length of the random directory put before file names, or None for Hive-style partition directories.
+
+    Spark's layout under column mapping (`physical=value/` paths would be mistaken for columns by
+    path-inferring readers) or when `delta.randomizeFilePrefixes` asks for it.
+    """
+    if mode in ("name", "id") or str(configuration.get("delta.randomizeFilePrefixes", "false")).lower() == "true":
+        return int(configuration.get("delta.randomPrefixLength", "2") or 2)
+    return None
+
+
+def random_prefix(length: int) -> str:
+    return "".join(random.choices(_PREFIX_CHARS, k=length)) + "/"
 
 
 def uri_encode_path(key: str) -> str:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
-import string
 import time
 import uuid
 from collections import OrderedDict, deque
@@ -45,6 +43,8 @@ from .data_layout import (
     make_layout,
     parquet_column_paths,
     partition_dir,
+    random_prefix,
+    random_prefix_length,
     split_conformed,
     to_physical,
     uri_encode_path,
@@ -115,9 +115,6 @@ class _OpenFile:
         return int(self.sink.tell())
 
 
-_PREFIX_CHARS = string.ascii_letters + string.digits
-
-
 class _FileWriter:
     def __init__(self, storage: Storage, layout: Layout, mode: str, configuration: Mapping[str, str],
                  props: WriterProperties, target_file_size: int, max_rows_per_file: int | None,
@@ -137,11 +134,10 @@ class _FileWriter:
         self.tight_bounds = tight_bounds
         # min/max come from the footers pyarrow writes anyway, unless statistics are off or a dotted
         # field name makes footer column paths ambiguous
-        self.footer_stats = self.options["write_statistics"] is True and not has_dotted_name(layout.physical_arrow)
+        self.dotted_names = has_dotted_name(layout.physical_arrow)
+        self.footer_stats = self.options["write_statistics"] is True and not self.dotted_names
         self.dictionary_planned = False
-        self.random_prefixes = mode in ("name", "id") or \
-            str(configuration.get("delta.randomizeFilePrefixes", "false")).lower() == "true"
-        self.prefix_length = int(configuration.get("delta.randomPrefixLength", "2") or 2)
+        self.prefix_length = random_prefix_length(mode, configuration)
         self.open: OrderedDict[tuple[str | None, ...], _OpenFile] = OrderedDict()
         self.created_keys: list[str] = []
         self.adds: list[dict[str, Any]] = []
@@ -171,7 +167,7 @@ class _FileWriter:
             return
         self.dictionary_planned = True
         if self.options.get("use_dictionary") is not True or batch.num_rows < _DICT_SAMPLE_MIN_ROWS \
-                or has_dotted_name(self.layout.physical_arrow):
+                or self.dotted_names:
             return
         sample = to_physical(batch.slice(0, _DICT_SAMPLE_ROWS), self.layout)
         plain: set[str] = set()
@@ -197,10 +193,8 @@ class _FileWriter:
         if len(self.open) >= MAX_OPEN_FILES:
             _, oldest = self.open.popitem(last=False)
             self._close(oldest)
-        if self.random_prefixes:
-            # Spark's layout for column-mapped tables: random prefix directories, never Hive-style
-            # `physical=value/` paths (which path-inferring readers would mistake for columns)
-            directory = self.prefix + "".join(random.choices(_PREFIX_CHARS, k=self.prefix_length)) + "/"
+        if self.prefix_length is not None:
+            directory = self.prefix + random_prefix(self.prefix_length)
         else:
             directory = self.prefix + partition_dir(list(zip(self.layout.partition_physical, values)))
         name = f"part-{self.counter:05d}-{uuid.uuid4()}{self.suffix}"

@@ -32,10 +32,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import os
-import random
-import re
 import shutil
-import string
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +45,13 @@ from ..kernel.actions import Metadata, Protocol
 from ..kernel.partition_values import serialize_partition_value
 from ..kernel.schema.column_mapping import physical_name, to_physical_schema
 from ..kernel.schema.types import DataType, DecimalType, PrimitiveType, StructType, schema_to_json
-from ..operations.file_writer import HIVE_DEFAULT_PARTITION, uri_encode_path
+from ..operations.data_layout import (
+    HIVE_DEFAULT_PARTITION,
+    random_prefix,
+    random_prefix_length,
+    unescape_path_name,
+    uri_encode_path,
+)
 from ..storage import storage_for_uri
 from ..storage.base import Storage
 from ..storage.local import LocalStorage
@@ -68,7 +71,6 @@ _JOB_CONFS = {
     "spark.sql.parquet.writeLegacyFormat": "false",
 }
 _FOOTER_THREADS = 8
-_PREFIX_CHARS = string.ascii_letters + string.digits
 
 
 class Ineligible(Exception):
@@ -86,11 +88,10 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def random_prefixes(metadata: Metadata) -> bool:
-    """Whether files go under random prefix directories (Spark's layout under column mapping, or asked for)."""
+def random_prefixes(metadata: Metadata) -> int | None:
+    """Length of the random directory prefix files get (None: Hive-style partition directories)."""
     conf = metadata.configuration
-    return (conf.get("delta.columnMapping.mode", "none") or "none") in ("name", "id") or \
-        str(conf.get("delta.randomizeFilePrefixes", "false")).lower() == "true"
+    return random_prefix_length(conf.get("delta.columnMapping.mode", "none") or "none", conf)
 
 
 def native_frame(df: Any, metadata: Metadata, protocol: Protocol, predicate: str | None,
@@ -117,7 +118,7 @@ def native_frame(df: Any, metadata: Metadata, protocol: Protocol, predicate: str
     mode = metadata.configuration.get("delta.columnMapping.mode", "none") or "none"
     parts = list(metadata.partition_columns)
     if parts:
-        if random_prefixes(metadata) and not can_move:
+        if random_prefixes(metadata) is not None and not can_move:
             raise Ineligible("random file prefixes (column mapping) need a rename after the job")
         for p in parts:
             t = schema.field(p).type
@@ -194,8 +195,7 @@ def write_native(frame: Any, path: str, uri: str, storage_options: dict[str, str
     stage = f"dk-staging-{uuid.uuid4().hex}" if local else uuid.uuid4().hex[:20]
     parts = list(metadata.partition_columns)
     mode = metadata.configuration.get("delta.columnMapping.mode", "none") or "none"
-    shuffle = random_prefixes(metadata)
-    prefix_length = int(metadata.configuration.get("delta.randomPrefixLength", "2") or 2)
+    prefix_length = random_prefixes(metadata)
     writer = frame.write.mode("error").option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     if max_rows_per_file:
         writer = writer.option("maxRecordsPerFile", str(max_rows_per_file))
@@ -218,8 +218,8 @@ def write_native(frame: Any, path: str, uri: str, storage_options: dict[str, str
                 continue
             rel = meta.key[len(stage) + 1:]
             key = rel if local else meta.key
-            if local and shuffle:  # Spark Delta's layout: `<random prefix>/<file>`, never `physical=value/`
-                key = "".join(random.choices(_PREFIX_CHARS, k=prefix_length)) + "/" + rel.rsplit("/", 1)[-1]
+            if local and prefix_length is not None:  # Spark Delta's layout: `<prefix>/<file>`, not `col=value/`
+                key = random_prefix(prefix_length) + rel.rsplit("/", 1)[-1]
             if isinstance(storage, LocalStorage):
                 _move(storage, meta.key, key)
                 moved.append(key)
@@ -277,14 +277,6 @@ def _remove_stage(storage: Storage, stage: str) -> None:
 
 
 # ----------------------------------------------------------------------------- partition values
-_ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
-
-
-def _unescape(text: str) -> str:
-    """Spark's `unescapePathName` (it escapes only ASCII, one `%XX` per character)."""
-    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
-
-
 def _partition_values(rel: str, metadata: Metadata) -> dict[str, str | None]:
     """Delta partition values from the `col=value/` directories Spark wrote (`__HIVE_DEFAULT_PARTITION__` = null)."""
     schema = metadata.schema
@@ -294,7 +286,7 @@ def _partition_values(rel: str, metadata: Metadata) -> dict[str, str | None]:
         name, sep, value = part.partition("=")
         if not sep:
             raise DeltaError(f"unexpected directory {part!r} in Spark's output")
-        raw[_unescape(name).lower()] = value
+        raw[unescape_path_name(name).lower()] = value
     out: dict[str, str | None] = {}
     for col in metadata.partition_columns:
         f = schema.field(col)
@@ -308,7 +300,7 @@ def _partition_values(rel: str, metadata: Metadata) -> dict[str, str | None]:
 def _partition_value(text: str, dtype: DataType) -> str | None:
     if text == HIVE_DEFAULT_PARTITION:
         return None
-    value = _unescape(text)
+    value = unescape_path_name(text)
     name = dtype.name if isinstance(dtype, PrimitiveType) else ""
     if name == "string":
         return value or None
