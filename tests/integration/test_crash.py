@@ -6,6 +6,7 @@ moments), not exceptions the writer could clean up after.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -46,15 +47,18 @@ WRITER = textwrap.dedent(
                 die()               # checkpoint built, process dies while storing it
             return real_put(self, key, data)
         local.LocalStorage.put_if_absent = put
+    import json
+    opts = json.loads(os.environ.get("DK_STORAGE_OPTIONS") or "null")
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     for i in range(n):
-        w.write_deltalake(uri, pa.table({"v": [int(sys.argv[4]) + i if len(sys.argv) > 4 else 100]}), mode="append")
+        w.write_deltalake(uri, pa.table({"v": [int(sys.argv[4]) + i if len(sys.argv) > 4 else 100]}), mode="append",
+                          storage_options=opts)
     """
 )
 
 
-def _rows(uri: str) -> list[int]:
-    return sorted(DeltaTable(uri).to_pyarrow_table().column("v").to_pylist())
+def _rows(uri: str, opts: dict[str, str] | None = None) -> list[int]:
+    return sorted(DeltaTable(uri, storage_options=opts).to_pyarrow_table().column("v").to_pylist())
 
 
 @pytest.fixture()
@@ -158,3 +162,81 @@ def test_failed_commit_put_leaves_table_unchanged(table: str, monkeypatch: pytes
         write_deltalake(table, pa.table({"v": [9]}), mode="append")
     monkeypatch.undo()
     assert DeltaTable(table).version() == 0 and _rows(table) == [1, 2]
+
+
+def test_keyboard_interrupt_after_the_commit_keeps_its_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C during the post-commit checkpoint: the commit landed, so its data files must stay."""
+    import deltakernel.kernel.checkpoint_write as cw
+
+    uri = str(tmp_path / "ki")
+    write_deltalake(uri, pa.table({"v": [1]}), configuration={"delta.checkpointInterval": "1"})
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cw, "write_checkpoint", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_deltalake(uri, pa.table({"v": [2]}), mode="append")
+    monkeypatch.undo()
+    assert DeltaTable(uri).version() == 1
+    assert _rows(uri) == [1, 2]  # every referenced file is there
+
+
+def test_keyboard_interrupt_during_the_commit_put_keeps_its_files(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the commit put is in flight (here: after the object was stored): the outcome is
+    unknown to the writer, so it must not delete the files the commit may reference."""
+    from deltakernel.storage.local import LocalStorage
+
+    uri = str(tmp_path / "kp")
+    write_deltalake(uri, pa.table({"v": [1]}))
+    real = LocalStorage.put_if_absent
+
+    def put(self: LocalStorage, key: str, data: bytes) -> None:
+        real(self, key, data)
+        if key.endswith(".json"):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(LocalStorage, "put_if_absent", put)
+    with pytest.raises(KeyboardInterrupt):
+        write_deltalake(uri, pa.table({"v": [2]}), mode="append")
+    monkeypatch.undo()
+    assert _rows(uri) == [1, 2]
+
+
+def _signal_writers(uri: str, tmp_path: Path, sig: int, rounds: int, opts: dict[str, str] | None,
+                    seed: int) -> None:
+    """Start a writer of 40 appends, send `sig` at a random moment, check the table; repeat."""
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    env = {**os.environ, "DK_STORAGE_OPTIONS": json.dumps(opts)}
+    rng = random.Random(seed)
+    next_value = 1
+    for _ in range(rounds):
+        proc = subprocess.Popen([sys.executable, str(script), uri, "none", "40", str(next_value)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        time.sleep(rng.uniform(0.8, 3.0))
+        proc.send_signal(sig)
+        proc.wait(timeout=120)
+        t = DeltaTable(uri, storage_options=opts)
+        rows = sorted(t.to_pyarrow_table().column("v").to_pylist())  # every referenced file exists
+        committed = [r for r in rows if r >= next_value]
+        assert committed == list(range(next_value, next_value + len(committed))), "lost or doubled commit"
+        assert len(rows) == len(set(rows))
+        next_value += 1000
+
+
+@pytest.mark.slow
+def test_sigint_at_random_moments_local(tmp_path: Path) -> None:
+    uri = str(tmp_path / "sigint")
+    write_deltalake(uri, pa.table({"v": [0]}), configuration={"delta.checkpointInterval": "2"})
+    _signal_writers(uri, tmp_path, signal.SIGINT, 5, None, seed=7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_signal_at_random_moments_s3(tmp_path: Path, s3_bucket: str, s3_options: dict[str, str], sig: int) -> None:
+    uri = f"s3://{s3_bucket}/crash"
+    write_deltalake(uri, pa.table({"v": [0]}), configuration={"delta.checkpointInterval": "2"},
+                    storage_options=s3_options)
+    _signal_writers(uri, tmp_path, sig, 4, s3_options, seed=11)

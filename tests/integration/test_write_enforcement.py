@@ -139,19 +139,53 @@ def test_commit_that_landed_despite_an_error_is_recognised(tmp_path: Path, monke
     assert DeltaTable(path).version() == 1 and DeltaTable(path).count() == 2
 
 
-def test_commit_state_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_put_whose_version_another_writer_holds_is_rebased(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A put that errors while another writer's commit takes the version: ours did not land (txnId differs),
+    so the write is conflict-checked and rebased onto the next version, committed exactly once."""
     from deltakernel.storage.local import LocalStorage
 
-    path = str(tmp_path / "unknown")
+    path = str(tmp_path / "other")
     write_deltalake(path, pa.table({"a": [1]}))
     real = LocalStorage.put_if_absent
+    calls = {"n": 0}
 
     def someone_else(self: LocalStorage, key: str, data: bytes) -> None:
-        if key.endswith(".json"):
-            real(self, key, b'{"commitInfo":{"operation":"OTHER"}}\n')
+        if key.endswith(".json") and calls["n"] == 0:
+            calls["n"] += 1
+            real(self, key, b'{"commitInfo":{"operation":"OTHER","txnId":"someone-else"}}\n')
             raise StorageError("simulated: timeout")
         real(self, key, data)
 
     monkeypatch.setattr(LocalStorage, "put_if_absent", someone_else)
+    write_deltalake(path, pa.table({"a": [2]}), mode="append")
+    monkeypatch.undo()
+    dt = DeltaTable(path)
+    assert dt.version() == 2 and sorted(dt.to_pyarrow_table().column("a").to_pylist()) == [1, 2]
+    assert [h["operation"] for h in dt.history()][:2] == ["WRITE", "OTHER"]
+
+
+def test_commit_state_unknown_when_read_back_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The put fails and the version cannot be read back: CommitStateUnknownError, data files kept."""
+    from deltakernel.storage.local import LocalStorage
+
+    path = str(tmp_path / "unknown")
+    write_deltalake(path, pa.table({"a": [1]}))
+    real_put, real_read = LocalStorage.put_if_absent, LocalStorage.read
+
+    def put(self: LocalStorage, key: str, data: bytes) -> None:
+        real_put(self, key, data)
+        if key.endswith("00001.json"):
+            raise StorageError("simulated: connection reset after the upload")
+
+    def read(self: LocalStorage, key: str, start: int | None = None, end: int | None = None) -> bytes:
+        if key.endswith("00001.json"):
+            raise StorageError("simulated: network down")
+        return real_read(self, key, start, end)
+
+    monkeypatch.setattr(LocalStorage, "put_if_absent", put)
+    monkeypatch.setattr(LocalStorage, "read", read)
     with pytest.raises(CommitStateUnknownError):
         write_deltalake(path, pa.table({"a": [2]}), mode="append")
+    monkeypatch.undo()
+    dt = DeltaTable(path)  # the commit did land: every file it references must still be there
+    assert dt.version() == 1 and sorted(dt.to_pyarrow_table().column("a").to_pylist()) == [1, 2]

@@ -4,6 +4,13 @@ A transaction records the version it read and what it read, collects actions, an
 put-if-absent of `_delta_log/N.json` (never a rename). If another writer won version N, the winning
 commits are checked with Delta's conflict rules (`conflicts.py`); when nothing real conflicts the
 transaction is rebased (new version, fresh in-commit timestamp, row ids after the winner's) and retried.
+
+Every commit carries a unique `commitInfo.txnId` (as delta-spark writes). An object store can store a
+put and still lose or fail its response; the client's retry then reports "already exists". So whenever
+the outcome of a put is not a plain success, the commit at that version is read back: our txnId means
+the commit landed (and is never made twice), another writer's commit means the version was lost to
+them. `commit_state` tells callers whether data files may be deleted after a failure: only when the
+commit is known absent.
 """
 
 from __future__ import annotations
@@ -43,6 +50,14 @@ log = logging.getLogger("deltakernel")
 ENGINE_INFO = "deltakernel/0.1.0"
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
 DEFAULT_MAX_RETRIES = 15
+#: times an ambiguous put (error, object absent on read-back) is repeated with the same bytes
+PUT_ATTEMPTS = 3
+
+#: `Transaction.commit_state` values
+NOT_ATTEMPTED = "not_attempted"  # no commit put was started: nothing can have landed
+ABSENT = "absent"  # every put was answered and read back: the commit is known not to be in the log
+IN_DOUBT = "in_doubt"  # a put may have landed (interrupted, unreadable): keep every file it references
+COMMITTED = "committed"
 
 
 def _true(conf: dict[str, str], key: str, default: bool = False) -> bool:
@@ -91,6 +106,14 @@ class Transaction:
         self.operation_metrics: dict[str, Any] = {}
         self.extra_commit_info: dict[str, Any] = {}
         self.committed_version: int | None = None
+        #: this transaction's commitInfo.txnId, the same in every attempt, so a landed attempt is recognised
+        self.txn_id = str(uuid.uuid4())
+        self.commit_state = NOT_ATTEMPTED
+
+    @property
+    def may_have_committed(self) -> bool:
+        """False only when the commit is known not to be in the log (its data files may then be deleted)."""
+        return self.commit_state in (IN_DOUBT, COMMITTED)
 
     # ------------------------------------------------------------------ what was read
     def read_whole_table(self) -> None:
@@ -221,8 +244,10 @@ class Transaction:
         if self.operation_metrics:
             info["operationMetrics"] = {k: str(v) for k, v in self.operation_metrics.items()}
         info["engineInfo"] = self.engine_info
-        info["txnId"] = str(uuid.uuid4())
-        info.update(self.extra_commit_info)
+        for k, v in self.extra_commit_info.items():
+            if k not in ENGINE_OWNED_COMMIT_INFO:
+                info[k] = v
+        info["txnId"] = self.txn_id
 
         actions: list[dict[str, Any]] = [{"commitInfo": info}]
         if self.new_protocol is not None:
@@ -258,7 +283,10 @@ class Transaction:
         return actions
 
     def commit(self, max_retries: int = DEFAULT_MAX_RETRIES, post_commit: bool = True) -> CommitResult:
-        """Commit atomically; returns the committed version. Raises CommitConflictError subclasses."""
+        """Commit atomically; returns the committed version. Raises CommitConflictError subclasses.
+
+        Never commits twice: an attempt whose put outcome is unclear is read back and recognised by txnId.
+        """
         if self.committed_version is not None:
             raise DeltaError("transaction already committed")
         self._validate()
@@ -270,41 +298,37 @@ class Transaction:
         while True:
             actions = self._build(version, prev_ict, hwm)
             payload = ("\n".join(json.dumps(a, separators=(",", ":")) for a in actions) + "\n").encode()
-            key = commit_key(version)
-            try:
-                self.storage.put_if_absent(key, payload)
-                break
-            except FileAlreadyExistsError:
-                pass
-            except StorageError as e:
-                if not self._landed(key, payload, e):
-                    raise
+            winner = self._put(version, payload)
+            if winner is None:
                 break
             # lost the race for `version`: check every winner, then rebase
             if retries >= max_retries:
+                self.commit_state = ABSENT
                 raise CommitConflictError(
                     f"gave up committing {self.operation} after {retries} retries: version {version} and later "
                     "kept being taken by concurrent writers"
                 )
             retries += 1
-            while True:
+            while winner is not None:
+                if winner.commit_info.get("txnId") == self.txn_id:
+                    # an earlier attempt of ours landed after all (only possible with a late, delayed put)
+                    return self._committed(winner.version, actions, retries, post_commit)
                 try:
-                    raw = self.storage.read(commit_key(version))
-                except ObjectNotFoundError:
-                    break
-                winner = WinningCommit.parse(version, raw)
-                check_conflicts(
-                    winner=winner,
-                    isolation_level=self.isolation_level,
-                    read_set=self.read_set,
-                    removed_paths={r["path"] for r in self.removes if r.get("dataChange", True)},
-                    app_ids=set(self.app_txns),
-                    domains={d for d in self.domains},
-                    changes_metadata=self.new_metadata is not None,
-                    file_matches=file_matches,
-                )
-                if self.read_version < 0:
-                    raise CommitConflictError(f"table was created concurrently (version {version} exists)")
+                    check_conflicts(
+                        winner=winner,
+                        isolation_level=self.isolation_level,
+                        read_set=self.read_set,
+                        removed_paths={r["path"] for r in self.removes if r.get("dataChange", True)},
+                        app_ids=set(self.app_txns),
+                        domains={d for d in self.domains},
+                        changes_metadata=self.new_metadata is not None,
+                        file_matches=file_matches,
+                    )
+                    if self.read_version < 0:
+                        raise CommitConflictError(f"table was created concurrently (version {version} exists)")
+                except CommitConflictError:
+                    self.commit_state = ABSENT  # every version we tried holds another writer's commit
+                    raise
                 ict = winner.commit_info.get("inCommitTimestamp")
                 if ict is not None:
                     prev_ict = int(ict)
@@ -312,29 +336,78 @@ class Transaction:
                 if rt is not None:
                     hwm = max(hwm, int(json.loads(rt.get("configuration") or "{}").get("rowIdHighWaterMark", hwm)))
                 version += 1
+                winner = self._read_commit(version)
             log.debug("rebased %s onto version %d (retry %d)", self.operation, version, retries)
+        return self._committed(version, actions, retries, post_commit)
+
+    def _committed(self, version: int, actions: list[dict[str, Any]], retries: int,
+                   post_commit: bool) -> CommitResult:
         self.committed_version = version
-        result = CommitResult(version, actions, retries)
+        self.commit_state = COMMITTED
         if post_commit:
             self._post_commit(version)
-        return result
+        return CommitResult(version, actions, retries)
 
-    def _landed(self, key: str, payload: bytes, error: Exception) -> bool:
-        """After an ambiguous put failure: did our commit land? Raise CommitStateUnknownError if unknowable."""
+    def _read_commit(self, version: int) -> WinningCommit | None:
+        """The commit at `version`, or None when there is none (yet)."""
         try:
-            existing = self.storage.read(key)
+            raw = self.storage.read(commit_key(version))
         except ObjectNotFoundError:
-            return False  # nothing written: the original error stands, nothing was committed
+            return None
+        return WinningCommit.parse(version, raw)
+
+    def _put(self, version: int, payload: bytes) -> WinningCommit | None:
+        """Put `version`'s commit; None when ours is in the log, else the other writer's commit holding it.
+
+        Any outcome but a plain success is settled by reading the version back (txnId decides whose it is).
+        Raises CommitStateUnknownError when it cannot be settled, leaving `commit_state` IN_DOUBT.
+        """
+        key = commit_key(version)
+        error: Exception | None = None
+        for attempt in range(1, PUT_ATTEMPTS + 1):
+            self.commit_state = IN_DOUBT  # from here until settled, the put may have landed
+            try:
+                self.storage.put_if_absent(key, payload)
+                return None
+            except FileAlreadyExistsError as e:
+                existing = self._read_back(key, e)
+                if existing is None:  # "exists" but not readable yet: ask again
+                    error = e
+                    continue
+                return self._whose(version, existing)
+            except StorageError as e:
+                existing = self._read_back(key, e)
+                if existing is None:
+                    # the server answered with an error and holds nothing: repeat the same put (same txnId)
+                    log.warning("commit put of %s failed (%s); attempt %d of %d",
+                                self.storage.full_uri(key), e, attempt, PUT_ATTEMPTS)
+                    error = e
+                    continue
+                return self._whose(version, existing)
+        raise CommitStateUnknownError(
+            f"the commit {self.storage.full_uri(key)} failed {PUT_ATTEMPTS} times (last error: {error}); the "
+            "object is absent now, but a delayed request could still create it. Reload the table to see whether "
+            "the write landed; its data files are kept."
+        ) from error
+
+    def _whose(self, version: int, raw: bytes) -> WinningCommit | None:
+        winner = WinningCommit.parse(version, raw)
+        if winner.commit_info.get("txnId") == self.txn_id:
+            return None
+        self.commit_state = ABSENT
+        return winner
+
+    def _read_back(self, key: str, error: Exception) -> bytes | None:
+        """The object at `key` after an unclear put, None if absent; CommitStateUnknownError if unreadable."""
+        try:
+            return self.storage.read(key)
+        except ObjectNotFoundError:
+            return None
         except StorageError as e:
             raise CommitStateUnknownError(
-                f"the commit {self.storage.full_uri(key)} failed ({error}) and its state could not be checked: {e}"
+                f"the commit {self.storage.full_uri(key)} failed ({error}) and its state could not be checked: "
+                f"{e}. Reload the table to see whether the write landed; its data files are kept."
             ) from error
-        if existing == payload:
-            return True
-        raise CommitStateUnknownError(
-            f"the commit {self.storage.full_uri(key)} failed ({error}); another writer's commit now holds that "
-            "version, and whether ours was overwritten cannot be told"
-        ) from error
 
     def _post_commit(self, version: int) -> None:
         """Checkpoint every `delta.checkpointInterval` commits and clean expired logs; never fails the commit."""
@@ -354,6 +427,12 @@ class Transaction:
         except Exception as e:
             log.warning("post-commit checkpoint of version %d failed: %s", version, e)
 
+
+#: commitInfo fields the engine writes; `CommitProperties.custom_metadata` cannot replace them
+ENGINE_OWNED_COMMIT_INFO = frozenset({
+    "timestamp", "operation", "operationParameters", "readVersion", "isolationLevel", "isBlindAppend",
+    "operationMetrics", "engineInfo", "inCommitTimestamp", "txnId",
+})
 
 #: Spark's default; one checkpoint per 100 commits keeps replay short and checkpoint cost amortized.
 DEFAULT_CHECKPOINT_INTERVAL = 100

@@ -314,13 +314,24 @@ def write_deltalake(
         retries = commit_properties.max_commit_retries
         txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
     except BaseException:
-        _delete_quietly(storage, [a["path"] for a in adds])
+        # only a commit known to be absent lets go of its files: a landed (or possibly landed) commit
+        # references them, and deleting them would make the table unreadable
+        if not txn.may_have_committed:
+            _delete_quietly(storage, list(dict.fromkeys([a["path"] for a in [*adds, *txn.adds]])))
         raise
+    finally:
+        if txn.committed_version is not None and _is_table(table_or_uri):
+            table_or_uri._snapshot = Snapshot.load(storage, txn.committed_version)
+
+
+def _is_table(obj: Any) -> bool:
+    return hasattr(obj, "_storage") and hasattr(obj, "_snapshot")
 
 
 def _resolve(table_or_uri: Any, storage_options: dict[str, str] | None) -> tuple[Storage, Snapshot | None]:
-    if hasattr(table_or_uri, "_storage") and hasattr(table_or_uri, "_snapshot"):
-        table_or_uri.update_incremental()
+    """The storage and the snapshot the write reads at. A DeltaTable is used at its own version (as
+    deltalake does): later commits are conflict-checked by the transaction, not absorbed silently."""
+    if _is_table(table_or_uri):
         return table_or_uri._storage, table_or_uri._snapshot
     if isinstance(table_or_uri, Storage):
         return table_or_uri, _load(table_or_uri)
