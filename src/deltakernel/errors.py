@@ -102,6 +102,10 @@ class ConcurrentTransactionError(CommitConflictError):
     """The same application transaction (txn appId) committed concurrently."""
 
 
+class InvalidCommitMetadataError(DeltaError, ValueError):
+    """Commit metadata (`CommitProperties.custom_metadata`) has a non-string key or a non-JSON value."""
+
+
 class CommitStateUnknownError(DeltaError):
     """The outcome of a commit put could not be determined."""
 

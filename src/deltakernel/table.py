@@ -10,10 +10,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import DeltaError, InvalidFilterError, TableNotFoundError, UnsupportedFeatureError
+from .errors import DeltaError, InvalidFilterError, TableNotFoundError, UnsupportedFeatureError, VersionNotFoundError
 from .kernel.actions import Metadata, Protocol
 from .kernel.log_segment import LOG_DIR, list_commits
-from .kernel.paths import resolve_key
+from .kernel.paths import file_uri, resolve_file
 from .kernel.replay import commit_infos_for
 from .kernel.scan import Scan
 from .kernel.schema.types import StructType
@@ -175,8 +175,7 @@ class DeltaTable:
         return paths
 
     def file_uris(self, partition_filters: FilterLike | None = None) -> list[str]:
-        root = self._storage.root_uri
-        return [f"{root}/{resolve_key(root, p)}" for p in self.files(partition_filters)]
+        return [file_uri(self._storage, p) for p in self.files(partition_filters)]
 
     def get_add_actions(self, flatten: bool = False) -> pa.Table:
         from .kernel.add_actions import add_actions_table
@@ -190,12 +189,15 @@ class DeltaTable:
         filters: FilterLike | None = None,
         progress: Callable[[int, int], None] | None = None,
         batch_size: int | None = None,
+        row_tracking: bool = False,
     ) -> Scan:
+        """A kernel Scan; `row_tracking=True` appends `_row_id` and `_row_commit_version` (int64, stable ids)."""
         pred, row = self._filter_expr(filters)
         kwargs: dict[str, Any] = {}
         if batch_size:
             kwargs["batch_size"] = batch_size
-        return Scan(self._snapshot, columns=columns, predicate=pred, row_filter=row, progress=progress, **kwargs)
+        return Scan(self._snapshot, columns=columns, predicate=pred, row_filter=row, progress=progress,
+                    row_tracking=row_tracking, **kwargs)
 
     def to_pyarrow_table(
         self,
@@ -203,15 +205,19 @@ class DeltaTable:
         columns: Sequence[str] | None = None,
         filesystem: Any = None,
         filters: FilterLike | None = None,
+        row_tracking: bool = False,
     ) -> pa.Table:
-        scan = self.scan(columns=columns, filters=_and_filters(partitions, filters))
+        """The table as Arrow; `row_tracking=True` appends `_row_id` / `_row_commit_version` (needs row tracking)."""
+        scan = self.scan(columns=columns, filters=_and_filters(partitions, filters), row_tracking=row_tracking)
         return scan.to_table()
 
     def to_batches(
-        self, columns: Sequence[str] | None = None, filters: FilterLike | None = None, batch_size: int | None = None
+        self, columns: Sequence[str] | None = None, filters: FilterLike | None = None, batch_size: int | None = None,
+        row_tracking: bool = False,
     ) -> Iterator[pa.RecordBatch]:
         """Stream the table as record batches; memory stays bounded by a few files."""
-        return self.scan(columns=columns, filters=filters, batch_size=batch_size).to_batches()
+        return self.scan(columns=columns, filters=filters, batch_size=batch_size,
+                         row_tracking=row_tracking).to_batches()
 
     def to_pyarrow_reader(
         self, columns: Sequence[str] | None = None, filters: FilterLike | None = None
@@ -255,10 +261,10 @@ class DeltaTable:
         from .kernel.partition_values import parse_partition_value
         from .kernel.schema.arrow import to_arrow_schema
 
-        fs, base = self._storage.arrow_filesystem()
+        fs, _ = self._storage.arrow_filesystem()
         schema = to_arrow_schema(snap.schema, include_metadata=False)
         data_schema = pa.schema([f for f in schema if f.name not in snap.partition_columns])
-        paths = [f"{base}/{resolve_key(self._storage.root_uri, p)}" for p in files.column("path").to_pylist()]
+        paths = [_arrow_path(self._storage, fs, p) for p in files.column("path").to_pylist()]
         pvs = files.column("partition_values").to_pylist()
         exprs = []
         for pv in pvs:
@@ -284,18 +290,34 @@ class DeltaTable:
         predicate: FilterLike | str | None = None,
         allow_out_of_range: bool = False,
     ) -> pa.RecordBatchReader:
+        """The change data feed (deltalake's `load_cdf`).
+
+        Out of range, as deltalake: a start (version or timestamp) after the latest commit raises
+        VersionNotFoundError, or gives an empty result with `allow_out_of_range=True`; an end timestamp
+        before the first commit gives an empty result.
+        """
         from .kernel.table_changes import TableChanges
 
         if starting_timestamp is not None or ending_timestamp is not None:
             ts = self._timestamps()
+            past_end = max(ts) + 1 if ts else 0
             if starting_timestamp is not None:
                 start_ms = parse_timestamp(starting_timestamp)
                 later = [v for v, t in ts.items() if t >= start_ms]
-                if not later:
-                    raise DeltaError(f"no commit at or after {starting_timestamp}")
-                starting_version = min(later)
+                if not later and not allow_out_of_range:
+                    raise VersionNotFoundError(
+                        f"no commit at or after {starting_timestamp} in {self.table_uri}: the latest commit is "
+                        "older (pass allow_out_of_range=True for an empty result)"
+                    )
+                starting_version = min(later) if later else past_end
             if ending_timestamp is not None:
-                ending_version = version_at_timestamp(ts, parse_timestamp(ending_timestamp))
+                end_ms = parse_timestamp(ending_timestamp)
+                if ts and end_ms < min(ts.values()):  # before the first commit: no changes (deltalake)
+                    starting_version, ending_version, allow_out_of_range = past_end, None, True
+                else:
+                    ending_version = version_at_timestamp(ts, end_ms)
+            if ending_version is not None and starting_version > ending_version and allow_out_of_range:
+                starting_version, ending_version = past_end, None
         changes = TableChanges(self._storage, starting_version, ending_version, allow_out_of_range=allow_out_of_range)
         pred, row = (None, None)
         if predicate is not None and not isinstance(predicate, str):
@@ -354,3 +376,14 @@ def read(table_path: str, version: int | None = None) -> pa.Table:
 
 
 __all__ = ["DeltaTable", "read", "TableNotFoundError", "json"]
+
+
+def _arrow_path(storage: Storage, fs: Any, path: str) -> str:
+    """`path` (from the log) in `fs`, the table storage's arrow filesystem; files in another store (allowed
+    by DELTAKERNEL_ALLOW_FOREIGN_PATHS) cannot join one dataset with the table's files."""
+    target, key = resolve_file(storage, path)
+    target_fs, _ = target.arrow_filesystem()
+    if target_fs != fs:
+        raise UnsupportedFeatureError("foreign file paths", f"to_pyarrow_dataset cannot read {path!r} from another "
+                                      "store; use to_pyarrow_table() or to_batches()")
+    return target.arrow_path(key)

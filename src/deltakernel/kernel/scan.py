@@ -23,8 +23,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import CorruptLogError, DeltaError, InvalidFilterError, MissingFileError, ObjectNotFoundError
+from . import row_tracking as rt
 from .deletion_vectors import DeletionVectorDescriptor, deleted_mask, read_deletion_vector
-from .paths import resolve_key
+from .paths import resolve_file
 from .schema.arrow import to_arrow_schema
 from .schema.column_mapping import PARQUET_FIELD_ID, field_id, physical_name
 from .schema.reconcile import conform_table
@@ -59,6 +60,7 @@ class Scan:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        row_tracking: bool = False,
     ) -> None:
         self.snapshot = snapshot
         self.schema = snapshot.schema
@@ -81,6 +83,13 @@ class Scan:
         self._read_columns = needed
         self._partition_set = {c.lower() for c in snapshot.partition_columns}
         self._planned: pa.Table | None = None
+        # row tracking: append `_row_id` / `_row_commit_version` (stable ids, PROTOCOL.md "Row Tracking")
+        self.row_tracking = row_tracking
+        self._materialized: tuple[str | None, str | None] = (None, None)
+        if row_tracking:
+            rt.check_readable(snapshot.protocol, snapshot.configuration, list(self.schema.names),
+                              snapshot.storage.root_uri)
+            self._materialized = rt.materialized_names(snapshot.configuration)
 
     # ------------------------------------------------------------------ schema
     def _filter_columns(self) -> list[str]:
@@ -95,7 +104,10 @@ class Scan:
     @property
     def arrow_schema(self) -> pa.Schema:
         fields = [self.schema.field(c) for c in self.columns]
-        return to_arrow_schema(StructType(tuple(fields)), include_metadata=False)
+        schema = to_arrow_schema(StructType(tuple(fields)), include_metadata=False)
+        if self.row_tracking:
+            schema = pa.schema([*schema, *rt.METADATA_FIELDS])
+        return schema
 
     def _is_partition(self, name: str) -> bool:
         return name.lower() in self._partition_set
@@ -123,6 +135,8 @@ class Scan:
     def _tasks(self) -> list[dict[str, Any]]:
         files = self.plan()
         cols = ["path", "partition_values", "deletion_vector", "size"]
+        if self.row_tracking:
+            cols += ["base_row_id", "default_row_commit_version"]
         tasks: list[dict[str, Any]] = files.select(cols).to_pylist()
         return tasks
 
@@ -143,8 +157,8 @@ class Scan:
 
     def read_file(self, task: dict[str, Any]) -> pa.Table:
         """One file as logical Arrow data, deletion vector applied, filter applied."""
-        storage = self.snapshot.storage
-        key = resolve_key(storage.root_uri, task["path"])
+        table_storage = self.snapshot.storage
+        storage, key = resolve_file(table_storage, task["path"])  # absolute paths may leave the table root
         try:
             source = storage.open_input_file(key)
             pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", pre_buffer=True)
@@ -157,14 +171,18 @@ class Scan:
             raise CorruptLogError(f"data file {storage.full_uri(key)} is not readable Parquet: {e}") from e
         data_fields = [self.schema.field(c) for c in self._read_columns if not self._is_partition(c)]
         file_cols = self._file_columns(pf.schema_arrow, data_fields)
+        hidden = [n for n in self._materialized if n is not None and n in pf.schema_arrow.names
+                  and n not in file_cols] if self.row_tracking else []
         try:
-            table = pf.read(columns=file_cols, use_threads=True)
+            table = pf.read(columns=file_cols + hidden, use_threads=True)
         except (pa.ArrowInvalid, OSError) as e:
             raise CorruptLogError(f"data file {storage.full_uri(key)} could not be read: {e}") from e
         num_rows = table.num_rows
+        if self.row_tracking:  # the physical row index is taken before the deletion vector drops rows
+            table = table.append_column("__row_index", rt.physical_row_index(num_rows))
         if task.get("deletion_vector"):
             dv = DeletionVectorDescriptor.from_dict(task["deletion_vector"])
-            deleted = read_deletion_vector(storage, dv)
+            deleted = read_deletion_vector(table_storage, dv)
             if deleted.size and int(deleted[-1]) >= num_rows:
                 raise DeltaError(
                     f"deletion vector of {storage.full_uri(key)} deletes row {int(deleted[-1])} "
@@ -173,11 +191,28 @@ class Scan:
             if deleted.size:
                 table = table.filter(pa.array(deleted_mask(deleted, 0, num_rows)))
                 self.metrics.rows_deleted_by_dv += num_rows - table.num_rows
+        extra: list[pa.Array] = []
+        if self.row_tracking:
+            extra = self._row_tracking_columns(table, task)
+            table = table.drop_columns([*hidden, "__row_index"])
         if data_fields:
-            conformed = conform_table(table, StructType(tuple(data_fields)), self.mode)
+            conformed = conform_table(table, StructType(tuple(data_fields)), self.mode, source=storage.full_uri(key))
         else:  # only partition columns requested: keep the row count
             conformed = pa.table({"__rows": pa.nulls(table.num_rows, pa.null())})
-        return self._finish(conformed, task)
+        return self._finish(conformed, task, extra)
+
+    def _row_tracking_columns(self, table: pa.Table, task: dict[str, Any]) -> list[pa.Array]:
+        """Stable `_row_id` and `_row_commit_version` of the rows read (materialized value, else default)."""
+        id_col, version_col = self._materialized
+        names = table.schema.names
+        index = table.column("__row_index").combine_chunks()
+        mat_id = table.column(id_col) if id_col is not None and id_col in names else None
+        mat_version = table.column(version_col) if version_col is not None and version_col in names else None
+        return [
+            rt.stable_row_ids(index, mat_id, task.get("base_row_id"), task["path"]),
+            rt.stable_commit_versions(table.num_rows, mat_version, task.get("default_row_commit_version"),
+                                      task["path"]),
+        ]
 
     def _file_columns(self, file_schema: pa.Schema, fields: list[StructField]) -> list[str]:
         present = set(file_schema.names)
@@ -202,7 +237,7 @@ class Scan:
                 out.append(name)
         return out
 
-    def _finish(self, data: pa.Table, task: dict[str, Any]) -> pa.Table:
+    def _finish(self, data: pa.Table, task: dict[str, Any], extra: Sequence[pa.Array] = ()) -> pa.Table:
         n = data.num_rows
         columns: list[pa.Array | pa.ChunkedArray] = []
         names: list[str] = []
@@ -210,10 +245,13 @@ class Scan:
         for name in self._read_columns:
             f = self.schema.field(name)
             if self._is_partition(name):
-                columns.append(self._partition_column(f, pv, n))
+                columns.append(self._partition_column(f, pv, n, task.get("path")))
             else:
                 columns.append(data.column(f.name))
             names.append(f.name)
+        for field, arr in zip(rt.METADATA_FIELDS, extra):
+            columns.append(arr)
+            names.append(field.name)
         table = pa.table(columns, names=names) if names else pa.table({"__rows": pa.nulls(n)}).drop_columns(["__rows"])
         flt = self._output_filter()
         if flt is not None and table.num_rows:
@@ -222,17 +260,18 @@ class Scan:
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError) as e:
                 raise InvalidFilterError(f"cannot apply filter {flt}: {e}") from e
         if len(self._read_columns) != len(self.columns):
-            table = table.select([self.schema.field(c).name for c in self.columns])
+            keep = [self.schema.field(c).name for c in self.columns]
+            table = table.select(keep + [f.name for f in rt.METADATA_FIELDS[:len(extra)]])
         return table.cast(self.arrow_schema) if table.schema != self.arrow_schema else table
 
-    def _partition_column(self, f: StructField, pv: dict[str, Any], n: int) -> pa.Array:
+    def _partition_column(self, f: StructField, pv: dict[str, Any], n: int, path: str | None = None) -> pa.Array:
         from .partition_values import parse_partition_value
         from .schema.arrow import to_arrow_type
 
         raw = pv.get(physical_name(f, self.mode))
         if raw is None and physical_name(f, self.mode) not in pv:
             raw = pv.get(f.name)
-        value = parse_partition_value(raw, f.type)
+        value = parse_partition_value(raw, f.type, column=f.name, path=path)
         typ = to_arrow_type(f.type)
         return pa.repeat(pa.scalar(value, typ), n) if value is not None else pa.nulls(n, typ)
 

@@ -28,6 +28,7 @@ from ..errors import (
     ConstraintViolationError,
     DeltaError,
     FileAlreadyExistsError,
+    InvalidCommitMetadataError,
     ObjectNotFoundError,
     StorageError,
 )
@@ -44,6 +45,7 @@ from .conflicts import (
 )
 from .features import check_write_supported
 from .log_segment import commit_key
+from .protocol_select import protocol_never_downgraded
 
 log = logging.getLogger("deltakernel")
 
@@ -109,6 +111,10 @@ class Transaction:
         #: this transaction's commitInfo.txnId, the same in every attempt, so a landed attempt is recognised
         self.txn_id = str(uuid.uuid4())
         self.commit_state = NOT_ATTEMPTED
+        #: the in-commit timestamp to use (the commit enabling ICT must carry its enablement timestamp)
+        self.in_commit_timestamp: int | None = None
+        #: only a feature drop (with the protocol's own rules) may lower the protocol
+        self.allow_protocol_downgrade = False
 
     @property
     def may_have_committed(self) -> bool:
@@ -184,6 +190,13 @@ class Transaction:
 
     # ------------------------------------------------------------------ commit
     def _validate(self) -> None:
+        if self.snapshot is not None:
+            # the table as it is: a protocol we cannot write is refused, never rewritten
+            check_write_supported(self.snapshot.protocol)
+            if self.new_protocol is not None and not self.allow_protocol_downgrade:
+                why = protocol_never_downgraded(self.snapshot.protocol, self.new_protocol)
+                if why is not None:
+                    raise DeltaError(f"{self.operation} would downgrade the table's protocol: {why}")
         check_write_supported(self.protocol)
         conf = self.metadata.configuration
         if self.snapshot is not None and _true(conf, "delta.appendOnly"):
@@ -229,6 +242,8 @@ class Transaction:
         ict_on = _true(conf, "delta.enableInCommitTimestamps")
         if ict_on:
             ict = now if prev_ict is None else max(now, prev_ict + 1)
+            if self.in_commit_timestamp is not None:
+                ict = self.in_commit_timestamp
             info = {"inCommitTimestamp": ict, "timestamp": ict}
         info.update(
             {
@@ -244,9 +259,7 @@ class Transaction:
         if self.operation_metrics:
             info["operationMetrics"] = {k: str(v) for k, v in self.operation_metrics.items()}
         info["engineInfo"] = self.engine_info
-        for k, v in self.extra_commit_info.items():
-            if k not in ENGINE_OWNED_COMMIT_INFO:
-                info[k] = v
+        info.update(commit_info_extras(self.extra_commit_info))
         info["txnId"] = self.txn_id
 
         actions: list[dict[str, Any]] = [{"commitInfo": info}]
@@ -433,6 +446,36 @@ ENGINE_OWNED_COMMIT_INFO = frozenset({
     "timestamp", "operation", "operationParameters", "readVersion", "isolationLevel", "isBlindAppend",
     "operationMetrics", "engineInfo", "inCommitTimestamp", "txnId",
 })
+
+def commit_info_extras(custom: dict[Any, Any] | None) -> dict[str, Any]:
+    """Validated user commitInfo fields (`CommitProperties.custom_metadata`).
+
+    Keys must be strings and values JSON-serialisable (InvalidCommitMetadataError, a ValueError, otherwise;
+    raised before anything is written);
+    `userName` / `userId` are strings as in delta-spark's and delta-rs's CommitInfo (numbers are converted);
+    engine-owned fields are dropped with a warning: a user `inCommitTimestamp` would corrupt time travel.
+    """
+    out: dict[str, Any] = {}
+    for key, value in (custom or {}).items():
+        if not isinstance(key, str):
+            raise InvalidCommitMetadataError(
+                f"commit metadata keys must be strings, got {key!r} ({type(key).__name__})")
+        if key in ENGINE_OWNED_COMMIT_INFO:
+            log.warning("commit metadata %r ignored: the field is written by the engine", key)
+            continue
+        if key in ("userName", "userId") and value is not None and not isinstance(value, str):
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            else:
+                raise InvalidCommitMetadataError(f"commit metadata {key!r} must be a string, got {value!r}")
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise InvalidCommitMetadataError(
+                f"commit metadata {key!r}: value {value!r} is not JSON-serialisable ({e})") from e
+        out[key] = value
+    return out
+
 
 #: Spark's default; one checkpoint per 100 commits keeps replay short and checkpoint cost amortized.
 DEFAULT_CHECKPOINT_INTERVAL = 100

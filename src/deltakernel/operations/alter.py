@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConstraintViolationError, DeltaError, SchemaError
 from ..kernel.actions import Metadata, Protocol
 from ..kernel.features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
-from ..kernel.protocol_select import features_in_effect, minimal_protocol, table_features_protocol, with_dependencies
+from ..kernel.protocol_select import (
+    features_in_effect,
+    minimal_protocol,
+    table_features_protocol,
+    with_dependencies,
+    with_min_versions,
+)
 from ..kernel.scan import Scan
 from ..kernel.schema.column_mapping import ID_KEY, MODE_KEY, PHYSICAL_NAME_KEY
 from ..kernel.schema.evolution import schema_has_type
@@ -251,10 +257,8 @@ class TableAlterer:
             new_proto = None
         if min_versions is not None:
             base = new_proto or proto
-            r, w = max(base.min_reader_version, min_versions[0]), max(base.min_writer_version, min_versions[1])
-            if (r, w) != (base.min_reader_version, base.min_writer_version):
-                new_proto = (table_features_protocol(features_in_effect(base), base) if w >= 7 or r >= 3
-                             else Protocol(r, w))
+            raised = with_min_versions(base, *min_versions)
+            new_proto = raised if raised != proto else new_proto
         schema = md.schema
         old_mode = md.configuration.get(MODE_KEY, "none").lower()
         new_mode = conf.get(MODE_KEY, "none").lower()
@@ -276,8 +280,7 @@ class TableAlterer:
             max_retries = 0  # the enablement version must be the version this commit lands at
         txn = self._txn("SET TBLPROPERTIES", {"properties": json.dumps(props)}, custom_metadata)
         if max_retries is not None:
-            txn.extra_commit_info.update({"inCommitTimestamp": int(conf["delta.inCommitTimestampEnablementTimestamp"]),
-                                          "timestamp": int(conf["delta.inCommitTimestampEnablementTimestamp"])})
+            txn.in_commit_timestamp = int(conf["delta.inCommitTimestampEnablementTimestamp"])
         txn.update_metadata(replace(md, configuration=conf, schema_string=schema_to_json(schema)))
         if new_proto is not None and new_proto != proto:
             txn.update_protocol(new_proto)

@@ -133,4 +133,29 @@ def validate_properties(
     return stored, explicit, ((max(reader, 1), max(writer, 1)) if reader or writer else None)
 
 
-__all__ = ["KNOWN_PROPERTIES", "PROPERTY_FEATURES", "validate_properties"]
+def split_protocol_requests(conf: dict[str, str]) -> tuple[dict[str, str], set[str], tuple[int, int] | None]:
+    """(configuration to store, features asked for by `delta.feature.*`, (reader, writer) asked for by
+    `delta.minReaderVersion` / `delta.minWriterVersion`). Protocol requests are not table properties:
+    Spark strips them from the configuration, and so does every deltakernel writer (create and ALTER)."""
+    from .alter import feature_name
+
+    stored: dict[str, str] = {}
+    feats: set[str] = set()
+    versions = {"delta.minreaderversion": 0, "delta.minwriterversion": 0}
+    for key, value in conf.items():
+        low = key.lower()
+        if low in versions:
+            if not _is_int(1)(value):
+                raise DeltaError(f"invalid value {value!r} for table property {key}: expected a positive integer")
+            versions[low] = int(value)
+        elif low.startswith("delta.feature."):
+            if value.strip().lower() not in ("supported", "enabled"):
+                raise DeltaError(f"{key} must be 'supported' (feature removal is DROP FEATURE), got {value!r}")
+            feats.add(feature_name(key[len("delta.feature."):]))
+        else:
+            stored[key] = value
+    r, w = versions["delta.minreaderversion"], versions["delta.minwriterversion"]
+    return stored, feats, ((max(r, 1), max(w, 1)) if r or w else None)
+
+
+__all__ = ["KNOWN_PROPERTIES", "PROPERTY_FEATURES", "split_protocol_requests", "validate_properties"]

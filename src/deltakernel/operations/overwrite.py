@@ -1,44 +1,30 @@
 """What an overwrite removes: everything, the partitions written (dynamic), or what a replaceWhere
-predicate matches — rewriting files that match only in part, without the matched rows."""
+predicate matches — rewriting files that match only in part, without the matched rows.
+
+A replaceWhere on data columns is a delete of the matched rows plus an insert, as in delta-spark
+(`WriteIntoDelta` runs a DELETE): with change data feed on and rows deleted, the commit carries `cdc` files
+with every change — the deleted rows (of partly and fully matched files) as `delete`, all written rows as
+`insert` — so rows carried over unchanged never show up as changes. Carried-over rows keep their row ids.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..kernel import row_tracking as rt
+from ..kernel.actions import Metadata
 from ..kernel.schema.column_mapping import physical_name
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction import Transaction as KernelTransaction
 from ..storage import Storage
-
-_FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row_id",
-                 "default_row_commit_version", "tags", "stats"]
-
-
-def remove_action(row: dict[str, Any], now: int, data_change: bool = True) -> dict[str, Any]:
-    pv = row.get("partition_values") or {}
-    out: dict[str, Any] = {
-        "path": row["path"],
-        "deletionTimestamp": now,
-        "dataChange": data_change,
-        "extendedFileMetadata": True,
-        "partitionValues": dict(pv),
-        "size": row["size"],
-    }
-    if row.get("deletion_vector"):
-        out["deletionVector"] = {k: v for k, v in row["deletion_vector"].items() if v is not None}
-    if row.get("base_row_id") is not None:
-        out["baseRowId"] = row["base_row_id"]
-    if row.get("default_row_commit_version") is not None:
-        out["defaultRowCommitVersion"] = row["default_row_commit_version"]
-    if row.get("tags"):
-        out["tags"] = dict(row["tags"])
-    if row.get("stats"):
-        out["stats"] = row["stats"]
-    return out
+from .change_data import ChangeDataWriter, cdf_enabled
+from .rewrite import FILE_COLUMNS as _FILE_COLUMNS
+from .rewrite import FileChange, Rewriter, read_written, remove_action
 
 
 def plan_overwrite(
@@ -69,7 +55,7 @@ def plan_overwrite(
         txn.remove_files([remove_action(r, now) for r in rows])
         return
     from ..kernel.scan import Scan
-    from ..kernel.sql import evaluate, referenced_columns, to_predicate
+    from ..kernel.sql import referenced_columns, to_predicate
 
     kpred = to_predicate(sql_pred, snapshot.schema)
     scan = Scan(snapshot, predicate=kpred) if kpred is not None else Scan(snapshot)
@@ -85,32 +71,59 @@ def plan_overwrite(
     if cols <= parts and kpred is not None:
         txn.remove_files([remove_action(r, now) for r in rows])
         return
-    # data predicate: files fully matched are removed, partly matched ones rewritten without the matches
-    from .file_writer import write_data_files
+    _rewrite_matching(txn, snapshot, adds, rows, sql_pred, storage, writer_properties, now)
 
-    reader = Scan(snapshot)
-    keep_batches: list[pa.RecordBatch] = []
-    for r in rows:
-        data = reader.read_file({"path": r["path"], "partition_values": r["partition_values"],
-                                 "deletion_vector": r["deletion_vector"], "size": r["size"]})
-        if data.num_rows == 0:
-            txn.remove_files([remove_action(r, now)])
-            continue
-        match = pc.fill_null(evaluate(sql_pred, data), False)
-        n_match = pc.sum(match.cast(pa.int64())).as_py() or 0
-        if n_match == 0:
-            continue
-        txn.remove_files([remove_action(r, now)])
-        if n_match < data.num_rows:
-            keep_batches += data.filter(pc.invert(match)).to_batches()
-    if keep_batches:
-        rewritten = write_data_files(
-            storage, iter(keep_batches), schema=snapshot.schema,
-            partition_columns=list(snapshot.partition_columns),
-            column_mapping_mode=snapshot.column_mapping_mode, configuration=snapshot.configuration,
-            writer_properties=writer_properties,
-        )
-        txn.add_files(rewritten)
+
+def _rewrite_matching(txn: KernelTransaction, snapshot: Snapshot, adds: list[dict[str, Any]],
+                      rows: list[dict[str, Any]], sql_pred: Any, storage: Storage, writer_properties: Any,
+                      now: int) -> None:
+    """Data predicate: fully matched files are removed, partly matched ones rewritten without the matches."""
+    from ..kernel.sql import evaluate
+
+    configuration = _row_tracking_configuration(txn)
+    md = txn.metadata
+    cdc = ChangeDataWriter(storage, md.schema, list(md.partition_columns), snapshot.column_mapping_mode,
+                           configuration, writer_properties) if cdf_enabled(md.configuration) else None
+    rewriter = Rewriter(snapshot, storage, configuration=configuration, now=now,
+                        writer_properties=writer_properties, change_data=cdc)
+
+    def changes() -> Iterator[FileChange]:
+        for r in rows:
+            data = rewriter.read(r)
+            match = pc.fill_null(evaluate(sql_pred, data), False) if data.num_rows else pa.array([], pa.bool_())
+            yield FileChange(r, data, match)
+
+    try:
+        result = rewriter.rewrite(changes())
+        txn.remove_files(result.removes)
+        txn.add_files(result.adds)
+        txn.operation_metrics.update({"numDeletedRows": result.removed_rows, "numCopiedRows": result.copied_rows})
+        if rewriter.row_tracking:
+            tags = dict(txn.extra_commit_info.get("tags") or {})
+            tags["delta.rowTracking.preserved"] = "true"
+            txn.extra_commit_info["tags"] = tags
+        if cdc is not None and result.removed_rows:
+            # once a commit has cdc files readers ignore its add/remove actions: record every inserted row too
+            for table in read_written(storage, adds, md.schema, list(md.partition_columns),
+                                      snapshot.column_mapping_mode, snapshot.version):
+                cdc.add(table, "insert")
+            txn.add_cdc_files(cdc.actions())
+    except BaseException:
+        rewriter.abort()
+        if cdc is not None:
+            cdc.abort()
+        raise
+
+
+def _row_tracking_configuration(txn: KernelTransaction) -> dict[str, str]:
+    """The commit's configuration with materialized row-tracking column names; sets them when missing
+    (tables whose row tracking was enabled without them), so carried-over rows can keep their ids."""
+    md = txn.metadata
+    conf = rt.with_materialized_names(md.configuration)
+    if conf != md.configuration:
+        txn.update_metadata(Metadata(md.id, md.schema_string, md.partition_columns, conf, md.name,
+                                     md.description, md.format, md.created_time))
+    return conf
 
 
 def _partition_set_predicate(snapshot: Snapshot, written: set[tuple[tuple[str, Any], ...]]) -> Any:

@@ -17,9 +17,17 @@ class Transaction:
 
 @dataclass
 class CommitProperties:
+    """Extra commitInfo fields, commit retries and application transactions of one commit."""
+
     custom_metadata: dict[str, Any] | None = None
     max_commit_retries: int | None = None
     app_transactions: list[Transaction] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from ..kernel.transaction import commit_info_extras
+
+        if self.custom_metadata is not None:
+            commit_info_extras(self.custom_metadata)  # ValueError now, not after the data is written
 
 
 @dataclass

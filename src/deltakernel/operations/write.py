@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -19,9 +19,13 @@ import pyarrow.compute as pc
 
 from ..errors import ConstraintViolationError, DeltaError, SchemaError, TableNotFoundError
 from ..kernel.actions import Format, Metadata, Protocol
+from ..kernel.protocol_select import with_min_versions
+from ..kernel.row_tracking import with_materialized_names
 from ..kernel.schema.arrow import from_arrow_schema, to_arrow_schema
 from ..kernel.schema.evolution import (
+    added_fields,
     assign_column_mapping,
+    check_unique_names,
     fields_with_metadata,
     max_column_id,
     merge_schemas,
@@ -31,6 +35,8 @@ from ..kernel.schema.types import StructField, StructType, schema_to_json
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction import Transaction as KernelTransaction
 from ..storage import Storage, storage_for_uri
+from .alter_properties import split_protocol_requests
+from .inputs import to_reader
 from .overwrite import plan_overwrite
 from .properties import CommitProperties, PostCommitHookProperties
 
@@ -39,28 +45,6 @@ _MODE_NAMES = {"error": "ErrorIfExists", "append": "Append", "overwrite": "Overw
 
 
 # ----------------------------------------------------------------------------- input
-def to_reader(data: Any, schema: pa.Schema | None = None) -> pa.RecordBatchReader:
-    """Any Arrow stream (Table, RecordBatch, reader, pandas, polars, __arrow_c_stream__) as a reader."""
-    if isinstance(data, pa.RecordBatchReader):
-        return data
-    if isinstance(data, pa.Table):
-        return data.to_reader()
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data]).to_reader()
-    mod = type(data).__module__
-    if mod.startswith("pandas"):
-        return pa.Table.from_pandas(data, preserve_index=False).to_reader()
-    if hasattr(data, "__arrow_c_stream__"):
-        return pa.RecordBatchReader.from_stream(data)
-    if hasattr(data, "__arrow_c_array__"):
-        return pa.Table.from_batches([pa.record_batch(data)]).to_reader()
-    if isinstance(data, Iterable):
-        if schema is None:
-            raise DeltaError("pass `schema=` when writing an iterable of record batches")
-        return pa.RecordBatchReader.from_batches(schema, iter(data))
-    raise DeltaError(f"cannot write data of type {type(data).__name__}: expected an Arrow stream")
-
-
 def _normalize_arrow_schema(schema: pa.Schema) -> pa.Schema:
     """Arrow types Delta has no distinct name for become their Delta equivalents."""
 
@@ -217,6 +201,15 @@ def write_deltalake(
 
     storage, snapshot = _resolve(table_or_uri, storage_options)
     if snapshot is not None:
+        if (predicate is not None or partition_overwrite_mode == "dynamic") and schema_mode == "overwrite" \
+                and partition_by and [p.lower() for p in partition_by] != \
+                [p.lower() for p in snapshot.partition_columns]:
+            what = "replaceWhere (predicate)" if predicate is not None else "dynamic partition overwrite"
+            raise DeltaError(
+                f"{what} replaces only part of the table, so it cannot repartition it: partition_by "
+                f"{partition_by} differs from the table's {list(snapshot.partition_columns)}. Overwrite the whole "
+                "table (no predicate) to change the partitioning."
+            )
         if mode == "error":
             raise DeltaError(f"Delta table already exists at {storage.root_uri} (mode='error')")
         if mode == "ignore":
@@ -359,9 +352,12 @@ def _plan_metadata(
 ) -> tuple[Metadata, Protocol, bool]:
     """(metadata, protocol, whether metadata changes) for this write."""
     incoming = from_arrow_schema(in_schema)
+    check_unique_names(incoming)
+    conf_in, requested, min_versions = split_protocol_requests(conf_in)
     if snapshot is None or schema_mode == "overwrite":
         configuration = dict(snapshot.configuration) if snapshot is not None else {}
         configuration.update(conf_in)
+        configuration = with_materialized_names(configuration)  # row tracking: hidden column names
         schema = incoming
         if snapshot is not None and schema_mode == "overwrite":
             # keep column mapping metadata of surviving columns by name
@@ -378,9 +374,11 @@ def _plan_metadata(
                 raise SchemaError(f"partition column {p!r} is not in the schema {schema.names}")
         parts = [schema.field(p).name for p in parts]
         schema = _with_column_mapping(schema, configuration)
-        feats = required_features(schema, configuration)
+        feats = required_features(schema, configuration) | requested
         current = snapshot.protocol if snapshot is not None else None
         protocol = protocol_for(feats, current)
+        if min_versions is not None:
+            protocol = with_min_versions(protocol, *min_versions)
         if "inCommitTimestamp" in feats and "delta.inCommitTimestampEnablementVersion" not in configuration \
                 and snapshot is not None:
             configuration["delta.inCommitTimestampEnablementVersion"] = str(snapshot.version + 1)
@@ -408,6 +406,12 @@ def _plan_metadata(
     if schema_mode == "merge":
         allow = md.configuration.get("delta.enableTypeWidening", "false").lower() == "true"
         merged = merge_schemas(schema, incoming, allow_widening=allow)
+        generated = [n for n, f in added_fields(schema, merged) if "delta.generationExpression" in f.metadata]
+        if generated and snapshot.num_files > 0:
+            raise SchemaError(
+                f"schema evolution cannot add generated column(s) {generated} to a table that has rows: existing "
+                "rows would not satisfy the generation expression (add them when the table is empty)"
+            )
         if merged != schema or _metadata_differs(merged, schema):
             configuration = dict(md.configuration)
             merged = _with_column_mapping(merged, configuration)
@@ -415,12 +419,14 @@ def _plan_metadata(
                           md.description, md.format, md.created_time)
             changed = True
     if conf_in and any(md.configuration.get(k) != v for k, v in conf_in.items()):
-        configuration = {**md.configuration, **conf_in}
+        configuration = with_materialized_names({**md.configuration, **conf_in})
         md = Metadata(md.id, md.schema_string, md.partition_columns, configuration, md.name, md.description,
                       md.format, md.created_time)
         changed = True
-    feats = required_features(md.schema, md.configuration)
+    feats = required_features(md.schema, md.configuration) | requested
     protocol = protocol_for(feats, snapshot.protocol)
+    if min_versions is not None:
+        protocol = with_min_versions(protocol, *min_versions)
     return md, protocol, changed
 
 

@@ -94,17 +94,30 @@ def encode_field_metadata(metadata: dict[str, Any]) -> dict[bytes, bytes]:
     return {k.encode(): json.dumps(v, separators=(",", ":")).encode() for k, v in metadata.items()}
 
 
+#: Delta column-metadata keys whose values are strings by definition: a bare `10` given for them in Arrow
+#: metadata is the text "10" (an expression, a comment), never the number — Spark cannot read a number there
+STRING_METADATA_KEYS = frozenset({
+    "delta.generationExpression", "comment", "delta.columnMapping.physicalName", "delta.invariants",
+    "CURRENT_DEFAULT", "EXISTS_DEFAULT", "__CHAR_VARCHAR_TYPE_STRING",
+})
+
+
 def decode_field_metadata(metadata: dict[bytes, bytes] | None) -> dict[str, Any]:
-    """Arrow metadata -> Delta metadata; values that are not JSON are kept as plain strings."""
+    """Arrow metadata -> Delta metadata; values that are not JSON are kept as plain strings, and keys that
+    Delta defines as strings stay strings (`encode_field_metadata` quotes strings, so both round-trip)."""
     out: dict[str, Any] = {}
     for k, v in (metadata or {}).items():
         if k.startswith(_FOREIGN_PREFIXES):
             continue
+        key = k.decode("utf-8", errors="replace")
         text = v.decode("utf-8", errors="replace")
         try:
-            out[k.decode("utf-8", errors="replace")] = json.loads(text)
+            value = json.loads(text)
         except ValueError:
-            out[k.decode("utf-8", errors="replace")] = text
+            value = text
+        if key in STRING_METADATA_KEYS and not isinstance(value, str):
+            value = text
+        out[key] = value
     return out
 
 

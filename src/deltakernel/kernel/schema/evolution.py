@@ -163,3 +163,39 @@ def fields_with_metadata(schema: StructType, key: str) -> list[StructField]:
 
     walk(schema)
     return out
+
+
+def check_unique_names(schema: DataType, path: str = "") -> None:
+    """Column names are case-insensitive in Delta (PROTOCOL.md "Schema Serialization Format"): `id` and `ID`
+    in one struct would be one column to Spark and two to Parquet. Raise SchemaError naming both."""
+    if isinstance(schema, StructType):
+        seen: dict[str, str] = {}
+        for f in schema.fields:
+            low = f.name.lower()
+            if low in seen:
+                where = f" in {path!r}" if path else ""
+                raise SchemaError(
+                    f"duplicate column names{where}: {seen[low]!r} and {f.name!r} (Delta column names are "
+                    "case-insensitive and must be unique)"
+                )
+            seen[low] = f.name
+            check_unique_names(f.type, f"{path}.{f.name}" if path else f.name)
+    elif isinstance(schema, ArrayType):
+        check_unique_names(schema.element_type, f"{path}.element")
+    elif isinstance(schema, MapType):
+        check_unique_names(schema.key_type, f"{path}.key")
+        check_unique_names(schema.value_type, f"{path}.value")
+
+
+def added_fields(table: StructType, merged: StructType, path: str = "") -> list[tuple[str, StructField]]:
+    """(dotted path, field) of every field in `merged` that `table` does not have, nested ones too."""
+    out: list[tuple[str, StructField]] = []
+    old = {f.name.lower(): f for f in table.fields}
+    for f in merged.fields:
+        name = f"{path}.{f.name}" if path else f.name
+        prev = old.get(f.name.lower())
+        if prev is None:
+            out.append((name, f))
+        elif isinstance(prev.type, StructType) and isinstance(f.type, StructType):
+            out.extend(added_fields(prev.type, f.type, name))
+    return out

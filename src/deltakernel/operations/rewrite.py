@@ -1,0 +1,221 @@
+"""Rewriting part of a file: the shared machinery of replaceWhere on data columns (and DELETE/UPDATE/MERGE).
+
+Input: the live files being rewritten, each with its live rows and a boolean mask of the rows that leave
+the file (deleted, or changed and written elsewhere by the caller). Output: a `remove` for every touched
+file, `add`s for new files holding the rows that stay, and — with a :class:`ChangeDataWriter` — the rows
+that left as change data. Untouched files (mask all false) are left alone.
+
+Row tracking: rows that stay keep their stable row id and row commit version by writing them into the
+table's *materialized* columns (hidden physical columns named in the table configuration); the new files
+get fresh `baseRowId`s from the transaction as usual, and rows without materialized values (new inserts)
+take those fresh ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import DeltaError
+from ..kernel import row_tracking as rt
+from ..kernel.paths import resolve_key
+from ..kernel.scan import Scan
+from ..kernel.schema.types import PrimitiveType, StructField, StructType
+from ..kernel.snapshot import Snapshot
+from ..storage import Storage
+from .change_data import ChangeDataWriter
+
+FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row_id",
+                "default_row_commit_version", "tags", "stats"]
+
+
+def remove_action(row: Mapping[str, Any], now: int, data_change: bool = True) -> dict[str, Any]:
+    """The `remove` for a file-table row (keeps baseRowId / defaultRowCommitVersion, as the protocol asks)."""
+    pv = row.get("partition_values") or {}
+    out: dict[str, Any] = {
+        "path": row["path"],
+        "deletionTimestamp": now,
+        "dataChange": data_change,
+        "extendedFileMetadata": True,
+        "partitionValues": dict(pv),
+        "size": row["size"],
+    }
+    if row.get("deletion_vector"):
+        out["deletionVector"] = {k: v for k, v in row["deletion_vector"].items() if v is not None}
+    if row.get("base_row_id") is not None:
+        out["baseRowId"] = row["base_row_id"]
+    if row.get("default_row_commit_version") is not None:
+        out["defaultRowCommitVersion"] = row["default_row_commit_version"]
+    if row.get("tags"):
+        out["tags"] = dict(row["tags"])
+    if row.get("stats"):
+        out["stats"] = row["stats"]
+    return out
+
+
+@dataclass
+class FileChange:
+    """One live file: its file-table row, its live rows (from :meth:`Rewriter.read`) and the rows that leave."""
+
+    file: Mapping[str, Any]
+    data: pa.Table
+    removed: pa.Array | pa.ChunkedArray  # boolean, True = the row leaves this file (null counts as False)
+
+
+@dataclass
+class RewriteResult:
+    adds: list[dict[str, Any]] = field(default_factory=list)
+    removes: list[dict[str, Any]] = field(default_factory=list)
+    removed_rows: int = 0
+    copied_rows: int = 0
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.removes)
+
+
+class Rewriter:
+    """Reads live rows for a rewrite and writes the rows that stay (row ids kept).
+
+    `configuration`: the configuration the commit will have (materialized column names filled in, see
+    :func:`deltakernel.kernel.row_tracking.with_materialized_names`).
+    """
+
+    def __init__(self, snapshot: Snapshot, storage: Storage, *, configuration: Mapping[str, str],
+                 now: int, writer_properties: Any = None, change_data: ChangeDataWriter | None = None,
+                 removed_change_type: str = "delete") -> None:
+        self.snapshot = snapshot
+        self.storage = storage
+        self.configuration = dict(configuration)
+        self.now = now
+        self.writer_properties = writer_properties
+        self.change_data = change_data
+        self.removed_change_type = removed_change_type
+        self.row_tracking = (snapshot.protocol.has_feature("rowTracking")
+                             and rt.row_tracking_enabled(snapshot.configuration)
+                             and rt.row_tracking_enabled(self.configuration))
+        self.hidden: tuple[str, str] | None = None
+        if self.row_tracking:
+            id_col, version_col = rt.materialized_names(self.configuration)
+            if id_col is None or version_col is None:
+                raise DeltaError(
+                    f"row tracking is enabled on {storage.root_uri} but the materialized column names "
+                    f"({rt.ROW_ID_COLUMN_KEY}, {rt.ROW_COMMIT_VERSION_COLUMN_KEY}) are not set"
+                )
+            self.hidden = (id_col, version_col)
+        self._scan = Scan(snapshot, row_tracking=self.row_tracking)
+        self.result = RewriteResult()
+
+    def read(self, file_row: Mapping[str, Any]) -> pa.Table:
+        """A file's live rows (DV applied); with row tracking also `_row_id` / `_row_commit_version`."""
+        return self._scan.read_file(dict(file_row))
+
+    def _logical(self, data: pa.Table) -> pa.Table:
+        drop = [n for n in (rt.ROW_ID, rt.ROW_COMMIT_VERSION) if n in data.schema.names] if self.row_tracking else []
+        return data.drop_columns(drop) if drop else data
+
+    def _materialize(self, kept: pa.Table) -> pa.Table:
+        """Rows that stay, with their stable ids in the materialized columns."""
+        if self.hidden is None:
+            return kept
+        ids, versions = kept.column(rt.ROW_ID), kept.column(rt.ROW_COMMIT_VERSION)
+        out = self._logical(kept)
+        return out.append_column(self.hidden[0], ids).append_column(self.hidden[1], versions)
+
+    def _write_schema(self) -> StructType:
+        schema = self.snapshot.schema
+        if self.hidden is None:
+            return schema
+        long = PrimitiveType("long")
+        return StructType((*schema.fields, StructField(self.hidden[0], long), StructField(self.hidden[1], long)))
+
+    def rewrite(self, changes: Iterable[FileChange]) -> RewriteResult:
+        """Write the rows that stay in the touched files; remember removes (and change data)."""
+        from .file_writer import write_data_files
+
+        result = self.result
+
+        def kept() -> Iterator[pa.RecordBatch]:
+            for change in changes:
+                data = change.data
+                if data.num_rows == 0:  # nothing live left: the file goes, no row changes
+                    result.removes.append(remove_action(change.file, self.now))
+                    continue
+                mask = pc.fill_null(change.removed, False)
+                n_removed = int(pc.sum(mask.cast(pa.int64())).as_py() or 0)
+                if n_removed == 0:
+                    continue
+                result.removes.append(remove_action(change.file, self.now))
+                result.removed_rows += n_removed
+                if self.change_data is not None:
+                    self.change_data.add(self._logical(data.filter(mask)), self.removed_change_type)
+                if n_removed < data.num_rows:
+                    keep = data.filter(pc.invert(mask))
+                    result.copied_rows += keep.num_rows
+                    yield from self._materialize(keep).to_batches()
+
+        adds = write_data_files(
+            self.storage, kept(), schema=self._write_schema(),
+            partition_columns=list(self.snapshot.partition_columns),
+            column_mapping_mode=self.snapshot.column_mapping_mode, configuration=self.configuration,
+            writer_properties=self.writer_properties,
+        )
+        if self.hidden is not None:
+            adds = [_without_stats_of(a, self.hidden) for a in adds]
+        result.adds += adds
+        return result
+
+    def abort(self) -> None:
+        """Delete the files this rewrite wrote (never committed)."""
+        for a in self.result.adds:
+            try:
+                self.storage.delete(resolve_key(self.storage.root_uri, a["path"]))
+            except Exception:  # best effort: orphans are harmless
+                pass
+        self.result.adds = []
+
+
+def _without_stats_of(add: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
+    """Statistics describe table columns only: drop those of the hidden materialized columns."""
+    raw = add.get("stats")
+    if not raw:
+        return add
+    doc = json.loads(raw)
+    for key in ("minValues", "maxValues", "nullCount"):
+        section = doc.get(key)
+        if isinstance(section, dict):
+            for c in columns:
+                section.pop(c, None)
+    return {**add, "stats": json.dumps(doc, separators=(",", ":"))}
+
+
+class SchemaView:
+    """The few Snapshot attributes :class:`Scan` reads, for another schema (e.g. the commit's new one)."""
+
+    def __init__(self, storage: Storage, version: int, schema: StructType, partition_columns: list[str],
+                 mode: str) -> None:
+        self.storage = storage
+        self.version = version
+        self.schema = schema
+        self.partition_columns = partition_columns
+        self.column_mapping_mode = mode
+        self.files = pa.table({})
+
+
+def read_written(storage: Storage, adds: Iterable[Mapping[str, Any]], schema: StructType,
+                 partition_columns: list[str], mode: str, version: int) -> Iterator[pa.Table]:
+    """Rows of files this transaction wrote, one file at a time (e.g. to record them as inserted change data)."""
+    view = SchemaView(storage, version, schema, partition_columns, mode)
+    scan = Scan(view)  # type: ignore[arg-type]
+    for a in adds:
+        yield scan.read_file({"path": a["path"], "partition_values": a.get("partitionValues") or {},
+                              "deletion_vector": a.get("deletionVector"), "size": a.get("size")})
+
+
+__all__ = ["FILE_COLUMNS", "FileChange", "RewriteResult", "Rewriter", "SchemaView", "read_written",
+           "remove_action"]
