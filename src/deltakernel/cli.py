@@ -1,40 +1,71 @@
-"""`deltakernel` command line: inspect a Delta table (info, history, files, schema, head, count), and `sql`."""
+"""`deltakernel` command line: inspect a Delta table (info, history, files, schema, head, count), and `sql`.
+
+Failures print one `error: <kind>: <message>` line on stderr and exit 1 (set DELTAKERNEL_TRACEBACK=1 for
+the traceback): a command line tool's user wants the reason, not our stack.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from .errors import DeltaError
+from .kernel.time_travel import format_timestamp_ms
+
+TIMESTAMP_KEYS = ("timestamp", "inCommitTimestamp")  # commitInfo fields in epoch ms, shown as ISO-8601
+
+
+def storage_options(pairs: Sequence[str] | None) -> dict[str, str] | None:
+    """`-o KEY=VALUE` pairs as a dict (None when there are none)."""
+    out: dict[str, str] = {}
+    for kv in pairs or []:
+        key, sep, value = kv.partition("=")
+        if not sep or not key.strip():
+            raise DeltaError(f"storage option {kv!r} is not KEY=VALUE (e.g. -o AWS_REGION=us-east-1)")
+        out[key.strip()] = value
+    return out or None
 
 
 def _open(args: argparse.Namespace) -> Any:
     from .table import DeltaTable
 
-    options = dict(kv.split("=", 1) for kv in (args.storage_option or []))
-    table = DeltaTable(args.table, storage_options=options or None)
+    table = DeltaTable(args.table, storage_options=storage_options(args.storage_option))
     if args.version is not None:
         table.load_as_version(int(args.version) if args.version.lstrip("-").isdigit() else args.version)
     return table
 
 
-def _progress(stream: Any) -> Any:
-    """A one-line progress bar on stderr for long scans (files read / total)."""
+class _Progress:
+    """A one-line progress bar on `stream` (a terminal only) for long scans: files read / total.
 
-    def report(done: int, total: int) -> None:
-        if not stream.isatty():
+    `close()` ends the line when the bar was drawn but not completed (e.g. `head` stops reading early), so
+    what is printed next starts on a line of its own.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.open_line = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.stream.isatty():
             return
         width = 30
         filled = int(width * done / max(total, 1))
-        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
-        if done == total:
-            stream.write("\n")
-        stream.flush()
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
+        self.open_line = done != total
+        if not self.open_line:
+            self.stream.write("\n")
+        self.stream.flush()
 
-    return report
+    def close(self) -> None:
+        if self.open_line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open_line = False
 
 
 def cmd_info(args: argparse.Namespace) -> None:
@@ -60,7 +91,9 @@ def cmd_info(args: argparse.Namespace) -> None:
 def cmd_history(args: argparse.Namespace) -> None:
     t = _open(args)
     for entry in t.history(limit=args.limit):
-        print(json.dumps(entry, default=str))
+        shown = {k: format_timestamp_ms(v) if k in TIMESTAMP_KEYS and isinstance(v, int) else v
+                 for k, v in entry.items()}
+        print(json.dumps(shown, default=str))
 
 
 def cmd_files(args: argparse.Namespace) -> None:
@@ -85,11 +118,15 @@ def cmd_head(args: argparse.Namespace) -> None:
     t = _open(args)
     batches = []
     rows = 0
-    for batch in t.scan(columns=args.columns, progress=_progress(sys.stderr)).to_batches():
-        batches.append(batch)
-        rows += batch.num_rows
-        if rows >= args.n:
-            break
+    progress = _Progress(sys.stderr)
+    try:
+        for batch in t.scan(columns=args.columns, progress=progress).to_batches():
+            batches.append(batch)
+            rows += batch.num_rows
+            if rows >= args.n:
+                break
+    finally:
+        progress.close()  # the bar's line ends before the rows are printed
     table = pa.Table.from_batches(batches, schema=t.scan(columns=args.columns).arrow_schema).slice(0, args.n)
     try:
         print(table.to_pandas().to_string())
@@ -103,6 +140,7 @@ def cmd_count(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="deltakernel", description="Inspect Delta Lake tables.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def add(name: str, fn: Any, help_: str) -> argparse.ArgumentParser:
@@ -131,15 +169,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("deltakernel")
+    except Exception:  # not installed (source tree on sys.path): the package's own constant
+        from . import __version__
+
+        return __version__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.fn(args)
-    except DeltaError as e:
-        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # DeltaError, and whatever a library below raised (pyarrow, DataFusion, OS)
+        if os.environ.get("DELTAKERNEL_TRACEBACK"):
+            raise
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -204,3 +204,24 @@ def test_user_name_and_id_are_strings(tmp_path: Path) -> None:
     info = next(a["commitInfo"] for a in _commit(p, 0) if "commitInfo" in a)
     assert info["userName"] == "7" and info["userId"] == "8"
     assert deltalake.DeltaTable(p).history()[0]["userName"] == "7"
+
+
+# ----------------------------------------------------------------------------- row tracking enabled later
+def test_enabling_row_tracking_on_a_table_with_data_backfills_row_ids(tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    write_deltalake(p, _v([1, 2]))
+    write_deltalake(p, _v([3]), mode="append")
+    DeltaTable(p).alter.set_table_properties({"delta.enableRowTracking": "true"})
+    t = DeltaTable(p)
+    assert t.protocol().has_feature("rowTracking")
+    conf = t.metadata().configuration
+    assert conf["delta.rowTracking.materializedRowIdColumnName"].startswith("_row-id-col-")
+    files = t.snapshot.files
+    assert files.column("base_row_id").null_count == 0
+    before = {r["v"]: r["_row_id"] for r in t.to_pyarrow_table(row_tracking=True).to_pylist()}
+    assert sorted(before.values()) == [0, 1, 2]
+    # a later partial rewrite keeps the ids of the rows it carries over
+    write_deltalake(p, _v([1]), mode="overwrite", predicate="v = 1")
+    after = {r["v"]: r["_row_id"] for r in DeltaTable(p).to_pyarrow_table(row_tracking=True).to_pylist()}
+    assert after[2] == before[2] and after[3] == before[3] and after[1] not in before.values()
+    assert sorted(deltalake.DeltaTable(p).to_pyarrow_table().column("v").to_pylist()) == [1, 2, 3]

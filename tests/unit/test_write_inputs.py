@@ -64,19 +64,26 @@ def test_streamed_append_frees_written_batches_without_cycle_collector(tmp_path:
     finally:
         gc.enable()
     assert len(alive) == N_BATCHES
-    # a row group (2 batches), the one being encoded, one split ahead and the one being prepared: a few
-    # batches at most, however long the stream; before the fix every batch stayed alive (alive[i] == i)
-    assert max(alive) <= 6, alive
-    assert all(r() is None for r in refs[:-6])
+    # the row group being buffered (2 batches), the one being encoded (one pending job per file), one split
+    # ahead and the one being prepared: a few batches at most, however long the stream (margin left for
+    # scheduling); before the fix every batch stayed alive (alive[i] == i)
+    assert max(alive) <= 8, alive
+    assert all(r() is None for r in refs[:-8])
     # the copies the writer makes (the partition split takes rows) must not pile up either: Arrow's pool
     # stays level over the stream instead of growing with every batch (3x from first to last third before)
     third = N_BATCHES // 3
-    assert max(pool[-third:]) < 1.4 * max(pool[:third]), [x // 1000 for x in pool]
+    assert max(pool[-third:]) < 1.8 * max(pool[:third]), [x // 1000 for x in pool]
     assert DeltaTable(uri).to_pyarrow_table().num_rows == N_BATCHES * n
 
 
 def _rows(uri: str) -> list[dict[str, object]]:
-    return sorted(DeltaTable(uri).to_pyarrow_table().to_pylist(), key=lambda r: r["a"])
+    """The rows read back by deltakernel, checked against deltalake (delta-rs) reading the same table."""
+    import deltalake
+
+    ours = sorted(DeltaTable(uri).to_pyarrow_table().to_pylist(), key=lambda r: r["a"])
+    theirs = sorted(deltalake.DeltaTable(uri).to_pyarrow_table().to_pylist(), key=lambda r: r["a"])
+    assert ours == theirs
+    return ours
 
 
 def test_generator_of_batches_without_schema(tmp_path: Path) -> None:
@@ -164,3 +171,23 @@ def test_polars_empty_lazyframe_creates_the_table_with_its_schema(tmp_path: Path
     dt = DeltaTable(str(tmp_path))
     assert dt.to_pyarrow_table().num_rows == 0
     assert [f.name for f in dt.schema().fields] == ["a", "b"]
+
+
+def test_stats_collector_keeps_no_reference_to_a_folded_batch() -> None:
+    from deltakernel.kernel.schema.arrow import from_arrow_schema
+    from deltakernel.kernel.stats_collect import StatsCollector
+
+    a = np.arange(1000, dtype=np.int64)
+    ref = weakref.ref(a)
+    batch = pa.record_batch({"x": pa.array(a), "s": pa.array([{"y": 1}] * 1000)})
+    collector = StatsCollector(from_arrow_schema(batch.schema))
+    del a
+    gc.collect()
+    gc.disable()
+    try:
+        collector.update(batch)
+        del batch
+        assert ref() is None  # freed by reference counting alone (a recursive closure made it a cycle)
+    finally:
+        gc.enable()
+    assert collector.num_records == 1000

@@ -79,28 +79,70 @@ def _parse_table_arg(spec: str) -> tuple[str, str, int | str | None]:
     return name.strip(), uri, version
 
 
+class SqlError(DeltaError):
+    """A statement DataFusion could not parse, plan or run (the CLI prints it as `error: ...`)."""
+
+
+def _execute(ctx: Any, statement: str) -> pa.Table:
+    """Run one statement; DataFusion's own exceptions (plain ValueError/Exception) become `SqlError`."""
+    try:
+        return ctx.sql(statement).to_arrow_table()
+    except DeltaError:
+        raise
+    except Exception as e:
+        first_line = statement.strip().splitlines()[0] if statement.strip() else ""
+        where = first_line if len(first_line) <= 60 else first_line[:59] + "…"
+        raise SqlError(f"{e} (in: {where})") from e
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t) or pa.types.is_list(t):
+        return pa.list_(pa.field(t.value_field.name, _plain_type(t.value_type), t.value_field.nullable))
+    if pa.types.is_large_list(t):
+        return pa.large_list(pa.field(t.value_field.name, _plain_type(t.value_type), t.value_field.nullable))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _plain_type(f.type), f.nullable) for f in t])
+    if pa.types.is_dictionary(t):
+        return pa.dictionary(t.index_type, _plain_type(t.value_type))
+    return t
+
+
+def without_views(table: pa.Table) -> pa.Table:
+    """The table with string_view/binary_view (DataFusion's default string type) cast to string/binary:
+    pyarrow's CSV writer does not support view types."""
+    target = pa.schema([pa.field(f.name, _plain_type(f.type), f.nullable) for f in table.schema])
+    return table if target.equals(table.schema) else table.cast(target)
+
+
 def run(args: argparse.Namespace) -> None:
     """The `sql` subcommand (wired in `deltakernel.cli`)."""
+    from ..cli import storage_options
     from . import register, register_catalog, session_context
 
-    options = dict(kv.split("=", 1) for kv in (args.storage_option or [])) or None
+    options = storage_options(args.storage_option)
     ctx = session_context(storage_options=options)
     for spec in args.table or []:
         name, uri, version = _parse_table_arg(spec)
         register(ctx, name, uri, version=version, storage_options=options)
     for spec in args.catalog or []:
-        name, uri = spec.split("=", 1)
-        register_catalog(ctx, name, uri, options)
+        name, sep, uri = spec.partition("=")
+        if not sep or not name.strip():
+            raise DeltaError(f"--catalog wants NAME=DIR, got {spec!r}")
+        register_catalog(ctx, name.strip(), uri, options)
     for statement in split_statements(args.query):
         start = time.perf_counter()
-        result = ctx.sql(statement).to_arrow_table()
+        result = _execute(ctx, statement)
         elapsed = time.perf_counter() - start
         if result.num_columns == 0:
             continue
         if args.format == "csv":
             import pyarrow.csv as pacsv
 
-            pacsv.write_csv(result, sys.stdout.buffer)
+            pacsv.write_csv(without_views(result), sys.stdout.buffer)
             sys.stdout.flush()
         elif args.format == "json":
             import json
@@ -129,4 +171,4 @@ def add_parser(sub: Any) -> None:
     sp.set_defaults(fn=run)
 
 
-__all__ = ["add_parser", "format_table", "run", "split_statements"]
+__all__ = ["SqlError", "add_parser", "format_table", "run", "split_statements", "without_views"]

@@ -65,8 +65,17 @@ def _parse_timestamp(raw: str, utc: bool) -> dt.datetime:
     return value.replace(tzinfo=dt.timezone.utc) if utc else value
 
 
-def parse_partition_value(raw: str | None, dtype: DataType) -> Any:
-    """One serialized partition value as a Python value (None for null / empty string)."""
+def _context(column: str | None, path: str | None) -> str:
+    """` of column 'p' in data file x.parquet`: where an unparsable value comes from, for its message."""
+    return (f" of column {column!r}" if column else "") + (f" in data file {path}" if path else "")
+
+
+def parse_partition_value(raw: str | None, dtype: DataType, *, column: str | None = None,
+                          path: str | None = None) -> Any:
+    """One serialized partition value as a Python value (None for null / empty string).
+
+    `column` and `path` (the add action's) are only named in the error for a value that does not parse.
+    """
     name = _type_name(dtype)
     if raw is None or raw == "" or name == "void":
         return None
@@ -99,7 +108,7 @@ def parse_partition_value(raw: str | None, dtype: DataType) -> Any:
         if name == "binary":
             return raw.encode("utf-8", "surrogateescape")
     except (ValueError, ArithmeticError) as e:
-        raise SchemaError(f"invalid partition value {raw!r} for type {name}: {e}") from e
+        raise SchemaError(f"invalid partition value {raw!r}{_context(column, path)} for type {name}: {e}") from e
     raise SchemaError(f"type {name!r} cannot be a partition column")
 
 
@@ -168,8 +177,13 @@ def _vectorized(arr: pa.Array, dtype: DataType, target: pa.DataType) -> pa.Array
     return arr.cast(target)
 
 
-def parse_partition_array(raw: pa.Array | pa.ChunkedArray, dtype: DataType) -> pa.Array:
-    """A column of serialized partition values (strings, nulls) as a typed Arrow array."""
+def parse_partition_array(raw: pa.Array | pa.ChunkedArray, dtype: DataType, *, column: str | None = None,
+                          paths: pa.Array | pa.ChunkedArray | None = None) -> pa.Array:
+    """A column of serialized partition values (strings, nulls) as a typed Arrow array.
+
+    `column` and `paths` (the files' paths, row-aligned with `raw`) name where a value that does not parse
+    comes from.
+    """
     target = to_arrow_type(dtype)
     name = _type_name(dtype)
     if name == "void":
@@ -181,18 +195,34 @@ def parse_partition_array(raw: pa.Array | pa.ChunkedArray, dtype: DataType) -> p
         return _vectorized(arr, dtype, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         # rare shapes Arrow's parsers reject: the scalar parser decides (and raises a precise error)
-        values = [parse_partition_value(v, dtype) for v in arr.to_pylist()]
-        return pa.array(values, type=target)
+        values = arr.to_pylist()
+        try:
+            parsed = [parse_partition_value(v, dtype) for v in values]
+        except SchemaError:  # again, naming the column and the file of the first bad value
+            for i, v in enumerate(values):
+                parse_partition_value(v, dtype, column=column, path=_path_at(paths, i))
+            raise
+        return pa.array(parsed, type=target)
+
+
+def _path_at(paths: pa.Array | pa.ChunkedArray | None, i: int) -> str | None:
+    if paths is None or i >= len(paths):
+        return None
+    value = paths[i].as_py()
+    return None if value is None else str(value)
 
 
 def partition_columns_table(
     raw_struct: pa.StructArray | pa.ChunkedArray | pa.Table | pa.RecordBatch,
     partition_fields: list[StructField],
     mode: str,
+    *,
+    paths: pa.Array | pa.ChunkedArray | None = None,
 ) -> dict[str, pa.Array]:
     """Typed partition columns (logical name -> array) from the raw `partition_values` strings.
 
-    `raw_struct` is keyed by physical names (column mapping); a missing key yields nulls.
+    `raw_struct` is keyed by physical names (column mapping); a missing key yields nulls. `paths` (the
+    file table's `path` column) names the data file of a value that does not parse.
     """
     if isinstance(raw_struct, pa.ChunkedArray):
         raw_struct = (
@@ -231,7 +261,7 @@ def partition_columns_table(
         col = column(idx)
         if parent_nulls is not None:
             col = pc.if_else(parent_nulls, pa.scalar(None, col.type), col)
-        out[f.name] = parse_partition_array(col, f.type)
+        out[f.name] = parse_partition_array(col, f.type, column=f.name, paths=paths)
     return out
 
 

@@ -83,7 +83,8 @@ def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr) -> pa.Bo
     part_fields = [f for f in snapshot.partition_fields if any(c[0].lower() == f.name.lower() for c in cols)]
     pv: dict[Path, pa.Array] = {}
     if part_fields and "partition_values" in files.column_names:
-        typed = partition_columns_table(files.column("partition_values"), part_fields, mode)
+        paths = files.column("path") if "path" in files.column_names else None
+        typed = partition_columns_table(files.column("partition_values"), part_fields, mode, paths=paths)
         pv = {(name,): arr for name, arr in typed.items()}
     data_cols = {c for c in cols if (c[0],) not in pv}
     stats: FileStats | None = None

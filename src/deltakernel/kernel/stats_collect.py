@@ -305,6 +305,24 @@ def _child(arr: pa.Array | pa.ChunkedArray, name: str) -> pa.Array | pa.ChunkedA
     return arr.flatten()[idx]
 
 
+def _leaf_column(data: pa.RecordBatch | pa.Table, path: Path,
+                 cache: dict[Path, pa.Array | pa.ChunkedArray | None]) -> pa.Array | pa.ChunkedArray | None:
+    """The column at `path` (exact name, else case-insensitive; parents' nulls applied), memoised in `cache`."""
+    if path in cache:
+        return cache[path]
+    got: pa.Array | pa.ChunkedArray | None
+    if len(path) == 1:
+        names = data.schema.names
+        idx = names.index(path[0]) if path[0] in names else next(
+            (i for i, nm in enumerate(names) if nm.lower() == path[0].lower()), None)
+        got = data.column(idx) if idx is not None else None
+    else:
+        parent = _leaf_column(data, path[:-1], cache)
+        got = _child(parent, path[-1]) if parent is not None else None
+    cache[path] = got
+    return got
+
+
 class StatsCollector:
     """Statistics of one data file, fed batch by batch (logical column names and the table's Arrow types).
 
@@ -351,24 +369,12 @@ class StatsCollector:
         if n == 0:
             return
         self.num_records += n
-        names = data.schema.names
-        lower = {nm.lower(): i for i, nm in reversed(list(enumerate(names)))}
+        # a plain loop with a local cache, not a recursive closure: a closure that calls itself is a
+        # reference cycle (function -> cell -> function) holding `data` until the cycle collector runs,
+        # which kept every written batch alive on long streams
         cache: dict[Path, pa.Array | pa.ChunkedArray | None] = {}
-
-        def column(path: Path) -> pa.Array | pa.ChunkedArray | None:
-            if path in cache:
-                return cache[path]
-            if len(path) == 1:
-                idx = names.index(path[0]) if path[0] in names else lower.get(path[0].lower())
-                got = data.column(idx) if idx is not None else None
-            else:
-                parent = column(path[:-1])
-                got = _child(parent, path[-1]) if parent is not None else None
-            cache[path] = got
-            return got
-
         for leaf in self._leaves:
-            arr = column(leaf.logical)
+            arr = _leaf_column(data, leaf.logical, cache)
             if arr is None:
                 leaf.null_count = (leaf.null_count or 0) + n
                 continue

@@ -35,6 +35,16 @@ def parse_timestamp(value: dt.datetime | str | int | float) -> int:
     raise TypeError(f"cannot interpret {value!r} as a timestamp")
 
 
+def format_timestamp_ms(ms: int) -> str:
+    """Epoch milliseconds as ISO-8601 UTC with milliseconds (`2026-11-23T10:00:00.123Z`), for messages."""
+    try:
+        t = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=int(ms))
+    except OverflowError:
+        return f"{ms} ms since the epoch"
+    return (f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+            f".{t.microsecond // 1000:03d}Z")
+
+
 def commit_timestamps(
     storage: Storage, ict_enablement_version: int | None = None, infos: dict[int, dict[str, Any]] | None = None
 ) -> dict[int, int]:
@@ -68,7 +78,7 @@ def version_at_timestamp(timestamps: dict[int, int], target_ms: int) -> int:
     if not candidates:
         earliest = min(timestamps.values()) if timestamps else None
         raise VersionNotFoundError(
-            f"no commit at or before {dt.datetime.fromtimestamp(target_ms / 1000, dt.timezone.utc).isoformat()}"
-            + (f"; the earliest commit is at {earliest} ms" if earliest is not None else "")
+            f"no commit at or before {format_timestamp_ms(target_ms)}"
+            + (f"; the earliest commit is at {format_timestamp_ms(earliest)}" if earliest is not None else "")
         )
     return max(candidates)

@@ -25,6 +25,7 @@ from ..kernel.protocol_select import (
     with_dependencies,
     with_min_versions,
 )
+from ..kernel.row_tracking import with_materialized_names
 from ..kernel.scan import Scan
 from ..kernel.schema.column_mapping import ID_KEY, MODE_KEY, PHYSICAL_NAME_KEY
 from ..kernel.schema.evolution import schema_has_type
@@ -278,9 +279,15 @@ class TableAlterer:
             conf["delta.inCommitTimestampEnablementVersion"] = str(snap.version + 1)
             conf["delta.inCommitTimestampEnablementTimestamp"] = str(ts)
             max_retries = 0  # the enablement version must be the version this commit lands at
+        backfill: list[dict[str, Any]] = []
+        rt = "delta.enableRowTracking"
+        if conf.get(rt, "false").lower() == "true" and md.configuration.get(rt, "false").lower() != "true":
+            conf = with_materialized_names(conf)
+            backfill = _row_id_backfill(snap)
         txn = self._txn("SET TBLPROPERTIES", {"properties": json.dumps(props)}, custom_metadata)
         if max_retries is not None:
             txn.in_commit_timestamp = int(conf["delta.inCommitTimestampEnablementTimestamp"])
+        txn.add_files(backfill)  # the transaction gives them baseRowId / defaultRowCommitVersion
         txn.update_metadata(replace(md, configuration=conf, schema_string=schema_to_json(schema)))
         if new_proto is not None and new_proto != proto:
             txn.update_protocol(new_proto)
@@ -435,3 +442,27 @@ def _drop(struct: StructType, path: tuple[str, ...]) -> StructType:
 
 
 __all__ = ["TableAlterer", "feature_name"]
+
+
+def _row_id_backfill(snap: Any) -> list[dict[str, Any]]:
+    """Enabling row tracking on a table with data: every live file without a baseRowId is re-added
+    (dataChange=false) so that the commit assigns it one (PROTOCOL.md "Row Tracking": all files of a table
+    with `delta.enableRowTracking=true` have base row ids). One action per existing file, once."""
+    files = snap.files
+    if files.num_rows == 0:
+        return []
+    import pyarrow.compute as pc
+
+    missing = files.filter(pc.is_null(files.column("base_row_id")))
+    out: list[dict[str, Any]] = []
+    for r in missing.select(["path", "size", "modification_time", "partition_values", "stats",
+                             "deletion_vector", "tags"]).to_pylist():
+        add: dict[str, Any] = {"path": r["path"], "partitionValues": dict(r["partition_values"] or {}),
+                               "size": r["size"], "modificationTime": r["modification_time"], "dataChange": False,
+                               "stats": r["stats"]}
+        if r["deletion_vector"]:
+            add["deletionVector"] = {k: v for k, v in r["deletion_vector"].items() if v is not None}
+        if r["tags"]:
+            add["tags"] = dict(r["tags"])
+        out.append(add)
+    return out

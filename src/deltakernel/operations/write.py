@@ -310,7 +310,7 @@ def write_deltalake(
         # only a commit known to be absent lets go of its files: a landed (or possibly landed) commit
         # references them, and deleting them would make the table unreadable
         if not txn.may_have_committed:
-            _delete_quietly(storage, list(dict.fromkeys([a["path"] for a in [*adds, *txn.adds]])))
+            _delete_quietly(storage, list(dict.fromkeys([a["path"] for a in [*adds, *txn.adds, *txn.cdcs]])))
         raise
     finally:
         if txn.committed_version is not None and _is_table(table_or_uri):

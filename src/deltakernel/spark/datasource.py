@@ -227,9 +227,9 @@ class DeltaSourceWriter(DataSourceArrowWriter):
 
         spark = SparkSession.getActiveSession()
         self.kwargs = write_arguments(spark, _path(opts), "overwrite" if overwrite else "append", None, opts)
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from .writer import table_arrow_schema
 
-        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.arrow_schema = table_arrow_schema(schema)
         md, proto = _plan(self.kwargs, self.arrow_schema)
         self.metadata = md
         k = self.kwargs
@@ -237,15 +237,20 @@ class DeltaSourceWriter(DataSourceArrowWriter):
                               k.get("predicate"), k.get("max_rows_per_file"), None)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> DeltaCommitMessage:
+        from ._errors import marked
         from .writer import write_batches
 
-        adds, rows = write_batches(self.plan, iterator)
+        with marked():
+            adds, rows = write_batches(self.plan, iterator)
         return DeltaCommitMessage(adds, rows)
 
     def commit(self, messages: list[Any]) -> None:
         from ..errors import CommitConflictError
         from ..operations.write import write_deltalake
 
+        # from here on write_deltalake owns the files: it deletes them only when its commit is known absent,
+        # so Spark's abort() after a failed commit must not (the commit may have landed)
+        self._commit_attempted = True
         adds = [a for m in messages if m is not None for a in m.adds]
         rows = sum(m.rows for m in messages if m is not None)
 
@@ -261,6 +266,9 @@ class DeltaSourceWriter(DataSourceArrowWriter):
     def abort(self, messages: list[Any]) -> None:
         from ..kernel.paths import resolve_key
         from ..storage import storage_for_uri
+
+        if getattr(self, "_commit_attempted", False):
+            return
 
         storage = storage_for_uri(self.plan.table_uri, self.plan.storage_options)
         for m in messages:

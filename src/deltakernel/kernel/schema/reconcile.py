@@ -225,6 +225,7 @@ def _conform_columns(
     logical: StructType,
     mode: str,
     chunked: bool,
+    source: str | None = None,
 ) -> tuple[list[pa.ChunkedArray] | list[pa.Array], pa.Schema]:
     out_schema = to_arrow_schema(logical, include_metadata=False)
     matches = _match_fields(list(schema), logical, mode)
@@ -234,25 +235,31 @@ def _conform_columns(
         if idx is None:
             nulls = pa.nulls(num_rows, target)
             out.append(pa.chunked_array([nulls], type=target) if chunked else nulls)
-        else:
+            continue
+        try:
             out.append(_conform_column(columns[idx], lf.type, target, mode))
+        except SchemaError as e:
+            where = f"data file {source}: " if source else ""
+            raise SchemaError(f"{where}column {lf.name!r} (file column {schema.field(idx).name!r}): {e}") from e
     return out, out_schema
 
 
-def conform_table(file_table: pa.Table, logical: StructType, mode: str) -> pa.Table:
+def conform_table(file_table: pa.Table, logical: StructType, mode: str, *, source: str | None = None) -> pa.Table:
     """The file's table with exactly the logical schema's columns, names and Arrow types (no metadata).
 
     Missing columns/nested fields become nulls, extra file columns are dropped, narrower types are widened.
+    `source` (the data file's path or URI) is named in the SchemaError of a column that cannot be converted.
     """
     columns, schema = _conform_columns(
-        file_table.schema, file_table.columns, file_table.num_rows, logical, mode, chunked=True
+        file_table.schema, file_table.columns, file_table.num_rows, logical, mode, chunked=True, source=source
     )
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def conform_batch(batch: pa.RecordBatch, logical: StructType, mode: str) -> pa.RecordBatch:
+def conform_batch(batch: pa.RecordBatch, logical: StructType, mode: str, *,
+                  source: str | None = None) -> pa.RecordBatch:
     """`conform_table` for one RecordBatch (the streaming scan path)."""
     columns, schema = _conform_columns(
-        batch.schema, batch.columns, batch.num_rows, logical, mode, chunked=False
+        batch.schema, batch.columns, batch.num_rows, logical, mode, chunked=False, source=source
     )
     return pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -1,0 +1,146 @@
+"""The `deltakernel` console script, run in a subprocess as a user runs it: errors are one `error: ...` line
+on stderr with exit code 1 (no traceback), `--version`, CSV output of DataFusion's string_view results,
+ISO-8601 timestamps in `history` and time-travel errors, and `head`'s progress bar under a terminal."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import pty
+import re
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from deltakernel import DeltaTable
+from deltakernel.operations.write import write_deltalake
+
+ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+def _script() -> list[str]:
+    exe = Path(sys.executable).parent / "deltakernel"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "deltakernel.cli"]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "DELTAKERNEL_TRACEBACK"}
+    return subprocess.run([*_script(), *args], capture_output=True, text=True, timeout=180, env=env)
+
+
+def assert_clean_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("error: "), proc.stderr
+    for fragment in fragments:
+        assert fragment in proc.stderr, proc.stderr
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Three commits, one data file each (so a scan has several files to report progress over)."""
+    uri = str(tmp_path_factory.mktemp("cli") / "t")
+    write_deltalake(uri, pa.table({"a": pa.array([1, 2], pa.int64()), "s": ["x", "y"]}))
+    time.sleep(0.01)
+    write_deltalake(uri, pa.table({"a": pa.array([3], pa.int64()), "s": ["z"]}), mode="append")
+    time.sleep(0.01)
+    write_deltalake(uri, pa.table({"a": pa.array([4], pa.int64()), "s": [None]}), mode="append")
+    return uri
+
+
+def test_version_flag_prints_the_package_version() -> None:
+    proc = cli("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"deltakernel {version('deltakernel')}"
+
+
+def test_sql_syntax_error_is_one_error_line() -> None:
+    assert_clean_error(cli("sql", "SELEC 1"), "SELEC")
+
+
+def test_sql_unknown_column_is_one_error_line(table: str) -> None:
+    assert_clean_error(cli("sql", "SELECT nope FROM t", "--table", f"t={table}"), "nope")
+
+
+@pytest.mark.parametrize("command", ["info", "history", "head", "sql"])
+def test_malformed_storage_option_is_one_error_line(table: str, command: str) -> None:
+    args = ["sql", "SELECT 1", "--table", f"t={table}"] if command == "sql" else [command, table]
+    assert_clean_error(cli(*args, "-o", "FOO"), "'FOO'", "KEY=VALUE")
+
+
+@pytest.mark.parametrize("command", ["info", "count", "sql"])
+def test_missing_table_is_one_error_line(tmp_path: Path, command: str) -> None:
+    missing = str(tmp_path / "nothing")
+    args = ["sql", "SELECT * FROM t", "--table", f"t={missing}"] if command == "sql" else [command, missing]
+    assert_clean_error(cli(*args), "TableNotFoundError", missing)
+
+
+def test_sql_csv_with_string_view_columns(table: str) -> None:
+    proc = cli("sql", "SELECT a, s, concat(s, '!') AS e FROM t ORDER BY a", "--table", f"t={table}", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    assert rows == [["a", "s", "e"], ["1", "x", "x!"], ["2", "y", "y!"], ["3", "z", "z!"], ["4", "", "!"]]
+
+
+def test_history_shows_iso_timestamps(table: str) -> None:
+    import json
+
+    proc = cli("history", table)
+    assert proc.returncode == 0, proc.stderr
+    entries = [json.loads(line) for line in proc.stdout.splitlines()]
+    expected = {e["version"]: e["timestamp"] for e in DeltaTable(table).history()}
+    assert [e["version"] for e in entries] == [2, 1, 0]
+    for e in entries:
+        assert ISO_MS.match(e["timestamp"]), e
+        assert _iso_to_ms(e["timestamp"]) == expected[e["version"]]
+
+
+def _iso_to_ms(text: str) -> int:
+    import datetime as dt
+
+    t = dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
+    return round(t.timestamp() * 1000)
+
+
+def test_time_travel_error_shows_iso_timestamps(table: str) -> None:
+    proc = cli("info", table, "--version", "2001-02-03T04:05:06.789Z")
+    assert_clean_error(proc, "VersionNotFoundError", "2001-02-03T04:05:06.789Z")
+    earliest = os.stat(Path(table) / "_delta_log" / f"{0:020d}.json").st_mtime_ns // 1_000_000  # commit 0's time
+    stamps = re.findall(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", proc.stderr)
+    assert [_iso_to_ms(s) for s in stamps] == [_iso_to_ms("2001-02-03T04:05:06.789Z"), earliest]
+    assert not re.search(r"\d{10,} ?ms", proc.stderr), proc.stderr
+
+
+def test_head_in_a_terminal_ends_the_progress_bar_before_the_rows(table: str) -> None:
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([*_script(), "head", table, "-n", "1"], stdin=slave, stdout=slave, stderr=slave,
+                                close_fds=True)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert proc.wait(timeout=120) == 0
+    finally:
+        os.close(master)
+    out = b"".join(chunks).decode()
+    # head stops after the first file (1 of 3): the bar is left at 1/3 and must end its line
+    bar = re.search(r"\[[#.]+\] 1/3 files", out)
+    assert bar is not None, out
+    rest = out[bar.end():]
+    assert rest.startswith(("\r\n", "\n")), repr(out)
+    lines = [ln for ln in rest.replace("\r", "").split("\n") if ln.strip()]
+    assert "a" in lines[0].split() and "s" in lines[0].split(), repr(out)  # the header on its own line
+    assert "files" not in rest, repr(out)
