@@ -376,10 +376,11 @@ def test_reader_version_too_new(tmp_path: pathlib.Path) -> None:
 # ----------------------------------------------------------------------------- paths outside the table
 
 
+# Absolute paths anywhere in the table's own store are read (shallow clones, docs/decisions.md
+# "Absolute paths (supersedes Paths)"); relative paths may not climb out, other stores need an opt-in.
 @pytest.mark.parametrize(
     "bad_path",
-    ["../outside.parquet", "%2E%2E/outside.parquet", "sub/../../outside.parquet", "/etc/passwd",
-     "file:///tmp/other/x.parquet", "file:/etc/passwd", "s3://other-bucket/x.parquet", "OUTSIDE_ABS"],
+    ["../outside.parquet", "%2E%2E/outside.parquet", "sub/../../outside.parquet", "s3://other-bucket/x.parquet"],
 )
 def test_add_path_outside_table(tmp_path: pathlib.Path, bad_path: str) -> None:
     p = _make_table(tmp_path / "t", commits=2)
@@ -414,18 +415,39 @@ def test_absolute_path_inside_table_is_fine(tmp_path: pathlib.Path) -> None:
 
 
 def test_sibling_directory_with_common_prefix_is_outside(tmp_path: pathlib.Path) -> None:
-    """`/x/t-evil/f.parquet` is not inside table root `/x/t` even though the strings share a prefix."""
+    """`/x/t-evil/f.parquet` is not inside table root `/x/t` even though the strings share a prefix: it is
+    read as a file elsewhere on the same filesystem (its own location), never as a key under the root."""
+    from deltakernel.kernel.paths import resolve_key
+
     p = _make_table(tmp_path / "t", commits=2)
     evil = tmp_path / "t-evil"
     evil.mkdir()
     pq.write_table(pa.table({"id": pa.array([666], pa.int64()), "s": ["evil"]}), evil / "f.parquet")
+    with pytest.raises(InvalidPathError):
+        resolve_key(p, (evil / "f.parquet").as_uri())
     actions = helpers.read_actions(p, 1)
     for a in actions:
         if "add" in a:
             a["add"]["path"] = (evil / "f.parquet").as_uri()
     helpers.write_actions(p, 1, actions)
-    with pytest.raises(InvalidPathError):
-        _read(p)
+    assert str(evil / "f.parquet") in DeltaTable(p).file_uris()
+    assert 666 in _read(p).column("id").to_pylist()
+
+
+@pytest.mark.parametrize("style", ["uri", "file:/", "bare"])
+def test_absolute_local_path_outside_table_is_read(tmp_path: pathlib.Path, style: str) -> None:
+    p = _make_table(tmp_path / "t", commits=2)
+    outside = tmp_path / "outside.parquet"
+    pq.write_table(pa.table({"id": pa.array([666], pa.int64()), "s": ["evil"]}), outside)
+    path = {"uri": outside.as_uri(), "file:/": f"file:{outside}", "bare": str(outside)}[style]
+    actions = helpers.read_actions(p, 1)
+    for a in actions:
+        if "add" in a:
+            a["add"]["path"] = path
+            break
+    helpers.write_actions(p, 1, actions)
+    assert str(outside) in DeltaTable(p).file_uris()
+    assert 666 in _read(p).column("id").to_pylist()
 
 
 # ----------------------------------------------------------------------------- versions and gaps

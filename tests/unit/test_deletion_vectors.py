@@ -491,9 +491,14 @@ def test_path_escape_refused_on_read(tmp_path: Path) -> None:
     outside.write_bytes(encode_dv_file([blob])[0])
     (tmp_path / "table").mkdir()
     storage = make_storage(tmp_path / "table")
-    for path in (str(outside), f"file://{outside}", "../outside.bin"):
+    # relative '..' and absolute paths into another store stay refused
+    for path in ("../outside.bin", "s3://bucket/outside.bin"):
         with pytest.raises(InvalidPathError):
             read_deletion_vector(storage, DeletionVectorDescriptor("p", path, 1, len(blob), 1))
+    # absolute paths elsewhere on the table's own filesystem are read (shallow clones; docs/decisions.md)
+    for path in (str(outside), f"file://{outside}"):
+        rows = read_deletion_vector(storage, DeletionVectorDescriptor("p", path, 1, len(blob), 1))
+        assert rows.tolist() == [1]
     prefix_escape = DeletionVectorDescriptor("u", ".." + z85_encode(uuid.uuid4().bytes), 1, len(blob), 1)
     with pytest.raises(InvalidPathError):
         read_deletion_vector(storage, prefix_escape)

@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from ..errors import InvalidPathError
 from ..kernel import pyarrow_expressions as _pyarrow_expressions  # noqa: F401  (eager: see below)
 from ..kernel.expressions import (
     And,
@@ -60,7 +61,7 @@ from ..kernel.expressions import (
     to_pyarrow,
 )
 from ..kernel.partition_values import partition_columns_table
-from ..kernel.paths import resolve_key
+from ..kernel.paths import is_absolute, resolve_file
 from ..kernel.scan import Scan, read_in_order
 from ..kernel.schema.arrow import to_arrow_schema
 from ..kernel.skipping import file_skipping_mask
@@ -225,7 +226,18 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         return ok
 
     def local_path(self, path: str) -> str:
-        return f"{self._base}/{resolve_key(self.snapshot.storage.root_uri, path)}"
+        """`path` (from the log) in this dataset's filesystem (absolute paths may leave the table root)."""
+        target, key = resolve_file(self.snapshot.storage, path)
+        if not self.own_store(path):
+            raise InvalidPathError(f"{path!r} is in another store than {self.snapshot.storage.root_uri}")
+        return target.arrow_path(key)
+
+    def own_store(self, path: str) -> bool:
+        """False for a file in another store (DELTAKERNEL_ALLOW_FOREIGN_PATHS): only the kernel path reads it."""
+        if not is_absolute(path):
+            return True
+        target, _ = resolve_file(self.snapshot.storage, path)
+        return bool(target.arrow_filesystem()[0] == self._fs)
 
     def _kernel_predicate(self, filter: pc.Expression | None) -> Expr | None:
         if filter is None:
@@ -329,8 +341,9 @@ class DeltaFragment:
         no_dv = files.column("deletion_vector").is_null().to_pylist()
         paths = files.column("path").to_pylist()
         sizes = files.column("size").to_pylist()
-        local = [os.path.abspath(d.local_path(p)) for p in paths]
-        candidates = [i for i in range(files.num_rows) if no_dv[i] and native.safe_path(local[i])]
+        own = [d.own_store(p) for p in paths]
+        local = [os.path.abspath(d.local_path(p)) if ok else "" for p, ok in zip(paths, own)]
+        candidates = [i for i in range(files.num_rows) if no_dv[i] and own[i] and native.safe_path(local[i])]
         if not candidates or len(candidates) > native.MAX_NATIVE_FILES:
             return
         unchecked = [i for i in candidates if paths[i] not in d._native_ok]
@@ -419,7 +432,8 @@ class DeltaScanner:
                 return
             files = files.take(pa.array(rest, pa.int64()))
         has_dv = files.column("deletion_vector").is_valid().to_pylist()
-        plain_rows = [i for i, dv in enumerate(has_dv) if not dv] if d._plain_table else []
+        paths = files.column("path").to_pylist()
+        plain_rows = [i for i, dv in enumerate(has_dv) if not dv and d.own_store(paths[i])] if d._plain_table else []
         kernel_rows = sorted(set(range(files.num_rows)) - set(plain_rows))
         if plain_rows:
             pfiles = files.take(plain_rows)

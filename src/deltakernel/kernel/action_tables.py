@@ -6,15 +6,80 @@ Shared by log replay, checkpoint reading and the change data feed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from ..errors import MissingFileError, ObjectNotFoundError
 from ..storage.base import ObjectMeta, Storage
+
+# ----------------------------------------------------------------------------- pandas-free array building
+# pyarrow imports pandas (~0.1-0.9 s) on its first conversion of a Python or numpy object (pa.array,
+# pa.scalar, a Python literal passed to a compute function). The load path builds its arrays from buffers
+# instead, so opening a table does not pay for that import (benchmarks/bench_time_travel.py).
+_INT64, _INT32, _STRING, _LARGE_BINARY = pa.int64(), pa.int32(), pa.string(), pa.large_binary()
+_NP_DTYPES = {_INT64: np.int64, _INT32: np.int32, pa.uint64(): np.uint64, pa.float64(): np.float64}
+
+
+def np_to_arrow(values: object, typ: pa.DataType = _INT64, mask: object = None) -> pa.Array:
+    """A fixed-width Arrow array from numpy/list data (`mask` True = null), without pa.array."""
+    arr = np.ascontiguousarray(values, dtype=_NP_DTYPES[typ])
+    validity = None
+    if mask is not None:
+        valid = ~np.asarray(mask, dtype=np.bool_)
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(typ, len(arr), [validity, pa.py_buffer(arr)])
+
+
+def bool_to_arrow(values: object) -> pa.Array:
+    arr = np.asarray(values, dtype=np.bool_)
+    return pa.Array.from_buffers(pa.bool_(), len(arr), [None, pa.py_buffer(np.packbits(arr, bitorder="little"))])
+
+
+def bytes_to_arrow(blobs: Sequence[bytes], typ: pa.DataType = _LARGE_BINARY) -> pa.Array:
+    """A (large_)binary/string array of `blobs`, one copy, without pa.array."""
+    large = typ in (pa.large_binary(), pa.large_string())
+    offsets = np.zeros(len(blobs) + 1, dtype=np.int64 if large else np.int32)
+    np.cumsum(np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs)), out=offsets[1:])
+    return pa.Array.from_buffers(typ, len(blobs), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(blobs))])
+
+
+def arrow_to_np(arr: pa.Array) -> npt.NDArray[Any]:
+    """A numpy view/copy of a fixed-width or boolean array without nulls (Array.to_numpy imports pandas)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    n, off = len(arr), arr.offset
+    if arr.null_count:
+        raise ValueError("arrow_to_np needs an array without nulls")
+    buf = arr.buffers()[1]
+    if pa.types.is_boolean(arr.type):
+        if n == 0:
+            return np.zeros(0, dtype=np.bool_)
+        bits = np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little")
+        return bits[off : off + n].astype(np.bool_)
+    if arr.type not in _NP_DTYPES:
+        return np.asarray(arr.to_numpy(zero_copy_only=False))
+    dtype = np.dtype(_NP_DTYPES[arr.type])
+    if n == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(buf, dtype=dtype, count=off + n)[off:]
+
+
+def str_scalar(value: str, typ: pa.DataType = _STRING) -> pa.Scalar:
+    return bytes_to_arrow([value.encode()], typ)[0]
+
+
+def null_scalar(typ: pa.DataType) -> pa.Scalar:
+    return pa.nulls(1, typ)[0]
+
+
+def int_scalar(value: int, typ: pa.DataType = _INT64) -> pa.Scalar:
+    return np_to_arrow([value], typ)[0]
+
 
 DV_TYPE = pa.struct(
     [
@@ -126,7 +191,7 @@ def _map_columns(arr: pa.Array, names: Sequence[str], n: int) -> list[pa.Array]:
     """Columns of a map<string,string> by key; one pass over the flat entries (faster than map_lookup)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    offsets = arr.offsets.to_numpy()
+    offsets = arrow_to_np(arr.offsets)
     start, stop = int(offsets[0]), int(offsets[-1])
     keys, items = arr.keys, arr.items
     if len(keys) != stop - start:  # the child arrays are not sliced with the parent
@@ -135,16 +200,16 @@ def _map_columns(arr: pa.Array, names: Sequence[str], n: int) -> list[pa.Array]:
     parents = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     out = []
     for name in names:
-        hit = pc.equal(keys, pa.scalar(name, keys.type)).to_numpy(zero_copy_only=False)
+        hit = arrow_to_np(pc.equal(keys, str_scalar(name, keys.type)))  # map keys are never null
         rows = parents[hit]
         pos = np.full(n, -1, dtype=np.int64)
         pos[rows] = np.nonzero(hit)[0]
-        out.append(pc.take(items, pa.array(pos, mask=pos < 0)))
+        out.append(pc.take(items, np_to_arrow(np.maximum(pos, 0), mask=pos < 0)))
     return out
 
 
 def _empty_struct(n: int) -> pa.Array:
-    return pa.array([{}] * n, type=pa.struct([]))
+    return pa.Array.from_buffers(pa.struct([]), n, [None], children=[])
 
 
 def dv_unique_ids(dv: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -152,50 +217,46 @@ def dv_unique_ids(dv: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(dv, pa.ChunkedArray):
         dv = dv.combine_chunks() if dv.num_chunks != 1 else dv.chunk(0)
     if len(dv) == 0:
-        return pa.array([], pa.string())
-    base = pc.binary_join_element_wise(dv.field("storageType"), dv.field("pathOrInlineDv"), "")
+        return pa.nulls(0, pa.string())
+    empty = str_scalar("")
+    base = pc.binary_join_element_wise(dv.field("storageType"), dv.field("pathOrInlineDv"), empty)
     offset = dv.field("offset").cast(pa.string())
-    with_offset = pc.binary_join_element_wise(base, offset, "@")
+    with_offset = pc.binary_join_element_wise(base, offset, str_scalar("@"))
     uid = pc.if_else(pc.is_null(offset), base, with_offset)
-    return pc.fill_null(pc.if_else(dv.is_null(), pa.scalar(None, pa.string()), uid), "")
+    return pc.fill_null(pc.if_else(dv.is_null(), null_scalar(pa.string()), uid), empty)
 
 
 def file_keys(table: pa.Table) -> pa.Array:
-    paths = table.column("path").combine_chunks() if table.num_rows else pa.array([], pa.string())
-    return pc.binary_join_element_wise(paths, dv_unique_ids(table.column("deletion_vector")), "\x00")
+    paths = table.column("path").combine_chunks() if table.num_rows else pa.nulls(0, pa.string())
+    return pc.binary_join_element_wise(paths, dv_unique_ids(table.column("deletion_vector")), str_scalar("\x00"))
 
 
 def _read_commit_bytes(storage: Storage, metas: Sequence[ObjectMeta]) -> list[bytes]:
-    def get(m: ObjectMeta) -> bytes:
-        try:
-            return storage.read(m.key)
-        except ObjectNotFoundError as e:
-            raise MissingFileError(f"commit file {storage.full_uri(m.key)} disappeared while reading") from e
-
-    if len(metas) <= 4 or storage.sequential_reads:
-        return [get(m) for m in metas]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        return list(pool.map(get, metas))
+    """Bytes of many small commit files in one bulk storage call (parallel on object stores)."""
+    try:
+        return storage.read_many([m.key for m in metas])
+    except ObjectNotFoundError as e:
+        raise MissingFileError(f"commit file disappeared while reading the Delta log of {storage.root_uri}: {e}") from e
 
 
 def split_lines(blobs: Sequence[bytes]) -> tuple[pa.Array, pa.Array]:
     """(lines, index of the blob each line came from), empty lines dropped, vectorized."""
     if not blobs:
-        return pa.array([], pa.string()), pa.array([], pa.int32())
-    arr = pa.array(blobs, pa.large_binary()).cast(pa.large_string())
+        return pa.nulls(0, pa.string()), pa.nulls(0, pa.int32())
+    arr = bytes_to_arrow(blobs, pa.large_binary()).cast(pa.large_string())
     parts = pc.split_pattern(arr, "\n")
     parents = pc.list_parent_indices(parts)
     lines = pc.list_flatten(parts)
     lines = pc.ascii_trim_whitespace(lines)  # JSON whitespace is ASCII; cheaper than the utf8 kernel
-    keep = pc.greater(pc.utf8_length(lines), 0)
+    keep = pc.greater(pc.utf8_length(lines), int_scalar(0))
     return pc.filter(lines, keep), pc.filter(parents, keep)
 
 
 def _parse_json_lines(lines: pa.Array, typ: pa.DataType) -> pa.StructArray:
     if len(lines) == 0:
-        return pa.array([], typ)
-    one = pa.LargeListArray.from_arrays(pa.array([0, len(lines)], pa.int64()), lines)
-    buf = pc.binary_join(one, pa.scalar("\n", lines.type))[0].as_buffer()
+        return pa.nulls(0, typ)
+    one = pa.LargeListArray.from_arrays(np_to_arrow([0, len(lines)]), lines)
+    buf = pc.binary_join(one, str_scalar("\n", lines.type))[0].as_buffer()
     max_len = pc.max(pc.binary_length(lines)).as_py() or 0
     block = max(1 << 20, 2 * max_len + 16)
     schema = pa.schema(list(typ))
@@ -208,5 +269,5 @@ def _parse_json_lines(lines: pa.Array, typ: pa.DataType) -> pa.StructArray:
         raise ValueError("line count mismatch")
     batch = table.combine_chunks().to_batches()
     if not batch:
-        return pa.array([], typ)
+        return pa.nulls(0, typ)
     return pa.StructArray.from_arrays(batch[0].columns, fields=list(typ))

@@ -209,7 +209,7 @@ def _batch_file_actions(
         col = columns.get(kind)
         if col is None:
             continue
-        valid = pc.fill_null(pc.and_(col.is_valid(), col.field("path").is_valid()), False)
+        valid = pc.and_(col.is_valid(), col.field("path").is_valid())  # never null (no literal: see np_to_arrow)
         n_valid = int(pc.sum(valid).as_py() or 0)
         if n_valid == 0:
             continue

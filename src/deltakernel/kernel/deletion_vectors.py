@@ -39,6 +39,8 @@ from pyroaring import BitMap
 from deltakernel.errors import DeletionVectorError, InvalidPathError, ObjectNotFoundError
 from deltakernel.storage.base import Storage
 
+from .paths import resolve_file
+
 __all__ = [
     "NATIVE_MAGIC",
     "PORTABLE_MAGIC",
@@ -145,6 +147,10 @@ def _split_location(location: str) -> tuple[str, str, str]:
             netloc = ""
         return scheme, netloc, unquote(parts.path)
     return "file", "", location.replace("\\", "/") if _WINDOWS_DRIVE_RE.match(location) else location
+
+
+def _is_absolute(path: str) -> bool:
+    return bool(_URI_RE.match(path)) or path.startswith(("/", "\\"))
 
 
 def _check_relative_key(key: str, what: str) -> str:
@@ -550,6 +556,11 @@ def read_deletion_vector(
     if descriptor.is_inline:
         data = descriptor.inline_data()
         where = "inline deletion vector"
+    elif descriptor.storage_type == "p" and table_root_uri is None and _is_absolute(descriptor.path_or_inline_dv):
+        # an absolute 'p' path may lie anywhere in the table's store (shallow clones): kernel/paths.py decides
+        target, key = resolve_file(storage, descriptor.path_or_inline_dv)
+        data = _read_dv_file(target, key, descriptor)
+        where = f"deletion vector {target.full_uri(key)}"
     else:
         root = storage.root_uri if table_root_uri is None else table_root_uri
         key = descriptor.relative_key(root)

@@ -163,9 +163,13 @@ def _best_checkpoint(candidates: list[Checkpoint]) -> Checkpoint:
     return sorted(candidates, key=lambda c: (order[c.kind], -len(c.files)))[0]
 
 
-def _list_log(storage: Storage, start_version: int | None) -> _Listing:
+def _list_log(storage: Storage, start_version: int | None, end_version: int | None = None) -> _Listing:
+    """Log files of versions >= `start_version` and <= `end_version` (both optional)."""
     start_after = None if not start_version else f"{LOG_DIR}/{start_version - 1:020d}.~"
-    return _classify(storage.list_from(f"{LOG_DIR}/", start_after=start_after))
+    if end_version is None:
+        return _classify(storage.list_from(f"{LOG_DIR}/", start_after=start_after))
+    end_before = f"{LOG_DIR}/{end_version + 1:020d}"
+    return _classify(storage.list_range(f"{LOG_DIR}/", start_after=start_after, end_before=end_before))
 
 
 def list_commits(storage: Storage) -> dict[int, ObjectMeta]:
@@ -174,12 +178,22 @@ def list_commits(storage: Storage) -> dict[int, ObjectMeta]:
 
 
 def build_log_segment(storage: Storage, version: int | None = None) -> LogSegment:
-    """The segment for `version` (latest when None)."""
+    """The segment for `version` (latest when None).
+
+    Time travel lists only up to `version` (a `_last_checkpoint` past it is ignored); when the target
+    version is not in that listing, the full listing decides between "not found" and a gap.
+    """
     hint = read_last_checkpoint(storage)
     if hint is not None and (version is None or hint["version"] <= version):
-        listing = _list_log(storage, int(hint["version"]))
+        listing = _list_log(storage, int(hint["version"]), version)
         segment = _segment_from(storage, listing, version, require_checkpoint_at=int(hint["version"]))
         if segment is not None:
+            return segment
+    if version is not None and version >= 0:
+        listing = _list_log(storage, None, version)
+        if version in listing.commits or version in listing.checkpoints:
+            segment = _segment_from(storage, listing, version, require_checkpoint_at=None)
+            assert segment is not None
             return segment
     listing = _list_log(storage, None)
     segment = _segment_from(storage, listing, version, require_checkpoint_at=None)

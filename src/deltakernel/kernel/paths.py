@@ -1,8 +1,11 @@
-"""Resolve file paths from the log to storage keys, refusing anything outside the table.
+"""Resolve file paths from the log (add/remove/cdc actions, 'p' deletion vectors) to storage locations.
 
-Paths in add/remove/cdc actions are URIs: relative ones are percent-encoded and resolved against the
-table root; absolute ones are accepted only when they point inside the table root. A `..` segment that
-escapes the root is refused (PROTOCOL.md "Add File and Remove File": paths are relative to the root).
+Paths are URIs (PROTOCOL.md "Add File and Remove File"). Relative ones are percent-decoded, resolved
+against the table root and may not climb out of it with `..`. Absolute ones (shallow clones, Spark's
+canonical `file:/...` paths) are accepted anywhere in the table's own store (same filesystem, or same
+scheme family and bucket/container); another store is refused unless the storage was opened with
+`DELTAKERNEL_ALLOW_FOREIGN_PATHS` (see docs/decisions.md). Absolute paths stay as written in the log;
+only reads go through `resolve_file`.
 """
 
 from __future__ import annotations
@@ -12,24 +15,7 @@ import re
 import urllib.parse
 
 from ..errors import InvalidPathError
-
-
-def _normalize_root(root_uri: str) -> str:
-    root = root_uri.rstrip("/")
-    if root.startswith("file:"):
-        root = urllib.parse.unquote(urllib.parse.urlparse(root).path)
-    return root
-
-
-def _absolute_to_comparable(path: str) -> str:
-    """`file:/x`, `file:///x` and `/x` name the same local file; URLs keep scheme and bucket."""
-    if path.startswith("file:"):
-        return urllib.parse.unquote(urllib.parse.urlparse(path).path)
-    if path.startswith("/"):
-        return path
-    parsed = urllib.parse.urlparse(path)
-    return f"{parsed.scheme}://{parsed.netloc}{urllib.parse.unquote(parsed.path)}"
-
+from ..storage.base import Storage
 
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
@@ -39,30 +25,74 @@ def is_absolute(path: str) -> bool:
     return path.startswith("/") or bool(_SCHEME_RE.match(path))
 
 
-def resolve_key(root_uri: str, path: str) -> str:
-    """Storage key (relative to the table root) for a path from the log."""
-    if not path:
-        raise InvalidPathError("empty file path in the Delta log")
-    if is_absolute(path):
-        absolute = _absolute_to_comparable(path)
-        root = _normalize_root(root_uri)
-        if not (absolute.startswith(root + "/")):
-            raise InvalidPathError(
-                f"file {path!r} is outside the table root {root_uri!r}; refusing to read it"
-            )
-        key = absolute[len(root) + 1 :]
-    else:
-        key = urllib.parse.unquote(path)
-    normalized = posixpath.normpath(key)
-    if normalized.startswith("../") or normalized == ".." or normalized.startswith("/") or ("/../" in f"/{key}/" \
-            and normalized.startswith("..")):
-        raise InvalidPathError(f"file {path!r} escapes the table root {root_uri!r}; refusing to read it")
+def split_absolute(path: str) -> tuple[str, str, str]:
+    """(lowercased scheme, netloc, percent-decoded absolute path) of an absolute path from the log.
+
+    `/x`, `file:/x`, `file:///x` and `file://localhost/x` all name the local file `/x` (scheme '').
+    """
+    if path.startswith("/"):
+        return "", "", urllib.parse.unquote(path)
+    parsed = urllib.parse.urlsplit(path)
+    scheme = parsed.scheme.lower()
+    decoded = urllib.parse.unquote(parsed.path)
+    if scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise InvalidPathError(f"file {path!r} names a remote host; only local file: paths can be read")
+        return "", "", decoded
+    if not decoded.startswith("/"):
+        decoded = "/" + decoded
+    return scheme, parsed.netloc, decoded
+
+
+def _relative_key(root_uri: str, path: str) -> str:
+    key = urllib.parse.unquote(path)
     if any(seg == ".." for seg in key.split("/")):
-        raise InvalidPathError(f"file {path!r} contains '..'; refusing to read it")
+        raise InvalidPathError(f"file {path!r} contains '..' and could escape the table root {root_uri!r}; "
+                               "refusing to read it")
+    normalized = posixpath.normpath(key)
+    if normalized.startswith("/") or normalized in (".", ""):
+        raise InvalidPathError(f"file {path!r} does not name a file under the table root {root_uri!r}")
     return normalized
 
 
+def resolve_key(root_uri: str, path: str) -> str:
+    """Storage key (relative to the table root) for a path from the log that lies inside the table root.
+
+    Absolute paths outside the root raise InvalidPathError; readers use `resolve_file`, which also
+    reaches the rest of the table's store.
+    """
+    if not path:
+        raise InvalidPathError("empty file path in the Delta log")
+    if not is_absolute(path):
+        return _relative_key(root_uri, path)
+    scheme, netloc, decoded = split_absolute(path)
+    root_scheme, root_netloc, root_path = split_absolute(root_uri.rstrip("/"))
+    root_path = root_path.rstrip("/")
+    if (scheme, netloc) != (root_scheme, root_netloc) or not decoded.startswith(root_path + "/"):
+        raise InvalidPathError(f"file {path!r} is outside the table root {root_uri!r}")
+    return _relative_key(root_uri, urllib.parse.quote(decoded[len(root_path) + 1 :]))
+
+
+def resolve_file(storage: Storage, path: str) -> tuple[Storage, str]:
+    """(storage, key) to read a file named in the log: the table storage for relative paths, the table's
+    store root (or, when allowed, another store) for absolute paths outside the table root."""
+    if not path:
+        raise InvalidPathError("empty file path in the Delta log")
+    if not is_absolute(path):
+        return storage, _relative_key(storage.root_uri, path)
+    scheme, netloc, decoded = split_absolute(path)
+    try:
+        return storage.locate(scheme, netloc, decoded)
+    except InvalidPathError as e:
+        raise InvalidPathError(f"cannot read {path!r} from the Delta log of {storage.root_uri}: {e}") from e
+
+
+def file_uri(storage: Storage, path: str) -> str:
+    """Absolute URI (or local path) of a file in the log, as deltalake's `file_uris()` reports it."""
+    target, key = resolve_file(storage, path)
+    return target.full_uri(key)
+
+
 def to_uri(root_uri: str, path: str) -> str:
-    """Absolute URI of a file in the log, as deltalake's `file_uris()` reports it."""
-    key = resolve_key(root_uri, path)
-    return f"{root_uri.rstrip('/')}/{key}"
+    """Absolute URI of a file inside the table root."""
+    return f"{root_uri.rstrip('/')}/{resolve_key(root_uri, path)}"

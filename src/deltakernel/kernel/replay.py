@@ -33,10 +33,15 @@ from .action_tables import (  # noqa: F401  (re-exported: the file table's shape
     _json_action_type,
     _parse_json_lines,
     _read_commit_bytes,
+    arrow_to_np,
+    bool_to_arrow,
+    bytes_to_arrow,
     dv_unique_ids,
     file_keys,
+    np_to_arrow,
     partition_struct_type,
     split_lines,
+    str_scalar,
 )
 from .actions import DomainMetadata, Metadata, Protocol, Txn
 from .checkpoint_read import CheckpointParts, checkpoint_file_actions, read_checkpoint
@@ -85,9 +90,9 @@ def read_commits(
                 raise CorruptLogError(f"corrupt commit file {storage.full_uri(meta.key)}: not UTF-8 ({ue})") from e
         raise CorruptLogError(f"corrupt commit file(s) in the Delta log of {storage.root_uri}: {e}") from e
     is_bulk = pc.match_substring_regex(lines, _BULK_RE)
-    rare_idx = pc.indices_nonzero(pc.invert(is_bulk)).to_numpy()
-    rare_lines = pc.take(lines, pa.array(rare_idx, pa.int64())).to_pylist()
-    rare_parents = pc.take(parents, pa.array(rare_idx, pa.int64())).to_pylist()
+    rare_idx = pc.indices_nonzero(pc.invert(is_bulk))
+    rare_lines = pc.take(lines, rare_idx).to_pylist()
+    rare_parents = pc.take(parents, rare_idx).to_pylist()
     rare: list[tuple[int, dict[str, Any]]] = []
     for text, p in zip(rare_lines, rare_parents):
         try:
@@ -126,8 +131,8 @@ def read_commits(
     except (pa.ArrowInvalid, ValueError) as e:
         _locate_bad_line(storage, metas, bulk_lines, bulk_parents, e)
         raise
-    order = pa.array(range(len(bulk_lines)), pa.int64())
-    line_versions = pc.take(pa.array(versions, pa.int64()), bulk_parents)
+    order = np_to_arrow(np.arange(len(bulk_lines), dtype=np.int64))
+    line_versions = pc.take(np_to_arrow(versions), bulk_parents)
     tags = extract_tags(bulk_lines)
     adds = _tagged(parsed, "add", pnames, line_versions, order, tags)
     removes = _tagged(parsed, "remove", pnames, line_versions, order, tags)
@@ -168,7 +173,7 @@ def extract_tags(lines: pa.Array) -> pa.Array:
     """
     n = len(lines)
     if n == 0:
-        return pa.array([], TAGS_TYPE)
+        return pa.nulls(0, TAGS_TYPE)
     raw = pc.struct_field(pc.extract_regex(lines, _TAGS_RE), [0])
     valid = raw.is_valid()
     m = int(pc.sum(valid).as_py() or 0)
@@ -182,14 +187,14 @@ def extract_tags(lines: pa.Array) -> pa.Array:
             [[(str(k), None if v is None else str(v)) for k, v in json.loads(o).items()] for o in objs.to_pylist()],
             TAGS_TYPE,
         )
-    positions = np.cumsum(valid.to_numpy(zero_copy_only=False)) - 1
-    mask = ~valid.to_numpy(zero_copy_only=False)
-    return pc.take(compact, pa.array(positions, pa.int64(), mask=mask))
+    valid_np = arrow_to_np(valid)
+    positions = np.maximum(np.cumsum(valid_np) - 1, 0)
+    return pc.take(compact, np_to_arrow(positions, mask=~valid_np))
 
 
 def _pivot_tags(objs: pa.Array) -> pa.Array:
-    one = pa.ListArray.from_arrays(pa.array([0, len(objs)], pa.int32()), objs)
-    buf = pc.binary_join(one, pa.scalar("\n", objs.type))[0].as_buffer()
+    one = pa.ListArray.from_arrays(np_to_arrow([0, len(objs)], pa.int32()), objs)
+    buf = pc.binary_join(one, str_scalar("\n", objs.type))[0].as_buffer()
     table = pajson.read_json(
         pa.BufferReader(buf),
         read_options=pajson.ReadOptions(block_size=max(1 << 20, buf.size + 16), use_threads=False),
@@ -200,13 +205,13 @@ def _pivot_tags(objs: pa.Array) -> pa.Array:
     if not names:
         return pa.array([[]] * m, TAGS_TYPE)
     cols = [table.column(c).combine_chunks().cast(pa.string()) for c in names]
-    valid = np.stack([c.is_valid().to_numpy(zero_copy_only=False) for c in cols], axis=1)  # m x K
+    valid = np.stack([arrow_to_np(c.is_valid()) for c in cols], axis=1)  # m x K
     flat = np.nonzero(valid.ravel())[0]
     rows, ks = flat // len(names), flat % len(names)
-    values = pc.take(pa.concat_arrays(cols), pa.array(ks * m + rows, pa.int64()))
-    keys = pc.take(pa.array(names, pa.string()), pa.array(ks, pa.int64()))
+    values = pc.take(pa.concat_arrays(cols), np_to_arrow(ks * m + rows))
+    keys = pc.take(bytes_to_arrow([n.encode() for n in names], pa.string()), np_to_arrow(ks))
     offsets = np.concatenate([[0], np.cumsum(valid.sum(axis=1))]).astype(np.int32)
-    return pa.MapArray.from_arrays(pa.array(offsets), keys, values)
+    return pa.MapArray.from_arrays(np_to_arrow(offsets, pa.int32()), keys, values)
 
 
 def _locate_bad_line(
@@ -344,7 +349,7 @@ def _newest_per_key(keys: pa.ChunkedArray, order: pa.ChunkedArray) -> tuple[pa.A
     if n == 0:
         return o, k
     first = pc.not_equal(k.slice(1), k.slice(0, n - 1))
-    mask = pa.concat_arrays([pa.array([True]), first.cast(pa.bool_())])
+    mask = pa.concat_arrays([bool_to_arrow([True]), first.cast(pa.bool_())])
     return pc.filter(o, mask), pc.filter(k, mask)
 
 

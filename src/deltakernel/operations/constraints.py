@@ -121,13 +121,15 @@ class Enforcer:
             if ident is not None:
                 self._identities[f.name] = ident
         self.checks = check_constraints(metadata.configuration) if self._checks_on else {}
+        # computed once: the schema walk builds closures, which per batch would be garbage for the cycle collector
+        self._invariant_list = _invariants(self.schema) if self._invariants_on else []
 
     @property
     def needed(self) -> bool:
         """False when this table has nothing to fill or check (the write path then skips the enforcer)."""
         if self._identities or self.checks:
             return True
-        if self._invariants_on and _invariants(self.schema):
+        if self._invariant_list:
             return True
 
         def walk(struct: StructType) -> bool:
@@ -252,8 +254,8 @@ class Enforcer:
                 if gen is None:
                     continue
                 self._check_generated(table, f, str(gen))
-        if self._invariants_on:
-            for path, text in _invariants(self.schema):
+        if self._invariant_list:
+            for path, text in self._invariant_list:
                 result = evaluate(self._expr(text), table)
                 self._require(table, result, f"invariant on column {'.'.join(path)!r}", text)
         for name, text in sorted(self.checks.items()):

@@ -11,7 +11,7 @@ import re
 from urllib.parse import unquote, urlsplit
 
 from deltakernel.errors import InvalidPathError, StorageError
-from deltakernel.storage.base import ObjectMeta, Storage
+from deltakernel.storage.base import ALLOW_FOREIGN_PATHS_OPTION, ObjectMeta, Storage, foreign_paths_allowed
 from deltakernel.storage.local import LocalStorage
 from deltakernel.storage.object_store import (
     OBJECT_STORE_SCHEMES,
@@ -20,6 +20,7 @@ from deltakernel.storage.object_store import (
 )
 
 __all__ = [
+    "ALLOW_FOREIGN_PATHS_OPTION",
     "OBJECT_STORE_SCHEMES",
     "LocalStorage",
     "ObjectMeta",
@@ -74,13 +75,15 @@ def normalize_table_uri(uri: str) -> str:
 
 
 def storage_for_uri(uri: str, storage_options: dict[str, str] | None = None) -> Storage:
-    """The backend for a table URI; `storage_options` are deltalake's keys (ignored for local paths)."""
+    """The backend for a table URI; `storage_options` are deltalake's keys (for local paths only
+    ALLOW_FOREIGN_PATHS_OPTION matters; the rest is kept to open another store when that is allowed)."""
     uri = os.fspath(uri)
     scheme = _scheme(uri)
-    if scheme is None:
-        return LocalStorage(_local_path(uri))
-    if scheme == "file":
-        return LocalStorage(_file_url_to_path(uri))
+    if scheme is None or scheme == "file":
+        local = LocalStorage(_local_path(uri) if scheme is None else _file_url_to_path(uri))
+        local.storage_options = dict(storage_options or {})
+        local.allow_foreign_paths = foreign_paths_allowed(storage_options)
+        return local
     if scheme in OBJECT_STORE_SCHEMES:
         return ObjectStoreStorage(uri, storage_options)
     raise StorageError(f"unsupported URI scheme {scheme!r} in {uri!r}")

@@ -6,10 +6,30 @@ Commits rely only on `put_if_absent`; nothing ever renames.
 
 from __future__ import annotations
 
+import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from deltakernel.errors import InvalidPathError
+
+#: storage option (case-insensitive, value true/1/yes) letting absolute paths in the log point into another
+#: store (another bucket/container or scheme) than the table's; off by default, see docs/decisions.md
+ALLOW_FOREIGN_PATHS_OPTION = "DELTAKERNEL_ALLOW_FOREIGN_PATHS"
+
+
+def foreign_paths_allowed(storage_options: Mapping[str, Any] | None) -> bool:
+    """Whether `storage_options` opt in to reading files in another store (ALLOW_FOREIGN_PATHS_OPTION)."""
+    for k, v in (storage_options or {}).items():
+        if k.strip().upper() == ALLOW_FOREIGN_PATHS_OPTION:
+            return str(v).strip().lower() in ("true", "1", "yes")
+    return False
+
+
+def without_deltakernel_options(storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The options minus deltakernel's own keys (object_store would reject them)."""
+    return {k: v for k, v in (storage_options or {}).items() if k.strip().upper() != ALLOW_FOREIGN_PATHS_OPTION}
 
 
 @dataclass(frozen=True)
@@ -34,9 +54,31 @@ class Storage(ABC):
     ) -> Iterator[ObjectMeta]:
         """Objects whose key starts with `prefix`, in lexicographic key order, keys > `start_after`."""
 
+    def list_range(
+        self, prefix: str, start_after: str | None = None, end_before: str | None = None
+    ) -> list[ObjectMeta]:
+        """`list_from(prefix, start_after)` cut at keys >= `end_before` (time travel lists only up to the
+        version it needs); backends stop listing early instead of filtering afterwards."""
+        out: list[ObjectMeta] = []
+        for m in self.list_from(prefix, start_after):
+            if end_before is not None and m.key >= end_before:
+                break
+            out.append(m)
+        return out
+
     @abstractmethod
     def read(self, key: str, start: int | None = None, end: int | None = None) -> bytes:
         """Whole object, or bytes [start, end). Raises ObjectNotFoundError."""
+
+    def read_many(self, keys: list[str]) -> list[bytes]:
+        """Whole objects, in order (many small commit files). Local disks read them in a tight loop;
+        remote stores overlap the requests' latency in a thread pool."""
+        if len(keys) <= 2 or self.sequential_reads:
+            return [self.read(k) for k in keys]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(32, len(keys))) as pool:
+            return list(pool.map(self.read, keys))
 
     @abstractmethod
     def head(self, key: str) -> ObjectMeta:
@@ -67,6 +109,81 @@ class Storage(ABC):
 
     def full_uri(self, key: str) -> str:
         return f"{self.root_uri}/{key}"
+
+    # ------------------------------------------------------------------ files outside the root
+    #: absolute paths in the log may point into another store (set from ALLOW_FOREIGN_PATHS_OPTION)
+    allow_foreign_paths: bool = False
+    #: the options this storage was opened with (reused to open another store when that is allowed)
+    storage_options: dict[str, str]
+
+    def arrow_path(self, key: str) -> str:
+        """The path of `key` in `arrow_filesystem()`'s filesystem."""
+        _, base = self.arrow_filesystem()
+        return f"{base.rstrip('/')}/{key}"
+
+    def store_root(self) -> Storage:
+        """A storage rooted at the root of the same store (filesystem root, bucket), same client."""
+        raise InvalidPathError(f"{type(self).__name__} cannot address files outside {self.root_uri}")
+
+    def store_key(self, scheme: str, netloc: str, path: str) -> str | None:
+        """Key in `store_root()` of the absolute location (scheme, netloc, decoded path), or None when
+        that location is in another store. Scheme '' means a local path."""
+        return None
+
+    def locate(self, scheme: str, netloc: str, path: str) -> tuple[Storage, str]:
+        """(storage, key) addressing an absolute location named in the log (shallow clones, Spark's
+        canonical `file:/...` paths). Inside the table root that is `self`; elsewhere in the same store the
+        store root; in another store a storage for it, only when `allow_foreign_paths` is set."""
+        key = self.store_key(scheme, netloc, path)
+        where = f"{scheme}://{netloc}{path}" if scheme and scheme != "file" else path
+        if key is None:
+            if not self.allow_foreign_paths:
+                raise InvalidPathError(
+                    f"file {where!r} is in another storage location than the table {self.root_uri!r}; refusing "
+                    f"to read it (set storage option {ALLOW_FOREIGN_PATHS_OPTION}=true to allow it)"
+                )
+            other = self._foreign_store(scheme, netloc)
+            key = other.store_key(scheme, netloc, path)
+            if key is None:  # pragma: no cover - the foreign store was built for this very location
+                raise InvalidPathError(f"cannot address {where!r}")
+            return other, key
+        if not key:
+            raise InvalidPathError(f"file {where!r} names the root of its store")
+        own = self.store_key(*_split_root(self))
+        if own is None or not own:
+            return self, key
+        if key.startswith(own + "/"):
+            return self, key[len(own) + 1 :]
+        return self.store_root(), key
+
+    def _foreign_store(self, scheme: str, netloc: str) -> Storage:
+        cache: dict[tuple[str, str], Storage] = self.__dict__.setdefault("_foreign_stores", {})
+        found = cache.get((scheme, netloc))
+        if found is None:
+            from deltakernel.storage import storage_for_uri
+
+            uri = f"{scheme}://{netloc}" if scheme and scheme != "file" else "/"
+            found = storage_for_uri(uri, getattr(self, "storage_options", None))
+            cache[(scheme, netloc)] = found
+        return found
+
+
+def _split_root(storage: Storage) -> tuple[str, str, str]:
+    """(scheme, netloc, path) of a storage's root URI, for `store_key`."""
+    root = storage.root_uri
+    scheme, sep, rest = root.partition("://")
+    if not sep:
+        return "", "", root
+    netloc, _, path = rest.partition("/")
+    return scheme.lower(), netloc, "/" + path
+
+
+def normalize_store_path(path: str) -> str:
+    """An absolute, decoded path as a store key: '.'/'..' folded (never above the store root), no leading '/'."""
+    if "\x00" in path:
+        raise InvalidPathError(f"path {path!r} contains NUL")
+    norm = posixpath.normpath("/" + path.lstrip("/"))
+    return norm.lstrip("/")
 
 
 def check_range(start: int | None, end: int | None) -> None:

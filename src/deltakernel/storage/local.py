@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from deltakernel.errors import FileAlreadyExistsError, InvalidPathError, ObjectNotFoundError, StorageError
-from deltakernel.storage.base import ObjectMeta, Storage, check_range
+from deltakernel.storage.base import ObjectMeta, Storage, check_range, normalize_store_path
 
 #: suffix of the temp files `put_if_absent` writes; listings hide them
 _TMP_SUFFIX = ".dktmp"
@@ -48,6 +48,7 @@ class LocalStorage(Storage):
         # abspath already drops trailing separators except for the filesystem root itself
         self.root_path: str = root
         self.root_uri = root
+        self.storage_options: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"LocalStorage({self.root_path!r})"
@@ -113,6 +114,50 @@ class LocalStorage(Storage):
                 continue  # removed while listing
         found.sort(key=lambda m: m.key)
         return iter(found)
+
+    def list_range(
+        self, prefix: str, start_after: str | None = None, end_before: str | None = None
+    ) -> list[ObjectMeta]:
+        """Like `list_from`, but only entries with `start_after` < key < `end_before` are stat'ed."""
+        dir_part, _, name_prefix = prefix.rpartition("/")
+        dir_key = self._normalize_key(dir_part) if dir_part else ""
+        dir_path = self._path(dir_key)
+        key_base = f"{dir_key}/" if dir_key else ""
+        try:
+            entries = list(os.scandir(dir_path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot list {dir_path}: {exc}") from exc
+        found: list[ObjectMeta] = []
+        for entry in entries:
+            name = entry.name
+            key = key_base + name
+            if not name.startswith(name_prefix) or _is_temp_name(name):
+                continue
+            if (start_after is not None and key <= start_after) or (end_before is not None and key >= end_before):
+                continue
+            try:
+                if entry.is_file():
+                    found.append(ObjectMeta(key, *self._size_mtime(entry.stat())))
+            except FileNotFoundError:
+                continue  # removed while listing
+        found.sort(key=lambda m: m.key)
+        return found
+
+    def read_many(self, keys: list[str]) -> list[bytes]:
+        """A tight sequential loop: local reads are cheap syscalls (threads cost more than they save)."""
+        out: list[bytes] = []
+        for key in keys:
+            path = self._path(key)
+            try:
+                with open(path, "rb") as f:
+                    out.append(f.read())
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+                raise ObjectNotFoundError(f"object not found: {path}") from exc
+            except OSError as exc:
+                raise StorageError(f"cannot read {path}: {exc}") from exc
+        return out
 
     def _walk(self, dir_path: str, dir_key: str, start_after: str | None, out: list[ObjectMeta]) -> None:
         """Append every file below `dir_path` (keys under `dir_key`) to `out`."""
@@ -271,7 +316,26 @@ class LocalStorage(Storage):
         return pafs.LocalFileSystem(), self.root_path
 
     def child(self, key_prefix: str) -> LocalStorage:
-        return LocalStorage(self._path(key_prefix.rstrip("/")))
+        return self._derived(self._path(key_prefix.rstrip("/")))
+
+    def _derived(self, root: str) -> LocalStorage:
+        out = LocalStorage(root)
+        out.allow_foreign_paths = self.allow_foreign_paths
+        out.storage_options = self.storage_options
+        return out
+
+    # ------------------------------------------------------------------ files outside the root
+    def store_root(self) -> LocalStorage:
+        """The filesystem root: any local file named by an absolute path in the log is in this store."""
+        found = self.__dict__.get("_store_root")
+        if found is None:
+            found = self.__dict__["_store_root"] = self._derived(os.path.abspath(os.sep))
+        return found
+
+    def store_key(self, scheme: str, netloc: str, path: str) -> str | None:
+        if scheme not in ("", "file") or netloc not in ("", "localhost"):
+            return None
+        return normalize_store_path(path)
 
     def full_uri(self, key: str) -> str:
         norm = self._normalize_key(key)

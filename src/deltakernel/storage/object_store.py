@@ -17,9 +17,22 @@ from urllib.parse import quote, unquote, urlsplit
 import pyarrow.fs as pafs
 
 from deltakernel.errors import FileAlreadyExistsError, InvalidPathError, ObjectNotFoundError, StorageError
-from deltakernel.storage.base import ObjectMeta, Storage, check_range
+from deltakernel.storage.base import (
+    ObjectMeta,
+    Storage,
+    check_range,
+    foreign_paths_allowed,
+    normalize_store_path,
+    without_deltakernel_options,
+)
+from deltakernel.storage.obstore_fs import (
+    _is_not_found,
+    _obstore_errors,
+    _ObstoreFSHandler,
+    _SeekableReader,
+)
 
-S3_SCHEMES = frozenset({"s3", "s3a"})
+S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 GCS_SCHEMES = frozenset({"gs"})
 AZURE_SCHEMES = frozenset({"az", "abfs", "abfss", "adl", "azure"})
 MEMORY_SCHEMES = frozenset({"memory"})
@@ -133,18 +146,6 @@ def split_storage_options(
     return config, client, retry
 
 
-def _is_not_found(exc: BaseException) -> bool:
-    from obstore.exceptions import NotFoundError
-
-    return isinstance(exc, (NotFoundError, FileNotFoundError))
-
-
-def _obstore_errors() -> tuple[type[BaseException], ...]:
-    from obstore.exceptions import BaseError
-
-    return (BaseError, FileNotFoundError, OSError)
-
-
 def parse_object_store_url(url: str) -> tuple[str, str, str]:
     """(lowercased scheme, bucket/container netloc, percent-decoded prefix without slashes)."""
     parts = urlsplit(url)
@@ -175,54 +176,6 @@ def normalize_object_store_url(url: str) -> str:
     return _root_uri(*parse_object_store_url(url))
 
 
-class _SeekableReader:
-    """obstore's ReadableFile plus the `closed` attribute pyarrow's PythonFile insists on."""
-
-    def __init__(self, inner: Any, name: str) -> None:
-        self._inner = inner
-        self.name = name
-        self.closed = False
-
-    def read(self, size: int | None = -1) -> bytes:
-        if size is None or size < 0:
-            return bytes(self._inner.read())
-        return bytes(self._inner.read(size))
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return int(self._inner.seek(offset, whence))
-
-    def tell(self) -> int:
-        return int(self._inner.tell())
-
-    def size(self) -> int:
-        return int(self._inner.size)
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._inner.close()
-
-
-class _Writer:
-    """obstore's WritableFile with `closed` as an attribute (it is a method there, which pyarrow reads
-    as truthy)."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.closed = False
-
-    def write(self, data: Any) -> int:
-        return int(self._inner.write(data))
-
-    def flush(self) -> None:
-        self._inner.flush()
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._inner.close()
-
-
 class ObjectStoreStorage(Storage):
     """A table root inside an object store bucket/container, addressed by '/'-separated keys."""
 
@@ -238,6 +191,7 @@ class ObjectStoreStorage(Storage):
         self.scheme = scheme
         self.backend = _backend(scheme)
         self.storage_options: dict[str, str] = dict(storage_options or {})
+        self.allow_foreign_paths = foreign_paths_allowed(self.storage_options)
         self.netloc = netloc
         self.prefix = prefix
         self.root_uri = _root_uri(scheme, netloc, prefix)
@@ -256,10 +210,13 @@ class ObjectStoreStorage(Storage):
         from obstore.exceptions import BaseError
         from obstore.store import from_url
 
-        config, client, retry = split_storage_options(self.backend, self.storage_options)
+        config, client, retry = split_storage_options(
+            self.backend, without_deltakernel_options(self.storage_options)
+        )
+        scheme = "s3" if self.backend == "s3" else self.scheme  # s3a/s3n are Hadoop's names for the same store
         try:
             return from_url(
-                f"{self.scheme}://{self.netloc}",
+                f"{scheme}://{self.netloc}",
                 config=config or None,  # type: ignore[arg-type]
                 client_options=client or None,  # type: ignore[arg-type]
                 retry_config=retry or None,  # type: ignore[arg-type]
@@ -306,6 +263,17 @@ class ObjectStoreStorage(Storage):
         `start_after` as the server-side offset) and names are filtered here. Without `recursive`,
         objects in deeper "subdirectories" are skipped.
         """
+        return iter(self._list(prefix, start_after, recursive, None))
+
+    def list_range(
+        self, prefix: str, start_after: str | None = None, end_before: str | None = None
+    ) -> list[ObjectMeta]:
+        """Stops requesting pages once a whole page lies at or past `end_before`."""
+        return self._list(prefix, start_after, False, end_before)
+
+    def _list(
+        self, prefix: str, start_after: str | None, recursive: bool, end_before: str | None
+    ) -> list[ObjectMeta]:
         import obstore
 
         dir_part, _, name_prefix = prefix.rpartition("/")
@@ -318,8 +286,13 @@ class ObjectStoreStorage(Storage):
         try:
             stream = obstore.list(self._store, list_prefix or None, offset=offset, chunk_size=1000)
             for chunk in stream:
+                past_end = end_before is not None
                 for meta in chunk:
                     key = self._key(meta["path"])
+                    if end_before is not None:
+                        if key >= end_before:
+                            continue
+                        past_end = False
                     if not key.startswith(key_base):
                         continue
                     rest = key[len(key_base) :]
@@ -329,12 +302,14 @@ class ObjectStoreStorage(Storage):
                         continue
                     mtime = int(meta["last_modified"].timestamp() * 1000)
                     found.append(ObjectMeta(key, int(meta["size"]), mtime))
+                if past_end and len(chunk):
+                    break  # every key of this page is past the end (pages come in key order)
         except _obstore_errors() as exc:
             if _is_not_found(exc):
-                return iter(())
+                return []
             raise StorageError(f"listing {self.full_uri(prefix)} failed: {exc}") from exc
         found.sort(key=lambda m: m.key)
-        return iter(found)
+        return found
 
     # ------------------------------------------------------------------ reads
     def read(self, key: str, start: int | None = None, end: int | None = None) -> bytes:
@@ -460,153 +435,21 @@ class ObjectStoreStorage(Storage):
             url = f"{self.scheme}://{self.netloc}/{quote(rel)}"
         return ObjectStoreStorage(url, self.storage_options, store=self._store)
 
+    # ------------------------------------------------------------------ files outside the root
+    def store_root(self) -> ObjectStoreStorage:
+        """The bucket/container root, sharing this storage's client."""
+        found = self.__dict__.get("_store_root")
+        if found is None:
+            url = _root_uri(self.scheme, self.netloc, "")
+            found = self.__dict__["_store_root"] = ObjectStoreStorage(url, self.storage_options, store=self._store)
+        return found
 
-def _file_info(path: str, meta: Any) -> Any:
-    return pafs.FileInfo(path, pafs.FileType.File, size=int(meta["size"]), mtime=meta["last_modified"])
-
-
-class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
-    """pyarrow `FileSystemHandler` over an obstore store (directories are implicit, as in S3)."""
-
-    def __init__(self, store: Any, label: str) -> None:
-        self.store = store
-        self.label = label
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _ObstoreFSHandler) and other.store is self.store
-
-    def __hash__(self) -> int:
-        return id(self.store)
-
-    def get_type_name(self) -> str:
-        return "deltakernel-obstore"
-
-    def normalize_path(self, path: str) -> str:
-        return path.strip("/")
-
-    def _errors(self, exc: BaseException, path: str) -> Exception:
-        if _is_not_found(exc):
-            return FileNotFoundError(f"{self.label}: {path} not found")
-        return OSError(f"{self.label}: {path}: {exc}")
-
-    def _is_dir(self, path: str) -> bool:
-        import obstore
-
-        if not path:
-            return True
-        result = obstore.list_with_delimiter(self.store, path)
-        return bool(result["objects"]) or bool(result["common_prefixes"])
-
-    def get_file_info(self, paths: list[str]) -> list[Any]:
-        import obstore
-
-        infos = []
-        for raw in paths:
-            path = self.normalize_path(raw)
-            if path:
-                try:
-                    infos.append(_file_info(raw, obstore.head(self.store, path)))
-                    continue
-                except _obstore_errors() as exc:
-                    if not _is_not_found(exc):
-                        raise self._errors(exc, raw) from exc
-            kind = pafs.FileType.Directory if self._is_dir(path) else pafs.FileType.NotFound
-            infos.append(pafs.FileInfo(raw, kind))
-        return infos
-
-    def get_file_info_selector(self, selector: Any) -> list[Any]:
-        import obstore
-
-        base = self.normalize_path(selector.base_dir)
-        if not self._is_dir(base):
-            if selector.allow_not_found:
-                return []
-            raise FileNotFoundError(f"{self.label}: directory {selector.base_dir} not found")
-        lead = "/" if selector.base_dir.startswith("/") else ""
-        infos: list[Any] = []
-        if selector.recursive:
-            dirs: set[str] = set()
-            for chunk in obstore.list(self.store, base or None, chunk_size=1000):
-                for meta in chunk:
-                    infos.append(_file_info(lead + meta["path"], meta))
-                    parent = meta["path"].rpartition("/")[0]
-                    while parent and parent != base and parent not in dirs:
-                        dirs.add(parent)
-                        parent = parent.rpartition("/")[0]
-            infos.extend(pafs.FileInfo(lead + d, pafs.FileType.Directory) for d in sorted(dirs))
-        else:
-            result = obstore.list_with_delimiter(self.store, base or None)
-            infos.extend(_file_info(lead + m["path"], m) for m in result["objects"])
-            infos.extend(
-                pafs.FileInfo(lead + p.rstrip("/"), pafs.FileType.Directory)
-                for p in result["common_prefixes"]
-            )
-        return infos
-
-    def create_dir(self, path: str, recursive: bool) -> None:
-        """Directories are implicit in object stores."""
-
-    def delete_dir(self, path: str) -> None:
-        self.delete_dir_contents(path, missing_dir_ok=True)
-
-    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
-        import obstore
-
-        base = self.normalize_path(path)
-        if not base:
-            raise OSError("refusing to delete the contents of the bucket root")
-        paths = [m["path"] for chunk in obstore.list(self.store, base, chunk_size=1000) for m in chunk]
-        if not paths and not missing_dir_ok:
-            raise FileNotFoundError(f"{self.label}: directory {path} not found")
-        if paths:
-            obstore.delete(self.store, paths)
-
-    def delete_root_dir_contents(self) -> None:
-        raise OSError("refusing to delete the contents of the bucket root")
-
-    def delete_file(self, path: str) -> None:
-        import obstore
-
+    def store_key(self, scheme: str, netloc: str, path: str) -> str | None:
+        """Same store = same backend (s3/s3a/s3n are one) and same bucket/container."""
         try:
-            obstore.delete(self.store, self.normalize_path(path))
-        except _obstore_errors() as exc:
-            raise self._errors(exc, path) from exc
-
-    def move(self, src: str, dest: str) -> None:
-        import obstore
-
-        try:
-            obstore.rename(self.store, self.normalize_path(src), self.normalize_path(dest))
-        except _obstore_errors() as exc:
-            raise self._errors(exc, src) from exc
-
-    def copy_file(self, src: str, dest: str) -> None:
-        import obstore
-
-        try:
-            obstore.copy(self.store, self.normalize_path(src), self.normalize_path(dest))
-        except _obstore_errors() as exc:
-            raise self._errors(exc, src) from exc
-
-    def open_input_stream(self, path: str) -> Any:
-        return self.open_input_file(path)
-
-    def open_input_file(self, path: str) -> Any:
-        import obstore
-        import pyarrow as pa
-
-        try:
-            inner = obstore.open_reader(self.store, self.normalize_path(path))
-        except _obstore_errors() as exc:
-            raise self._errors(exc, path) from exc
-        return pa.PythonFile(_SeekableReader(inner, path), mode="r")
-
-    def open_output_stream(self, path: str, metadata: Any) -> Any:
-        """A multipart-upload writer; the object appears when the stream is closed."""
-        import obstore
-        import pyarrow as pa
-
-        return pa.PythonFile(_Writer(obstore.open_writer(self.store, self.normalize_path(path))), mode="w")
-
-    def open_append_stream(self, path: str, metadata: Any) -> Any:
-        raise NotImplementedError("object stores do not support appending")
+            backend = _backend(scheme.lower())
+        except StorageError:
+            return None
+        if backend != self.backend or (backend != "memory" and netloc != self.netloc):
+            return None
+        return normalize_store_path(path)

@@ -1,0 +1,219 @@
+"""obstore plumbing shared by `ObjectStoreStorage`: error mapping, file objects pyarrow accepts, and a
+pyarrow `FileSystemHandler` over an obstore store (kept apart so object_store.py stays small)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.fs as pafs
+
+
+def _is_not_found(exc: BaseException) -> bool:
+    from obstore.exceptions import NotFoundError
+
+    return isinstance(exc, (NotFoundError, FileNotFoundError))
+
+
+def _obstore_errors() -> tuple[type[BaseException], ...]:
+    from obstore.exceptions import BaseError
+
+    return (BaseError, FileNotFoundError, OSError)
+
+
+class _SeekableReader:
+    """obstore's ReadableFile plus the `closed` attribute pyarrow's PythonFile insists on."""
+
+    def __init__(self, inner: Any, name: str) -> None:
+        self._inner = inner
+        self.name = name
+        self.closed = False
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            return bytes(self._inner.read())
+        return bytes(self._inner.read(size))
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return int(self._inner.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._inner.tell())
+
+    def size(self) -> int:
+        return int(self._inner.size)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._inner.close()
+
+
+class _Writer:
+    """obstore's WritableFile with `closed` as an attribute (it is a method there, which pyarrow reads
+    as truthy)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        return int(self._inner.write(data))
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._inner.close()
+
+
+def _file_info(path: str, meta: Any) -> Any:
+    return pafs.FileInfo(path, pafs.FileType.File, size=int(meta["size"]), mtime=meta["last_modified"])
+
+
+class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
+    """pyarrow `FileSystemHandler` over an obstore store (directories are implicit, as in S3)."""
+
+    def __init__(self, store: Any, label: str) -> None:
+        self.store = store
+        self.label = label
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ObstoreFSHandler) and other.store is self.store
+
+    def __hash__(self) -> int:
+        return id(self.store)
+
+    def get_type_name(self) -> str:
+        return "deltakernel-obstore"
+
+    def normalize_path(self, path: str) -> str:
+        return path.strip("/")
+
+    def _errors(self, exc: BaseException, path: str) -> Exception:
+        if _is_not_found(exc):
+            return FileNotFoundError(f"{self.label}: {path} not found")
+        return OSError(f"{self.label}: {path}: {exc}")
+
+    def _is_dir(self, path: str) -> bool:
+        import obstore
+
+        if not path:
+            return True
+        result = obstore.list_with_delimiter(self.store, path)
+        return bool(result["objects"]) or bool(result["common_prefixes"])
+
+    def get_file_info(self, paths: list[str]) -> list[Any]:
+        import obstore
+
+        infos = []
+        for raw in paths:
+            path = self.normalize_path(raw)
+            if path:
+                try:
+                    infos.append(_file_info(raw, obstore.head(self.store, path)))
+                    continue
+                except _obstore_errors() as exc:
+                    if not _is_not_found(exc):
+                        raise self._errors(exc, raw) from exc
+            kind = pafs.FileType.Directory if self._is_dir(path) else pafs.FileType.NotFound
+            infos.append(pafs.FileInfo(raw, kind))
+        return infos
+
+    def get_file_info_selector(self, selector: Any) -> list[Any]:
+        import obstore
+
+        base = self.normalize_path(selector.base_dir)
+        if not self._is_dir(base):
+            if selector.allow_not_found:
+                return []
+            raise FileNotFoundError(f"{self.label}: directory {selector.base_dir} not found")
+        lead = "/" if selector.base_dir.startswith("/") else ""
+        infos: list[Any] = []
+        if selector.recursive:
+            dirs: set[str] = set()
+            for chunk in obstore.list(self.store, base or None, chunk_size=1000):
+                for meta in chunk:
+                    infos.append(_file_info(lead + meta["path"], meta))
+                    parent = meta["path"].rpartition("/")[0]
+                    while parent and parent != base and parent not in dirs:
+                        dirs.add(parent)
+                        parent = parent.rpartition("/")[0]
+            infos.extend(pafs.FileInfo(lead + d, pafs.FileType.Directory) for d in sorted(dirs))
+        else:
+            result = obstore.list_with_delimiter(self.store, base or None)
+            infos.extend(_file_info(lead + m["path"], m) for m in result["objects"])
+            infos.extend(
+                pafs.FileInfo(lead + p.rstrip("/"), pafs.FileType.Directory)
+                for p in result["common_prefixes"]
+            )
+        return infos
+
+    def create_dir(self, path: str, recursive: bool) -> None:
+        """Directories are implicit in object stores."""
+
+    def delete_dir(self, path: str) -> None:
+        self.delete_dir_contents(path, missing_dir_ok=True)
+
+    def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
+        import obstore
+
+        base = self.normalize_path(path)
+        if not base:
+            raise OSError("refusing to delete the contents of the bucket root")
+        paths = [m["path"] for chunk in obstore.list(self.store, base, chunk_size=1000) for m in chunk]
+        if not paths and not missing_dir_ok:
+            raise FileNotFoundError(f"{self.label}: directory {path} not found")
+        if paths:
+            obstore.delete(self.store, paths)
+
+    def delete_root_dir_contents(self) -> None:
+        raise OSError("refusing to delete the contents of the bucket root")
+
+    def delete_file(self, path: str) -> None:
+        import obstore
+
+        try:
+            obstore.delete(self.store, self.normalize_path(path))
+        except _obstore_errors() as exc:
+            raise self._errors(exc, path) from exc
+
+    def move(self, src: str, dest: str) -> None:
+        import obstore
+
+        try:
+            obstore.rename(self.store, self.normalize_path(src), self.normalize_path(dest))
+        except _obstore_errors() as exc:
+            raise self._errors(exc, src) from exc
+
+    def copy_file(self, src: str, dest: str) -> None:
+        import obstore
+
+        try:
+            obstore.copy(self.store, self.normalize_path(src), self.normalize_path(dest))
+        except _obstore_errors() as exc:
+            raise self._errors(exc, src) from exc
+
+    def open_input_stream(self, path: str) -> Any:
+        return self.open_input_file(path)
+
+    def open_input_file(self, path: str) -> Any:
+        import obstore
+        import pyarrow as pa
+
+        try:
+            inner = obstore.open_reader(self.store, self.normalize_path(path))
+        except _obstore_errors() as exc:
+            raise self._errors(exc, path) from exc
+        return pa.PythonFile(_SeekableReader(inner, path), mode="r")
+
+    def open_output_stream(self, path: str, metadata: Any) -> Any:
+        """A multipart-upload writer; the object appears when the stream is closed."""
+        import obstore
+        import pyarrow as pa
+
+        return pa.PythonFile(_Writer(obstore.open_writer(self.store, self.normalize_path(path))), mode="w")
+
+    def open_append_stream(self, path: str, metadata: Any) -> Any:
+        raise NotImplementedError("object stores do not support appending")
