@@ -64,3 +64,20 @@ def test_parse_partition_functions_name_their_context() -> None:
         parse_partition_array(raw, PrimitiveType("integer"), column="c", paths=paths)
     assert parse_partition_array(raw.slice(0, 3), PrimitiveType("integer"), column="c", paths=paths).to_pylist() \
         == [1, None, 2]
+
+
+def test_wrongly_typed_action_field_names_the_commit_file(tmp_path: Path) -> None:
+    """Valid JSON of the wrong shape (`"size": "big"`) fails the bulk parse; the error names the commit."""
+    from deltakernel.errors import CorruptLogError
+
+    write_deltalake(str(tmp_path), pa.table({"a": [1]}))
+    write_deltalake(str(tmp_path), pa.table({"a": [2]}), mode="append")
+    log = tmp_path / "_delta_log" / f"{1:020d}.json"
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    for a in lines:
+        if "add" in a:
+            a["add"]["size"] = "big"
+    log.write_text("".join(json.dumps(a) + "\n" for a in lines))
+    with pytest.raises(CorruptLogError) as ei:
+        DeltaTable(str(tmp_path))
+    assert f"{1:020d}.json" in str(ei.value)

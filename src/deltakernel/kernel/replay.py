@@ -129,7 +129,7 @@ def read_commits(
     try:
         parsed = _parse_json_lines(bulk_lines, typ)
     except (pa.ArrowInvalid, ValueError) as e:
-        _locate_bad_line(storage, metas, bulk_lines, bulk_parents, e)
+        _locate_bad_line(storage, metas, bulk_lines, bulk_parents, e, typ)
         raise
     order = np_to_arrow(np.arange(len(bulk_lines), dtype=np.int64))
     line_versions = pc.take(np_to_arrow(versions), bulk_parents)
@@ -215,8 +215,10 @@ def _pivot_tags(objs: pa.Array) -> pa.Array:
 
 
 def _locate_bad_line(
-    storage: Storage, metas: Sequence[ObjectMeta], lines: pa.Array, parents: pa.Array, err: Exception
+    storage: Storage, metas: Sequence[ObjectMeta], lines: pa.Array, parents: pa.Array, err: Exception,
+    typ: pa.DataType | None = None,
 ) -> None:
+    """After a bulk parse failed: name the commit file and line at fault (error path only, line by line)."""
     for text, p in zip(lines.to_pylist(), parents.to_pylist()):
         try:
             obj = json.loads(text)
@@ -226,6 +228,13 @@ def _locate_bad_line(
             ) from e
         if not isinstance(obj, dict):
             raise CorruptLogError(f"corrupt commit file {storage.full_uri(metas[p].key)}: line is not an object")
+        if typ is not None:  # valid JSON of the wrong shape, e.g. `"size": "big"`
+            try:
+                _parse_json_lines(pa.array([text], lines.type), typ)
+            except (pa.ArrowInvalid, ValueError) as e:
+                raise CorruptLogError(
+                    f"corrupt commit file {storage.full_uri(metas[p].key)}: {e}: {text[:200]!r}"
+                ) from e
     raise CorruptLogError(f"could not parse file actions in the Delta log: {err}") from err
 
 
