@@ -113,3 +113,17 @@ class Snapshot:
             return None
         raw = self.configuration.get("delta.inCommitTimestampEnablementVersion")
         return int(raw) if raw is not None and raw.strip().isdigit() else 0
+
+
+class SnapshotView:
+    """The few Snapshot attributes a `Scan` reads, for a schema of the caller's choosing (the change data
+    feed's cdc schema, a commit's new schema): lets `Scan.read_file` read files outside a snapshot."""
+
+    def __init__(self, storage: Storage, version: int, schema: StructType, partition_columns: list[str],
+                 mode: str) -> None:
+        self.storage = storage
+        self.version = version
+        self.schema = schema
+        self.partition_columns = partition_columns
+        self.column_mapping_mode = mode
+        self.files = pa.table({})

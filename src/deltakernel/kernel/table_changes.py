@@ -34,7 +34,7 @@ from .scan import Scan
 from .schema.arrow import to_arrow_schema
 from .schema.column_mapping import column_mapping_mode
 from .schema.types import PrimitiveType, StructField, StructType
-from .snapshot import Snapshot
+from .snapshot import Snapshot, SnapshotView
 
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 ICT_PROPERTY = "delta.enableInCommitTimestamps"
@@ -70,19 +70,6 @@ class _Task:
 class _VersionInfo:
     timestamp_ms: int
     tasks: list[_Task] = field(default_factory=list)
-
-
-class _SnapshotView:
-    """The few Snapshot attributes :class:`Scan` reads, for a schema of our choosing."""
-
-    def __init__(self, storage: Storage, version: int, schema: StructType, partition_columns: list[str],
-                 mode: str) -> None:
-        self.storage = storage
-        self.version = version
-        self.schema = schema
-        self.partition_columns = partition_columns
-        self.column_mapping_mode = mode
-        self.files = pa.table({})
 
 
 def _cdf_enabled(md: Metadata) -> bool:
@@ -294,9 +281,9 @@ class TableChanges:
             return
         data_cols = self._data_columns(out_schema, flt)
         partition_cols = [c for c in self.partition_columns if self.schema.has(c)]
-        view = _SnapshotView(self.storage, self.end_version, self.schema, partition_cols, self.mode)
+        view = SnapshotView(self.storage, self.end_version, self.schema, partition_cols, self.mode)
         cdc_schema = StructType((*self.schema.fields, StructField(CHANGE_TYPE, PrimitiveType("string"))))
-        cdc_view = _SnapshotView(self.storage, self.end_version, cdc_schema, partition_cols, self.mode)
+        cdc_view = SnapshotView(self.storage, self.end_version, cdc_schema, partition_cols, self.mode)
         scans = {
             "data": Scan(view, columns=data_cols),  # type: ignore[arg-type]
             "cdc": Scan(cdc_view, columns=[*data_cols, CHANGE_TYPE]),  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from ..kernel import row_tracking as rt
 from ..kernel.paths import resolve_key
 from ..kernel.scan import Scan
 from ..kernel.schema.types import PrimitiveType, StructField, StructType
-from ..kernel.snapshot import Snapshot
+from ..kernel.snapshot import Snapshot, SnapshotView
 from ..storage import Storage
 from .change_data import ChangeDataWriter
 
@@ -194,28 +194,15 @@ def _without_stats_of(add: dict[str, Any], columns: tuple[str, ...]) -> dict[str
     return {**add, "stats": json.dumps(doc, separators=(",", ":"))}
 
 
-class SchemaView:
-    """The few Snapshot attributes :class:`Scan` reads, for another schema (e.g. the commit's new one)."""
-
-    def __init__(self, storage: Storage, version: int, schema: StructType, partition_columns: list[str],
-                 mode: str) -> None:
-        self.storage = storage
-        self.version = version
-        self.schema = schema
-        self.partition_columns = partition_columns
-        self.column_mapping_mode = mode
-        self.files = pa.table({})
-
-
 def read_written(storage: Storage, adds: Iterable[Mapping[str, Any]], schema: StructType,
                  partition_columns: list[str], mode: str, version: int) -> Iterator[pa.Table]:
     """Rows of files this transaction wrote, one file at a time (e.g. to record them as inserted change data)."""
-    view = SchemaView(storage, version, schema, partition_columns, mode)
+    view = SnapshotView(storage, version, schema, partition_columns, mode)
     scan = Scan(view)  # type: ignore[arg-type]
     for a in adds:
         yield scan.read_file({"path": a["path"], "partition_values": a.get("partitionValues") or {},
                               "deletion_vector": a.get("deletionVector"), "size": a.get("size")})
 
 
-__all__ = ["FILE_COLUMNS", "FileChange", "RewriteResult", "Rewriter", "SchemaView", "read_written",
+__all__ = ["FILE_COLUMNS", "FileChange", "RewriteResult", "Rewriter", "read_written",
            "remove_action"]
