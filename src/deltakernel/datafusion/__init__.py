@@ -35,18 +35,20 @@ def dataset(
     target_partitions: int | None = None,
     native_reader: bool = True,
     view_types: bool = True,
+    row_tracking: bool = False,
 ) -> DeltaDataset:
     """A `DeltaDataset` pinned to one snapshot of `table_or_uri` (a URI or a `deltakernel.DeltaTable`).
 
     `version` is an int or a timestamp (datetime / ISO-8601 string); a DeltaTable keeps its loaded
     version unless `version` is given. `native_reader=False` reads every file with pyarrow / the kernel
     instead of DataFusion's Parquet reader (see `native.py`); `view_types=False` exposes top-level
-    strings and binaries as `string` / `binary` instead of DataFusion's view types.
+    strings and binaries as `string` / `binary` instead of DataFusion's view types; `row_tracking=True` adds
+    the stable `_row_id` / `_row_commit_version` columns of a row-tracking table.
     """
     from ..table import DeltaTable
 
     opts: dict[str, Any] = {"target_partitions": target_partitions, "native_reader": native_reader,
-                            "view_types": view_types}
+                            "view_types": view_types, "row_tracking": row_tracking}
     if isinstance(table_or_uri, DeltaTable):
         if version is None:
             return DeltaDataset(table_or_uri.snapshot, **opts)
@@ -69,6 +71,7 @@ def register(
     target_partitions: int | None = None,
     native_reader: bool = True,
     view_types: bool = True,
+    row_tracking: bool = False,
 ) -> DeltaDataset:
     """Register a Delta table (pinned snapshot) under `name` in a DataFusion `SessionContext`.
 
@@ -76,7 +79,8 @@ def register(
     `dataset()` for the options.
     """
     ds = dataset(table_or_uri, version=version, storage_options=storage_options,
-                 target_partitions=target_partitions, native_reader=native_reader, view_types=view_types)
+                 target_partitions=target_partitions, native_reader=native_reader, view_types=view_types,
+                 row_tracking=row_tracking)
     ctx.register_dataset(name, ds)
     return ds
 

@@ -48,6 +48,7 @@ import pyarrow.dataset as ds
 
 from ..errors import InvalidPathError
 from ..kernel import pyarrow_expressions as _pyarrow_expressions  # noqa: F401  (eager: see below)
+from ..kernel import row_tracking as rt
 from ..kernel.expressions import (
     And,
     Comparison,
@@ -110,12 +111,21 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         target_group_bytes: int = DEFAULT_TARGET_GROUP_BYTES,
         native_reader: bool = True,
         view_types: bool = True,
+        row_tracking: bool = False,
     ) -> None:
         self.snapshot = snapshot
+        # `_row_id` / `_row_commit_version` columns (PROTOCOL.md "Row Tracking"): only the kernel's reader
+        # knows physical row positions, so every file goes through it
+        self.row_tracking = row_tracking
+        if row_tracking:
+            rt.check_readable(snapshot.protocol, snapshot.configuration, list(snapshot.schema.names),
+                              snapshot.storage.root_uri)
         # the kernel's Arrow types; DataFusion sees `schema`, where top-level strings / binaries are
         # views when `view_types` (DataFusion's own Parquet tables and deltalake's provider do the same,
         # and its reader decodes views much faster than contiguous strings)
         self.logical_schema = to_arrow_schema(snapshot.schema, include_metadata=False)
+        if row_tracking:
+            self.logical_schema = pa.schema([*self.logical_schema, *rt.METADATA_FIELDS])
         self._schema = _with_view_types(self.logical_schema) if view_types else self.logical_schema
         self.target_partitions = target_partitions or max(1, os.cpu_count() or 1)
         self.target_group_bytes = target_group_bytes
@@ -126,7 +136,7 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
             read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"),
             default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True),
         )
-        self._plain_table = snapshot.column_mapping_mode == "none"
+        self._plain_table = snapshot.column_mapping_mode == "none" and not row_tracking
         self._partition_names = {c.lower() for c in snapshot.partition_columns}
         self._data_fields = [f for f in self.logical_schema if f.name.lower() not in self._partition_names]
         # file path -> can pyarrow read it as-is (checked once per file: the snapshot is immutable)
@@ -471,17 +481,26 @@ class DeltaScanner:
         d = self.dataset
         snap = d.snapshot
         pred = d._kernel_predicate(self.filter)
-        if pred is not None:
+        after: pc.Expression | None = None
+        if d.row_tracking:  # the row-id columns are appended by the scan; filter on the result
+            scan = Scan(snap, columns=None, batch_size=self.batch_size, row_tracking=True)
+            after, project = d.row_filter(self.filter), self.columns
+        elif pred is not None:
             scan = Scan(snap, columns=self.columns, predicate=pred, batch_size=self.batch_size)
             project = None
         else:  # filter not translatable: read every column the filter could touch, filter, then project
             scan = Scan(snap, columns=None, row_filter=d.row_filter(self.filter), batch_size=self.batch_size)
             project = self.columns
-        tasks = files.select(["path", "partition_values", "deletion_vector", "size"]).to_pylist()
+        cols = ["path", "partition_values", "deletion_vector", "size"]
+        if d.row_tracking:
+            cols += ["base_row_id", "default_row_commit_version"]
+        tasks = files.select(cols).to_pylist()
         for table in read_in_order(scan.read_file, tasks, 4):
             with d._lock:
                 d.metrics.files_opened += 1
                 d.metrics.files_kernel_path += 1
+            if after is not None:
+                table = table.filter(after)
             if project is not None:
                 table = table.select(project)
             if table.schema != self.projected_schema:
