@@ -20,13 +20,16 @@ _GLOB = re.compile(r"([\[\]{}*?\\])")
 
 
 def _strip(obj: Any, field_ids: bool) -> Any:
-    """A type's JSON without Delta metadata; with `field_ids`, fields carry Spark's `parquet.field.id`."""
+    """A type's JSON without Delta metadata but column comments; with `field_ids`, fields carry Spark's
+    `parquet.field.id`."""
     if isinstance(obj, dict):
         t = obj.get("type")
         if t == "struct":
             fields = []
             for f in obj["fields"]:
                 meta: dict[str, Any] = {}
+                if "comment" in (f.get("metadata") or {}):  # column comments show in Spark's schema
+                    meta["comment"] = f["metadata"]["comment"]
                 if field_ids and ID_KEY in (f.get("metadata") or {}):
                     meta["parquet.field.id"] = int(f["metadata"][ID_KEY])
                 fields.append({"name": f["name"], "type": _strip(f["type"], field_ids),

@@ -202,6 +202,7 @@ def write_native(frame: Any, path: str, uri: str, storage_options: dict[str, str
     if parts:
         writer = writer.partitionBy(*[physical_name(metadata.schema.field(p), mode) for p in parts])
     moved: list[str] = []
+    targets: set[str] = set()
     try:
         with session_confs(frame.sparkSession, _JOB_CONFS):
             writer.parquet(f"{path.rstrip('/')}/{stage}")
@@ -219,7 +220,12 @@ def write_native(frame: Any, path: str, uri: str, storage_options: dict[str, str
             rel = meta.key[len(stage) + 1:]
             key = rel if local else meta.key
             if local and prefix_length is not None:  # Spark Delta's layout: `<prefix>/<file>`, not `col=value/`
-                key = random_prefix(prefix_length) + rel.rsplit("/", 1)[-1]
+                # one task writes the same file name into every partition directory: never reuse a target
+                name = rel.rsplit("/", 1)[-1]
+                key = random_prefix(prefix_length) + name
+                while key in targets or storage.exists(key):
+                    key = random_prefix(prefix_length) + name
+                targets.add(key)
             if isinstance(storage, LocalStorage):
                 _move(storage, meta.key, key)
                 moved.append(key)

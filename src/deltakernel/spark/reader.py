@@ -2,9 +2,13 @@
 
 The driver replays the log and skips files (kernel Scan); Spark's own vectorized Parquet reader scans
 what is left (measured 3.6x faster than a Python data source). Around it:
-- partition values come from the log, added as literals per group of files with the same values (so a
-  filter on a partition column prunes whole union branches in Spark's optimizer); past
-  `MAX_LITERAL_GROUPS` groups they come from a broadcast join on `_metadata.file_path` instead;
+- one scan whatever the number of partitions: partition values from Spark's partition discovery (checked
+  against the log) or a broadcast join on `_metadata.file_path` (`file_columns`); filters on partition
+  columns skip files in the kernel (DeltaFrame.filter), so Spark needs no per-partition branches;
+- `readRowTracking`: `_row_id` / `_row_commit_version` from the materialized columns, else
+  `baseRowId + _metadata.row_index` / `defaultRowCommitVersion` (PROTOCOL.md "Row Tracking");
+- object stores without a Hadoop filesystem for them in the JVM (no S3A jars) read through the Python
+  data source (the kernel's obstore storage) instead, with one warning;
 - column mapping: files are read by physical name (or `parquet.field.id` in id mode) and renamed;
 - deletion vectors: rows are dropped by `_metadata.row_index` (the physical row position), with a
   SQL `NOT (file AND row_index IN ...)` filter when few, a broadcast anti-join when many;
@@ -17,17 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as dt
-import decimal
-import functools
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 
+from ..kernel import row_tracking as rt
 from ..kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from ..kernel.partition_values import parse_partition_array, parse_partition_value
-from ..kernel.paths import resolve_key
+from ..kernel.paths import resolve_file
 from ..kernel.scan import Scan
 from ..kernel.schema.column_mapping import physical_name, to_physical_schema
 from ..kernel.schema.types import StructType
@@ -36,9 +38,10 @@ from ..operations.file_writer import uri_encode_path
 from ..storage.local import LocalStorage
 from ._schema import Options, spark_path, table_uri, to_spark_schema
 
-MAX_LITERAL_GROUPS = 32
 MAX_INLINE_DELETED_ROWS = 5000
 _DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+ROW_TRACKING_OPTION = "readRowTracking"
+_log = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -56,7 +59,12 @@ def read(spark: Any, path: str | None = None, **options: Any) -> Any:
         raise DeltaError("a Delta table path is needed: load(path) or option('path', ...)")
     if opts.flag("readChangeFeed") or opts.flag("readChangeData"):
         return read_change_feed(spark, path, opts)
-    return frame_for_snapshot(spark, load_snapshot(path, opts))
+    snapshot = load_snapshot(path, opts)
+    row_tracking = opts.flag(ROW_TRACKING_OPTION)
+    if row_tracking:
+        rt.check_readable(snapshot.protocol, snapshot.metadata.configuration,
+                          [f.name for f in snapshot.schema.fields], snapshot.storage.root_uri)
+    return frame_for_snapshot(spark, snapshot, row_tracking=row_tracking, storage_opts=storage_options(opts))
 
 
 def load_snapshot(path: str, opts: Options) -> Snapshot:
@@ -118,30 +126,73 @@ def native_supported(snapshot: Snapshot) -> bool:
     return any(f.name not in set(snapshot.partition_columns) for f in snapshot.schema.fields)
 
 
-def frame_for_snapshot(spark: Any, snapshot: Snapshot, predicate: Any = None) -> Any:
+def frame_for_snapshot(spark: Any, snapshot: Snapshot, predicate: Any = None, row_tracking: bool = False,
+                       storage_opts: dict[str, str] | None = None) -> Any:
     """A DataFrame over `snapshot` (files pruned by the kernel `predicate`), a DeltaFrame when native."""
-    if not native_supported(snapshot):
+    jvm_fs = hadoop_can_read(spark, snapshot.storage)
+    if not native_supported(snapshot) or not jvm_fs:
+        from ..errors import UnsupportedFeatureError
         from .datasource import python_source_frame
 
-        return python_source_frame(spark, snapshot.storage.root_uri, {"versionAsOf": str(snapshot.version)})
-    jdf = native_plan(spark, snapshot, predicate)._jdf
-    return DeltaFrame(jdf, spark, snapshot, predicate)
+        if row_tracking:
+            raise UnsupportedFeatureError("rowTracking", f"{ROW_TRACKING_OPTION} needs Spark's native Parquet plan, "
+                                          f"which cannot read {snapshot.storage.root_uri} (type widening or no "
+                                          "Hadoop filesystem for its scheme)")
+        return python_source_frame(spark, snapshot.storage.root_uri,
+                                   {"versionAsOf": str(snapshot.version), **(storage_opts or {})})
+    jdf = native_plan(spark, snapshot, predicate, row_tracking)._jdf
+    return DeltaFrame(jdf, spark, snapshot, predicate, row_tracking)
 
 
-def native_plan(spark: Any, snapshot: Snapshot, predicate: Any = None) -> Any:
+_WARNED: set[str] = set()
+
+
+def hadoop_can_read(spark: Any, storage: Any) -> bool:
+    """Whether Spark's JVM has a Hadoop filesystem for the table's scheme (S3A jars for s3://, ...).
+
+    Without one, the table is still read and written through the kernel's own storage (Python data source,
+    mapInArrow); a warning says so once per scheme."""
+    if isinstance(storage, LocalStorage):
+        return True
+    scheme = spark_path(storage, "").split("://", 1)[0]
+    try:
+        jvm = spark._jvm
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
+        return True
+    except Exception:
+        if scheme not in _WARNED:
+            _WARNED.add(scheme)
+            _log.warning("deltakernel: Spark has no Hadoop filesystem for %s:// (e.g. the S3A jars for s3); "
+                         "Delta tables there are read and written through deltakernel's own storage "
+                         "(Python data source / mapInArrow), not Spark's native Parquet path", scheme)
+        return False
+
+
+def native_plan(spark: Any, snapshot: Snapshot, predicate: Any = None, row_tracking: bool = False) -> Any:
+    """One Parquet scan over the kernel-planned files; partition values and row ids per `file_columns`."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+    from pyspark.sql.types import StructField as SparkField
+    from pyspark.sql.types import StructType as SparkStruct
+
+    from . import file_columns as fc
 
     schema = snapshot.schema
     files = Scan(snapshot, predicate=predicate).plan()
+    logical_spark = to_spark_schema(schema)
+    extra = [SparkField(rt.ROW_ID, LongType(), True), SparkField(rt.ROW_COMMIT_VERSION, LongType(), True)] \
+        if row_tracking else []
     if files.num_rows == 0:
-        return spark.createDataFrame([], to_spark_schema(schema))
+        return spark.createDataFrame([], SparkStruct(list(logical_spark.fields) + extra))
     mode = snapshot.column_mapping_mode
     parts = {c.lower() for c in snapshot.partition_columns}
     data_fields = tuple(f for f in schema.fields if f.name.lower() not in parts)
     physical = to_physical_schema(StructType(data_fields), mode)
     phys_spark = to_spark_schema(physical, field_ids=(mode == "id"))
-    logical_spark = to_spark_schema(schema)
     storage = snapshot.storage
+    materialized = [n for n in rt.materialized_names(snapshot.metadata.configuration) if n] if row_tracking else []
+    read_schema = SparkStruct(list(phys_spark.fields) + [SparkField(n, LongType(), True) for n in materialized
+                                                          if n not in phys_spark.fieldNames()])
 
     def data_columns() -> dict[str, Any]:
         out = {}
@@ -150,42 +201,56 @@ def native_plan(spark: Any, snapshot: Snapshot, predicate: Any = None) -> Any:
             ltype = logical_spark[lf.name].dataType
             if phys_spark[pf.name].dataType != ltype:
                 col = col.cast(ltype)  # nested physical names -> logical (positional struct cast)
-            out[lf.name] = col.alias(lf.name)
+            out[lf.name] = col.alias(lf.name, metadata=logical_spark[lf.name].metadata)
         return out
 
+    def partition_column(f: Any, source: str) -> Any:
+        lf = logical_spark[f.name]
+        return F.col(_quote(source)).cast(lf.dataType).alias(f.name, metadata=lf.metadata)
+
     rows = files.select(["path", "partition_values", "deletion_vector"]).to_pylist()
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for r in rows:
-        groups.setdefault(tuple(sorted((r["partition_values"] or {}).items())), []).append(r)
-    frames = []
     with _many_paths(spark, len(rows)):
-        if not parts or len(groups) <= MAX_LITERAL_GROUPS:
-            for key, members in groups.items():
-                df = _scan(spark, storage, phys_spark, members)
-                cols = data_columns()
-                pv = dict(key)
-                select = [cols[f.name] if f.name in cols else
-                          _partition_literal(pv, f, mode, logical_spark[f.name].dataType).alias(f.name)
-                          for f in schema.fields]
-                frames.append(df.select(*select))
-            return functools.reduce(lambda a, b: a.union(b), frames)
-        df = _scan(spark, storage, phys_spark, rows)
-        meta = _partition_table(snapshot, files)
-        df = df.withColumn("__dk_path", F.col("_metadata.file_path"))
-        df = df.join(F.broadcast(spark.createDataFrame(meta)), "__dk_path", "inner")
+        if parts and not row_tracking and fc.hive_layout(snapshot, rows):
+            part_fields = [SparkField(physical_name(f, mode), logical_spark[f.name].dataType, True)
+                           for f in snapshot.partition_fields]
+            df = _scan(spark, storage, SparkStruct(list(read_schema.fields) + part_fields), rows,
+                       fc.base_path(storage))
+            cols = data_columns()
+            return df.select(*[cols[f.name] if f.name in cols else partition_column(f, physical_name(f, mode))
+                               for f in schema.fields])
+        df = _scan(spark, storage, read_schema, rows)
+        if not parts and not row_tracking:
+            cols = data_columns()
+            return df.select(*[cols[f.name] for f in schema.fields])
+        meta = fc.file_table(snapshot, files, bool(parts), row_tracking)
+        df = df.withColumns({fc.PATH_COL: F.col("_metadata.file_path"), "__dk_row_index": F.col("_metadata.row_index")})
+        df = df.join(F.broadcast(spark.createDataFrame(meta)), fc.PATH_COL, "inner")
         cols = data_columns()
-        return df.select(*[cols[f.name] if f.name in cols else F.col(_quote(f.name)).cast(
-            logical_spark[f.name].dataType).alias(f.name) for f in schema.fields])
+        select = [cols[f.name] if f.name in cols else partition_column(f, f.name) for f in schema.fields]
+        if row_tracking:
+            row_id = F.col(fc.BASE_ROW_ID) + F.col("__dk_row_index")
+            version = F.col(fc.DEFAULT_VERSION)
+            id_col, version_col = rt.materialized_names(snapshot.metadata.configuration)
+            if id_col:
+                row_id = F.coalesce(F.col(_quote(id_col)), row_id)
+            if version_col:
+                version = F.coalesce(F.col(_quote(version_col)), version)
+            select += [row_id.alias(rt.ROW_ID), version.alias(rt.ROW_COMMIT_VERSION)]
+        return df.select(*select)
 
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _scan(spark: Any, storage: Any, phys_spark: Any, members: list[dict[str, Any]]) -> Any:
-    keys = [resolve_key(storage.root_uri, r["path"]) for r in members]
-    df = spark.read.schema(phys_spark).parquet(*[spark_path(storage, k) for k in keys])
-    dv = [(k, r["deletion_vector"]) for k, r in zip(keys, members) if r["deletion_vector"]]
+def _scan(spark: Any, storage: Any, phys_spark: Any, members: list[dict[str, Any]],
+          base_path: str | None = None) -> Any:
+    located = [resolve_file(storage, r["path"]) for r in members]  # absolute paths may leave the root
+    reader = spark.read.schema(phys_spark)
+    if base_path is not None:  # Spark's partition discovery below the table root (see file_columns)
+        reader = reader.option("basePath", base_path)
+    df = reader.parquet(*[spark_path(s, k) for s, k in located])
+    dv = [(loc, r["deletion_vector"]) for loc, r in zip(located, members) if r["deletion_vector"]]
     return _apply_deletion_vectors(spark, df, storage, dv) if dv else df
 
 
@@ -201,14 +266,16 @@ def metadata_file_path(storage: Any, key: str) -> str:
     return f"{scheme}://{bucket}/" + uri_encode_path(f"{prefix}/{key}" if prefix else key)
 
 
-def _apply_deletion_vectors(spark: Any, df: Any, storage: Any, dvs: list[tuple[str, dict[str, Any]]]) -> Any:
+def _apply_deletion_vectors(
+    spark: Any, df: Any, storage: Any, dvs: list[tuple[tuple[Any, str], dict[str, Any]]]
+) -> Any:
     from pyspark.sql import functions as F
 
     deleted = []
-    for key, desc in dvs:
+    for (file_storage, key), desc in dvs:
         rows = read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(desc))
         if rows.size:
-            deleted.append((metadata_file_path(storage, key), rows))
+            deleted.append((metadata_file_path(file_storage, key), rows))
     total = sum(int(r.size) for _, r in deleted)
     if total == 0:
         return df
@@ -225,39 +292,6 @@ def _apply_deletion_vectors(spark: Any, df: Any, storage: Any, dvs: list[tuple[s
     marked = df.withColumns({"__dk_path": F.col("_metadata.file_path"), "__dk_row": F.col("_metadata.row_index")})
     out = marked.join(F.broadcast(spark.createDataFrame(table)), ["__dk_path", "__dk_row"], "left_anti")
     return out.drop("__dk_path", "__dk_row")
-
-
-def _partition_literal(pv: dict[str, Any], f: Any, mode: str, spark_type: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    raw = pv.get(physical_name(f, mode), pv.get(f.name))
-    value = parse_partition_value(raw, f.type)
-    if value is None:
-        return F.lit(None).cast(spark_type)
-    if isinstance(value, dt.datetime):
-        text = value.isoformat(sep=" ")
-        return F.lit(text).cast(spark_type)
-    if isinstance(value, (dt.date, decimal.Decimal)):
-        return F.lit(str(value)).cast(spark_type)
-    if isinstance(value, bytes):
-        return F.lit(bytearray(value)).cast(spark_type)
-    return F.lit(value).cast(spark_type)
-
-
-def _partition_table(snapshot: Snapshot, files: pa.Table) -> pa.Table:
-    """`__dk_path` (as `_metadata.file_path`) plus one typed column per partition column."""
-    storage = snapshot.storage
-    mode = snapshot.column_mapping_mode
-    paths = [metadata_file_path(storage, resolve_key(storage.root_uri, p)) for p in files.column("path").to_pylist()]
-    pv = files.column("partition_values").combine_chunks()
-    cols: dict[str, Any] = {"__dk_path": pa.array(paths, pa.string())}
-    names = [f.name for f in pv.type] if pa.types.is_struct(pv.type) else []
-    for f in snapshot.partition_fields:
-        phys = physical_name(f, mode)
-        name = phys if phys in names else f.name
-        raw = pv.field(name) if name in names else pa.nulls(len(files), pa.string())
-        cols[f.name] = parse_partition_array(raw, f.type)
-    return _spark_compatible(pa.table(cols))
 
 
 @contextlib.contextmanager
@@ -328,10 +362,12 @@ def _frame_base() -> type:
 class DeltaFrame(_frame_base()):  # type: ignore[misc]
     """A DataFrame over a Delta snapshot whose `filter`/`where` also skip files (see module docstring)."""
 
-    def __init__(self, jdf: Any, spark: Any, snapshot: Snapshot, predicate: Any = None) -> None:
+    def __init__(self, jdf: Any, spark: Any, snapshot: Snapshot, predicate: Any = None,
+                 row_tracking: bool = False) -> None:
         super().__init__(jdf, spark)
         self._dk_snapshot = snapshot
         self._dk_predicate = predicate
+        self._dk_row_tracking = row_tracking
 
     def filter(self, condition: Any) -> Any:
         filtered = super().filter(condition)
@@ -341,12 +377,12 @@ class DeltaFrame(_frame_base()):  # type: ignore[misc]
         from ..kernel.expressions import And
 
         combined = pred if self._dk_predicate is None else And(self._dk_predicate, pred)
-        base = native_plan(self.sparkSession, self._dk_snapshot, combined)
+        base = native_plan(self.sparkSession, self._dk_snapshot, combined, self._dk_row_tracking)
         try:
             replanned = base.filter(condition)
         except Exception:
             return filtered
-        return DeltaFrame(replanned._jdf, self.sparkSession, self._dk_snapshot, combined)
+        return DeltaFrame(replanned._jdf, self.sparkSession, self._dk_snapshot, combined, self._dk_row_tracking)
 
     where = filter
 

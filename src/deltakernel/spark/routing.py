@@ -5,12 +5,20 @@ source reads 3.6x slower than Spark's own Parquet scan. So `enable()` wraps pysp
 `DataFrameReader` / `DataFrameWriter` (in this Python process): they remember format, options, mode and
 partitionBy as they are set, and when the format is "delta", `load()` builds the native plan
 (`reader.read`) and `save()` runs `writer.write`. Every other format is untouched. The registered
-Python source still serves SQL (`USING delta`) and anything that bypasses the wrappers.
+Python source still serves SQL (`CREATE TEMPORARY VIEW ... USING delta`) and anything that bypasses the
+wrappers.
+
+Catalog tables are not supported yet, and Spark would record `CREATE TABLE t (...) USING delta
+[LOCATION ...]` in its catalog without asking the Python source anything (no `_delta_log` written; the
+first INSERT or SELECT then fails). So in sessions where `enable()` ran, `SparkSession.sql` refuses
+`CREATE/REPLACE TABLE ... USING delta` (and `catalog.createTable(source="delta")`) with a DeltaError
+saying what to use instead; the statement never reaches Spark.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from .datasource import SOURCE_NAME, register
@@ -36,18 +44,73 @@ def enable(spark: Any) -> Any:
             spark.conf.set(k, v)
         except Exception:
             pass
-    _patch()
+    _patch(type(spark))
     return spark
+
+
+_CREATE_TABLE = re.compile(
+    r"^\s*(CREATE\s+(OR\s+REPLACE\s+)?(EXTERNAL\s+)?TABLE|REPLACE\s+TABLE)\b.*?\bUSING\s+`?delta`?(\s|$|;)",
+    re.IGNORECASE | re.DOTALL,
+)
+_SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+CATALOG_MESSAGE = (
+    "catalog tables (CREATE TABLE ... USING delta) are not supported by deltakernel yet: Spark would record "
+    "the table without creating a Delta table. Create it by path instead - "
+    "df.write.format('delta').save(path) or deltakernel.spark.DeltaTable.create(spark).location(path)... - "
+    "and query it with spark.read.format('delta').load(path) or "
+    "CREATE TEMPORARY VIEW v USING delta OPTIONS (path '...')"
+)
+
+
+def is_catalog_delta_ddl(statement: str) -> bool:
+    """`CREATE [OR REPLACE] [EXTERNAL] TABLE ... USING delta` / `REPLACE TABLE ... USING delta`."""
+    return bool(_CREATE_TABLE.match(_SQL_COMMENT.sub(" ", statement)))
+
+
+def _refuse_catalog_table() -> None:
+    from ..errors import DeltaError
+
+    raise DeltaError(CATALOG_MESSAGE)
+
+
+def _patch_catalog(session_cls: type) -> None:
+    """See the module docstring: refuse catalog DDL for delta in sessions where `enable()` ran."""
+    original_sql = session_cls.sql  # type: ignore[attr-defined]
+
+    @functools.wraps(original_sql)
+    def sql(self: Any, sqlQuery: str, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, "_deltakernel_registered", False) and isinstance(sqlQuery, str) \
+                and is_catalog_delta_ddl(sqlQuery):
+            _refuse_catalog_table()
+        return original_sql(self, sqlQuery, *args, **kwargs)
+
+    session_cls.sql = sql  # type: ignore[attr-defined]
+    try:
+        from pyspark.sql.catalog import Catalog
+    except ImportError:  # pragma: no cover
+        return
+    original_create = Catalog.createTable
+
+    @functools.wraps(original_create)
+    def create_table(self: Any, tableName: str, path: str | None = None, source: str | None = None,
+                     *args: Any, **kwargs: Any) -> Any:
+        if str(source or "").lower() == SOURCE_NAME and getattr(self._sparkSession, "_deltakernel_registered",
+                                                                False):
+            _refuse_catalog_table()
+        return original_create(self, tableName, path, source, *args, **kwargs)
+
+    Catalog.createTable = create_table  # type: ignore[method-assign]
 
 
 def _is_delta(obj: Any) -> bool:
     return str(getattr(obj, "_dk_format", "") or "").lower() == SOURCE_NAME
 
 
-def _patch() -> None:
+def _patch(session_cls: type) -> None:
     global _PATCHED
     if _PATCHED:
         return
+    _patch_catalog(session_cls)
     from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 
     def record(cls: type, name: str, store: Any) -> None:

@@ -144,18 +144,9 @@ class DeltaTable:
         txn.commit()
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
-        from ..kernel.protocol_select import features_in_effect, table_features_protocol
+        from ..kernel.protocol_select import with_min_versions
 
-        cur = self._snapshot().protocol
-        reader = max(readerVersion, cur.min_reader_version)
-        writer = max(writerVersion, cur.min_writer_version)
-        if writer >= 7 or reader >= 3:
-            p = table_features_protocol(features_in_effect(cur), cur)
-            if reader >= 3 and p.min_reader_version < 3:
-                p = Protocol(3, 7, frozenset(p.reader_features or ()), p.writer_features)
-            new = p
-        else:
-            new = Protocol(reader, writer)
+        new = with_min_versions(self._snapshot().protocol, readerVersion, writerVersion)
         self._commit_protocol(new, "UPGRADE PROTOCOL",
                               {"newProtocol": json.dumps(new.to_json(), separators=(",", ":"))})
 

@@ -26,10 +26,12 @@ import pyarrow as pa
 
 from ..errors import DeltaError, SchemaError
 from ..kernel.actions import Metadata, Protocol
+from ..kernel.schema.types import ArrayType, MapType, StructField, StructType
 from ..operations.properties import CommitProperties, Transaction
 from ..storage import storage_for_uri
 from ..storage.local import LocalStorage
-from ._schema import Options, table_uri
+from ._errors import marked, task_errors
+from ._schema import Options, from_spark_schema, table_uri
 from .native_write import WRITE_PATH_OPTION, Ineligible, native_frame, write_native, write_path_choice
 
 _MODES = {"append": "append", "overwrite": "overwrite", "error": "error", "errorifexists": "error",
@@ -91,7 +93,8 @@ def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[l
 
 def _task(plan: WritePlan) -> Any:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        adds, n = write_batches(plan, batches)
+        with marked():  # a DeltaError reaches the driver as itself (spark/_errors.py)
+            adds, n = write_batches(plan, batches)
         out = [json.dumps(a, separators=(",", ":")) for a in adds]
         adds_col: list[str | None] = list(out) or [None]
         yield pa.RecordBatch.from_pydict({"add": adds_col, "rows": [n] + [0] * (max(len(out), 1) - 1)},
@@ -101,11 +104,27 @@ def _task(plan: WritePlan) -> Any:
 
 # ----------------------------------------------------------------------------- options -> write_deltalake
 def arrow_schema_of(df: Any) -> pa.Schema:
-    """The Arrow schema Spark hands `mapInArrow` for `df` (timestamps as UTC instants)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+    """The Arrow schema of the table columns `df` writes (timestamps as UTC instants, VARIANT as the kernel's
+    variant type). Every column, nested ones too, is nullable, as delta-spark makes them (`asNullable`): a
+    non-nullable DataFrame column (`spark.range`) must not turn into a NOT NULL table column."""
+    return table_arrow_schema(df.schema)
 
-    schema = to_arrow_schema(df.schema, timezone="UTC")
-    return pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema])
+
+def table_arrow_schema(spark_schema: Any) -> pa.Schema:
+    """`arrow_schema_of` for a pyspark StructType."""
+    from ..kernel.schema.arrow import to_arrow_schema
+
+    return to_arrow_schema(_nullable(from_spark_schema(spark_schema)), include_metadata=False)
+
+
+def _nullable(t: Any) -> Any:
+    if isinstance(t, StructType):
+        return StructType(tuple(StructField(f.name, _nullable(f.type), True, f.metadata) for f in t.fields))
+    if isinstance(t, ArrayType):
+        return ArrayType(_nullable(t.element_type), True)
+    if isinstance(t, MapType):
+        return MapType(_nullable(t.key_type), _nullable(t.value_type), True)
+    return t
 
 
 def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | None,
@@ -184,6 +203,7 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
           **options: Any) -> None:
     """`df.write.format("delta")...save(path)` with every mode, partitionBy and delta-spark's options."""
     from ..operations.write import write_deltalake
+    from .reader import hadoop_can_read
 
     if isinstance(partitionBy, str):
         partitionBy = [partitionBy]
@@ -196,10 +216,12 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
 
     def write_files(metadata: Metadata, protocol: Protocol) -> tuple[list[dict[str, Any]], int]:
         if choice != "arrow":
+            storage = storage_for_uri(uri, kwargs.get("storage_options"))
             try:
+                if not hadoop_can_read(df.sparkSession, storage):  # no S3A jars: the kernel's storage writes
+                    raise Ineligible(f"Spark has no Hadoop filesystem for {storage.root_uri}")
                 frame = native_frame(df, metadata, protocol, kwargs.get("predicate"),
-                                     can_move=isinstance(storage_for_uri(uri, kwargs.get("storage_options")),
-                                                         LocalStorage))
+                                     can_move=isinstance(storage, LocalStorage))
             except Ineligible as e:
                 if choice == "native":
                     raise DeltaError(f"{WRITE_PATH_OPTION}=native is not possible for this write: {e}") from e
@@ -209,7 +231,7 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
                                     kwargs.get("max_rows_per_file"))
         plan = WritePlan(uri, kwargs.get("storage_options"), metadata, protocol, kwargs.get("predicate"),
                          kwargs.get("max_rows_per_file"), _target_size(metadata))
-        with _arrow_batch_rows(df.sparkSession, ARROW_BATCH_ROWS):
+        with _arrow_batch_rows(df.sparkSession, ARROW_BATCH_ROWS), task_errors():
             rows = df.mapInArrow(_task(plan), _ADD_SCHEMA).collect()
         adds = [json.loads(r["add"]) for r in rows if r["add"] is not None]
         return adds, sum(int(r["rows"]) for r in rows)
