@@ -12,7 +12,7 @@ from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import DeltaError
 
 datafusion = pytest.importorskip("datafusion")
-import deltakernel.datafusion as dkdf  # noqa: E402
+import deltakernel.datafusion as dkdf
 
 
 def _table(tmp_path: Path) -> str:
