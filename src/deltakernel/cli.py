@@ -13,27 +13,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import DeltaError
-from .kernel.time_travel import format_timestamp_ms
+from .kernel.log.time_travel import format_timestamp_ms
 
 TIMESTAMP_KEYS = ("timestamp", "inCommitTimestamp")  # commitInfo fields in epoch ms, shown as ISO-8601
 
 
-def storage_options(pairs: Sequence[str] | None) -> dict[str, str] | None:
-    """`-o KEY=VALUE` pairs as a dict (None when there are none)."""
-    out: dict[str, str] = {}
-    for kv in pairs or []:
-        key, sep, value = kv.partition("=")
-        if not sep or not key.strip():
-            raise DeltaError(f"storage option {kv!r} is not KEY=VALUE (e.g. -o AWS_REGION=us-east-1)")
-        out[key.strip()] = value
-    return out or None
-
-
 def _open(args: argparse.Namespace) -> Any:
+    from .storage import option_pairs
     from .table import DeltaTable
 
-    table = DeltaTable(args.table, storage_options=storage_options(args.storage_option))
+    table = DeltaTable(args.table, storage_options=option_pairs(args.storage_option))
     if args.version is not None:
         table.load_as_version(int(args.version) if args.version.lstrip("-").isdigit() else args.version)
     return table

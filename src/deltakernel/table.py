@@ -11,14 +11,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DeltaError, InvalidFilterError, TableNotFoundError, UnsupportedFeatureError, VersionNotFoundError
-from .kernel.actions import Metadata, Protocol
-from .kernel.log_segment import LOG_DIR, list_commits
+from .kernel.log.actions import Metadata, Protocol
+from .kernel.log.replay import commit_infos_for
+from .kernel.log.segment import LOG_DIR, list_commits
+from .kernel.log.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
 from .kernel.paths import file_uri, resolve_file
-from .kernel.replay import commit_infos_for
-from .kernel.scan import Scan
+from .kernel.scan.scan import Scan
 from .kernel.schema.types import StructType
 from .kernel.snapshot import Snapshot
-from .kernel.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
 from .storage import Storage, storage_for_uri
 
 FilterLike = Any  # list[tuple] | list[list[tuple]] | pyarrow.compute.Expression | kernel expression
@@ -86,11 +86,7 @@ class DeltaTable:
 
     def load_as_version(self, version: int | str | dt.datetime) -> None:
         """Switch to `version`: an int, or a datetime / ISO-8601 string (latest commit at or before it)."""
-        if isinstance(version, int) and not isinstance(version, bool):
-            self._snapshot = Snapshot.load(self._storage, version)
-            return
-        target = parse_timestamp(version)
-        self._snapshot = Snapshot.load(self._storage, version_at_timestamp(self._timestamps(), target))
+        self._snapshot = Snapshot.load_at(self._storage, version, reference=self._snapshot)
 
     def load_with_datetime(self, datetime_string: str | dt.datetime) -> None:
         self.load_as_version(datetime_string)
@@ -139,7 +135,7 @@ class DeltaTable:
         """
         if filters is None or (isinstance(filters, (list, tuple)) and len(filters) == 0):
             return None, None
-        from .kernel import expressions as ex
+        from .kernel.expressions import predicate as ex
 
         if isinstance(filters, pc.Expression):
             converted = ex.from_pyarrow(filters, self.schema())
@@ -157,7 +153,7 @@ class DeltaTable:
         if row is not None:
             raise InvalidFilterError("partition_filters must be DNF tuples over partition columns")
         if pred is not None:
-            from .kernel.expressions import referenced_columns
+            from .kernel.expressions.predicate import referenced_columns
 
             parts = {c.lower() for c in self.partition_columns()}
             for path in referenced_columns(pred):
@@ -178,7 +174,7 @@ class DeltaTable:
         return [file_uri(self._storage, p) for p in self.files(partition_filters)]
 
     def get_add_actions(self, flatten: bool = False) -> pa.Table:
-        from .kernel.add_actions import add_actions_table
+        from .kernel.scan.add_actions import add_actions_table
 
         return add_actions_table(self._snapshot, flatten=flatten)
 
@@ -258,7 +254,7 @@ class DeltaTable:
         if snap.protocol.has_feature("typeWidening") or snap.protocol.has_feature("typeWidening-preview"):
             raise UnsupportedFeatureError("typeWidening", "to_pyarrow_dataset cannot widen column types; "
                                           "use to_pyarrow_table() or to_batches()")
-        from .kernel.partition_values import parse_partition_value
+        from .kernel.scan.partition_values import parse_partition_value
         from .kernel.schema.arrow import to_arrow_schema
 
         fs, _ = self._storage.arrow_filesystem()
@@ -338,13 +334,13 @@ class DeltaTable:
     # ------------------------------------------------------------------ log maintenance
     def create_checkpoint(self) -> None:
         """Checkpoint the loaded version, so readers replay less of the log (deltalake's name)."""
-        from .kernel.checkpoint_write import write_checkpoint
+        from .kernel.checkpoints.write import write_checkpoint
 
         write_checkpoint(self._snapshot)
 
     def cleanup_metadata(self) -> None:
         """Delete log files older than `delta.logRetentionDuration` that no retained version needs."""
-        from .kernel.log_cleanup import cleanup_expired_logs
+        from .kernel.checkpoints.cleanup import cleanup_expired_logs
 
         cleanup_expired_logs(self._snapshot)
 

@@ -23,7 +23,7 @@ datafusion = pytest.importorskip("datafusion")
 import deltakernel.datafusion as dkdf
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.datafusion import native
-from deltakernel.kernel.expressions import Column, Comparison, Literal
+from deltakernel.kernel.expressions.predicate import Column, Comparison, Literal
 
 
 def _query(path: str, sql: str, **opts: Any) -> tuple[list[str], dkdf.DeltaDataset]:

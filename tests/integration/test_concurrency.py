@@ -20,7 +20,7 @@ from deltakernel.errors import (
     ProtocolChangedError,
 )
 from deltakernel.kernel.snapshot import Snapshot
-from deltakernel.kernel.transaction import Transaction
+from deltakernel.kernel.transaction.transaction import Transaction
 from deltakernel.storage import storage_for_uri
 
 PROCS = 4
@@ -110,7 +110,7 @@ def test_blind_appends_rebase(table: str) -> None:
 
 
 def test_read_partition_vs_concurrent_add_same_partition(table: str) -> None:
-    from deltakernel.kernel.expressions import Column, Comparison, Literal
+    from deltakernel.kernel.expressions.predicate import Column, Comparison, Literal
 
     t = _txn(table)
     t.read_predicate(Comparison("=", Column(("p",)), Literal("a")))
@@ -121,7 +121,7 @@ def test_read_partition_vs_concurrent_add_same_partition(table: str) -> None:
 
 
 def test_read_partition_vs_concurrent_add_other_partition_rebases(table: str) -> None:
-    from deltakernel.kernel.expressions import Column, Comparison, Literal
+    from deltakernel.kernel.expressions.predicate import Column, Comparison, Literal
 
     t = _txn(table)
     t.read_predicate(Comparison("=", Column(("p",)), Literal("a")))
@@ -175,7 +175,7 @@ def test_metadata_changed(table: str) -> None:
 
 
 def test_protocol_changed(table: str) -> None:
-    from deltakernel.kernel.actions import Protocol
+    from deltakernel.kernel.log.actions import Protocol
 
     t = _txn(table)
     t.add_files([_add("n.parquet", "a")])

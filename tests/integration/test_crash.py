@@ -27,8 +27,8 @@ WRITER = textwrap.dedent(
     import os, sys
     import pyarrow as pa
     import deltakernel.operations.write as w
-    import deltakernel.kernel.transaction as t
-    import deltakernel.kernel.checkpoint_write as c
+    import deltakernel.kernel.transaction.transaction as t
+    import deltakernel.kernel.checkpoints.write as c
     import deltakernel.storage.local as local
     uri, point = sys.argv[1], sys.argv[2]
     def die(*a, **k):
@@ -166,7 +166,7 @@ def test_failed_commit_put_leaves_table_unchanged(table: str, monkeypatch: pytes
 
 def test_keyboard_interrupt_after_the_commit_keeps_its_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C during the post-commit checkpoint: the commit landed, so its data files must stay."""
-    import deltakernel.kernel.checkpoint_write as cw
+    import deltakernel.kernel.checkpoints.write as cw
 
     uri = str(tmp_path / "ki")
     write_deltalake(uri, pa.table({"v": [1]}), configuration={"delta.checkpointInterval": "1"})

@@ -17,7 +17,7 @@ import helpers
 
 from deltakernel import CommitProperties, DeltaTable, write_deltalake
 from deltakernel.errors import DeltaError, SchemaError, UnsupportedFeatureError
-from deltakernel.kernel.actions import Protocol
+from deltakernel.kernel.log.actions import Protocol
 
 
 def _v(values: list[int]) -> pa.Table:

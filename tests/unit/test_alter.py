@@ -14,8 +14,8 @@ from deltalake import QueryBuilder, write_deltalake
 
 import deltakernel
 from deltakernel.errors import ConstraintViolationError, DeltaError, UnsupportedFeatureError
-from deltakernel.kernel.actions import Protocol
-from deltakernel.kernel.protocol_select import minimal_protocol
+from deltakernel.kernel.log.actions import Protocol
+from deltakernel.kernel.protocol.select import minimal_protocol
 from deltakernel.kernel.schema.types import PrimitiveType, StructField, StructType
 
 

@@ -278,7 +278,7 @@ def test_bad_last_checkpoint_hint_still_reads(tmp_path: pathlib.Path, hint: obje
 
 
 def test_correct_checksum_is_accepted(tmp_path: pathlib.Path) -> None:
-    from deltakernel.kernel.log_segment import last_checkpoint_checksum
+    from deltakernel.kernel.log.segment import last_checkpoint_checksum
 
     p = _table_with_checkpoint(tmp_path / "t")
     obj = json.loads((helpers.log_dir(p) / "_last_checkpoint").read_text())

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from deltakernel import DeltaTable, write_deltalake
-from deltakernel.kernel import checkpoint_read
+from deltakernel.kernel.checkpoints import read as checkpoint_read
 
 
 def _make_table(path: Path, *, partitioned: bool) -> None:

@@ -28,14 +28,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import helpers
 
 from deltakernel import DeltaTable
-from deltakernel.kernel.checkpoint_write import struct_to_map, write_checkpoint
-from deltakernel.kernel.log_cleanup import cleanup_expired_logs
-from deltakernel.kernel.log_segment import LogSegment, last_checkpoint_checksum, read_last_checkpoint
-from deltakernel.kernel.replay import ReplayResult, _file_schema
-from deltakernel.kernel.retention import parse_interval_ms
+from deltakernel.kernel.checkpoints.cleanup import cleanup_expired_logs
+from deltakernel.kernel.checkpoints.write import struct_to_map, write_checkpoint
+from deltakernel.kernel.log.replay import ReplayResult, _file_schema
+from deltakernel.kernel.log.retention import parse_interval_ms
+from deltakernel.kernel.log.segment import LogSegment, last_checkpoint_checksum, read_last_checkpoint
+from deltakernel.kernel.log.time_travel import commit_timestamps
 from deltakernel.kernel.snapshot import Snapshot
-from deltakernel.kernel.stats import parse_stats, stats_from_struct
-from deltakernel.kernel.time_travel import commit_timestamps
+from deltakernel.kernel.stats.parse import parse_stats, stats_from_struct
 from deltakernel.storage import LocalStorage
 
 DAY = 86_400_000
@@ -585,7 +585,7 @@ def synthetic_snapshot(root: pathlib.Path, n: int, *, partitions: int = 100, ver
         {"name": "id", "type": "long", "nullable": True, "metadata": {}},
         {"name": "name", "type": "string", "nullable": True, "metadata": {}},
         {"name": "part", "type": "string", "nullable": True, "metadata": {}}]}))
-    from deltakernel.kernel.actions import Metadata, Protocol
+    from deltakernel.kernel.log.actions import Metadata, Protocol
 
     idx = pa.array(np.arange(n, dtype=np.int64))
     sidx = idx.cast(pa.string())

@@ -16,7 +16,7 @@ from deltalake.schema import Field, PrimitiveType, Schema
 
 import deltakernel
 from deltakernel.errors import ConstraintViolationError
-from deltakernel.kernel.actions import Metadata, Protocol
+from deltakernel.kernel.log.actions import Metadata, Protocol
 from deltakernel.operations.constraints import Enforcer
 
 

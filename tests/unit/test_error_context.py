@@ -12,7 +12,7 @@ import pytest
 
 from deltakernel import DeltaTable
 from deltakernel.errors import SchemaError
-from deltakernel.kernel.partition_values import parse_partition_array, parse_partition_value
+from deltakernel.kernel.scan.partition_values import parse_partition_array, parse_partition_value
 from deltakernel.kernel.schema.types import PrimitiveType
 from deltakernel.operations.write import write_deltalake
 

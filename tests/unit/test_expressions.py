@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltakernel.errors import InvalidFilterError
-from deltakernel.kernel.expressions import (
+from deltakernel.kernel.expressions.predicate import (
     AlwaysTrue,
     And,
     Column,
@@ -175,8 +175,8 @@ def test_from_pyarrow_is_exact(expr: pc.Expression) -> None:
 # ----------------------------------------------------------------------------- differential: deltalake filters
 def test_from_dnf_matches_deltalake_partition_pruning(tmp_path) -> None:  # type: ignore[no-untyped-def]
     deltalake = pytest.importorskip("deltalake")
+    from deltakernel.kernel.scan.skipping import skipping_mask
     from deltakernel.kernel.schema.types import parse_schema_string
-    from deltakernel.kernel.skipping import skipping_mask
 
     data = pa.table({
         "p": pa.array([1, 2, None, 3, 10], pa.int64()),

@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import helpers
 
 import deltakernel
-from deltakernel.kernel.expressions import And, Column, Comparison, Literal
+from deltakernel.kernel.expressions.predicate import And, Column, Comparison, Literal
+from deltakernel.kernel.scan.skipping import skipping_mask
 from deltakernel.kernel.schema.arrow import from_arrow_schema, to_arrow_schema
 from deltakernel.kernel.schema.evolution import assign_column_mapping
 from deltakernel.kernel.schema.types import StructType, schema_to_json
-from deltakernel.kernel.skipping import skipping_mask
-from deltakernel.kernel.stats import parse_stats
+from deltakernel.kernel.stats.parse import parse_stats
 from deltakernel.operations import file_writer
 from deltakernel.operations.file_writer import (
     WriterProperties,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltakernel.errors import SchemaError
-from deltakernel.kernel.partition_values import (
+from deltakernel.kernel.scan.partition_values import (
     parse_partition_array,
     parse_partition_value,
     partition_columns_table,

@@ -12,7 +12,7 @@ import pytest
 
 from deltakernel import DeltaTable
 from deltakernel.errors import UnsupportedFeatureError
-from deltakernel.kernel.features import SUPPORTED_READER_FEATURES
+from deltakernel.kernel.protocol.features import SUPPORTED_READER_FEATURES
 
 
 def _field(name: str, typ: Any, metadata: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltakernel.kernel.expressions import (
+from deltakernel.kernel.expressions.predicate import (
     AlwaysFalse,
     AlwaysTrue,
     And,
@@ -27,9 +27,9 @@ from deltakernel.kernel.expressions import (
     from_dnf,
     to_pyarrow,
 )
+from deltakernel.kernel.scan.skipping import skipping_mask
 from deltakernel.kernel.schema.types import PrimitiveType, StructField, StructType
-from deltakernel.kernel.skipping import skipping_mask
-from deltakernel.kernel.stats import parse_stats
+from deltakernel.kernel.stats.parse import parse_stats
 
 UTC = dt.timezone.utc
 SCHEMA = StructType((

@@ -12,9 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltakernel.errors import DeltaError, InvalidFilterError
-from deltakernel.kernel import expressions as ex
-from deltakernel.kernel.schema.arrow import from_arrow_schema
-from deltakernel.kernel.sql import (
+from deltakernel.kernel.expressions import predicate as ex
+from deltakernel.kernel.expressions.sql import (
     Binary,
     Col,
     Lit,
@@ -24,6 +23,7 @@ from deltakernel.kernel.sql import (
     to_predicate,
     to_pyarrow_filter,
 )
+from deltakernel.kernel.schema.arrow import from_arrow_schema
 
 UTC = dt.timezone.utc
 T = pa.table({

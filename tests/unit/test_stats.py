@@ -9,7 +9,7 @@ import json
 import pyarrow as pa
 
 from deltakernel.kernel.schema.types import DecimalType, PrimitiveType, StructField, StructType
-from deltakernel.kernel.stats import parse_stats, stats_from_struct
+from deltakernel.kernel.stats.parse import parse_stats, stats_from_struct
 
 UTC = dt.timezone.utc
 SCHEMA = StructType((

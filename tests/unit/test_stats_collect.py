@@ -32,8 +32,7 @@ from hypothesis import strategies as st
 from deltakernel.errors import SchemaError
 from deltakernel.kernel.schema.arrow import from_arrow_schema
 from deltakernel.kernel.schema.types import PrimitiveType, StructField, StructType
-from deltakernel.kernel.stats import parse_stats
-from deltakernel.kernel.stats_collect import (
+from deltakernel.kernel.stats.collect import (
     StatsCollector,
     collect_stats,
     parse_stats_columns,
@@ -41,6 +40,7 @@ from deltakernel.kernel.stats_collect import (
     truncate_max_string,
     truncate_min_string,
 )
+from deltakernel.kernel.stats.parse import parse_stats
 
 UTC = dt.timezone.utc
 

@@ -12,7 +12,7 @@ import pytest
 
 from deltakernel import DeltaTable
 from deltakernel.errors import VersionNotFoundError
-from deltakernel.kernel.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
+from deltakernel.kernel.log.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
 from deltakernel.storage import LocalStorage
 
 deltalake = pytest.importorskip("deltalake")

@@ -175,7 +175,7 @@ def test_polars_empty_lazyframe_creates_the_table_with_its_schema(tmp_path: Path
 
 def test_stats_collector_keeps_no_reference_to_a_folded_batch() -> None:
     from deltakernel.kernel.schema.arrow import from_arrow_schema
-    from deltakernel.kernel.stats_collect import StatsCollector
+    from deltakernel.kernel.stats.collect import StatsCollector
 
     a = np.arange(1000, dtype=np.int64)
     ref = weakref.ref(a)

@@ -45,20 +45,18 @@ def dataset(
     strings and binaries as `string` / `binary` instead of DataFusion's view types; `row_tracking=True` adds
     the stable `_row_id` / `_row_commit_version` columns of a row-tracking table.
     """
-    from ..table import DeltaTable
+    from ..kernel.snapshot import Snapshot
+    from ..storage import storage_for_uri
 
     opts: dict[str, Any] = {"target_partitions": target_partitions, "native_reader": native_reader,
                             "view_types": view_types, "row_tracking": row_tracking}
-    if isinstance(table_or_uri, DeltaTable):
+    loaded = getattr(table_or_uri, "snapshot", None)  # a deltakernel.DeltaTable (duck-typed: no import cycle)
+    if isinstance(loaded, Snapshot):
         if version is None:
-            return DeltaDataset(table_or_uri.snapshot, **opts)
-        uri, storage = table_or_uri.table_uri, storage_options or table_or_uri._storage_options
-        table = DeltaTable(uri, storage_options=storage)
-    else:
-        table = DeltaTable(str(table_or_uri), storage_options=storage_options)
-    if version is not None:
-        table.load_as_version(version)
-    return DeltaDataset(table.snapshot, **opts)
+            return DeltaDataset(loaded, **opts)
+        return DeltaDataset(Snapshot.load_at(loaded.storage, version), **opts)
+    storage = storage_for_uri(str(table_or_uri), storage_options)
+    return DeltaDataset(Snapshot.load_at(storage, version), **opts)
 
 
 def register(

@@ -120,10 +120,10 @@ def without_views(table: pa.Table) -> pa.Table:
 
 def run(args: argparse.Namespace) -> None:
     """The `sql` subcommand (wired in `deltakernel.cli`)."""
-    from ..cli import storage_options
+    from ..storage import option_pairs
     from . import register, register_catalog, session_context
 
-    options = storage_options(args.storage_option)
+    options = option_pairs(args.storage_option)
     ctx = session_context(storage_options=options)
     for spec in args.table or []:
         name, uri, version = _parse_table_arg(spec)

@@ -47,9 +47,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from ..errors import InvalidPathError
-from ..kernel import pyarrow_expressions as _pyarrow_expressions  # noqa: F401  (eager: see below)
 from ..kernel import row_tracking as rt
-from ..kernel.expressions import (
+from ..kernel.expressions import from_pyarrow as _pyarrow_expressions  # noqa: F401  (eager: see below)
+from ..kernel.expressions.predicate import (
     And,
     Comparison,
     Expr,
@@ -61,11 +61,11 @@ from ..kernel.expressions import (
     referenced_columns,
     to_pyarrow,
 )
-from ..kernel.partition_values import partition_columns_table
 from ..kernel.paths import is_absolute, resolve_file
-from ..kernel.scan import Scan, read_in_order
+from ..kernel.scan.partition_values import partition_columns_table
+from ..kernel.scan.scan import Scan, read_in_order
+from ..kernel.scan.skipping import file_skipping_mask
 from ..kernel.schema.arrow import to_arrow_schema
-from ..kernel.skipping import file_skipping_mask
 from ..kernel.snapshot import Snapshot
 from . import native
 

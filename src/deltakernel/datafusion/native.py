@@ -33,7 +33,7 @@ import pyarrow.fs as pafs
 from datafusion import col, lit
 from datafusion import functions as dff
 
-from ..kernel.expressions import (
+from ..kernel.expressions.predicate import (
     AlwaysFalse,
     AlwaysTrue,
     And,

@@ -5,6 +5,7 @@ Built from a LogSegment by vectorized replay; checks the protocol before anythin
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from functools import cached_property
@@ -13,10 +14,10 @@ from typing import Any
 import pyarrow as pa
 
 from ..storage.base import Storage
-from .actions import DomainMetadata, Metadata, Protocol, Txn
-from .features import check_read_supported
-from .log_segment import LogSegment, build_log_segment
-from .replay import ReplayResult, replay
+from .log.actions import DomainMetadata, Metadata, Protocol, Txn
+from .log.replay import ReplayResult, replay
+from .log.segment import LogSegment, build_log_segment
+from .protocol.features import check_read_supported
 from .schema.types import StructField, StructType
 
 log = logging.getLogger("deltakernel")
@@ -42,6 +43,19 @@ class Snapshot:
             len(segment.commits), snap.num_files, time.perf_counter() - start,
         )
         return snap
+
+    @classmethod
+    def load_at(cls, storage: Storage, version: int | str | dt.datetime | None,
+                reference: Snapshot | None = None) -> Snapshot:
+        """`version`: an int, None (the latest), or a datetime / ISO-8601 string (the latest commit at or
+        before it; commit times as of `reference`, the latest snapshot by default)."""
+        if version is None or (isinstance(version, int) and not isinstance(version, bool)):
+            return cls.load(storage, version)
+        from .log.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
+
+        ref = reference if reference is not None else cls.load(storage, None)
+        stamps = commit_timestamps(storage, ref.ict_enablement_version)
+        return cls.load(storage, version_at_timestamp(stamps, parse_timestamp(version)))
 
     # ------------------------------------------------------------------ state
     @property

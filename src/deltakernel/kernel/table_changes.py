@@ -25,12 +25,12 @@ import pyarrow.compute as pc
 
 from ..errors import ChangeDataFeedNotEnabledError, DeltaError, InvalidFilterError, SchemaError, VersionNotFoundError
 from ..storage.base import ObjectMeta, Storage
-from .actions import Metadata, Protocol
 from .deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from .features import check_read_supported
-from .log_segment import list_commits
-from .replay import _physical_partition_names, read_commits
-from .scan import Scan
+from .log.actions import Metadata, Protocol
+from .log.replay import _physical_partition_names, read_commits
+from .log.segment import list_commits
+from .protocol.features import check_read_supported
+from .scan.scan import Scan
 from .schema.arrow import to_arrow_schema
 from .schema.column_mapping import column_mapping_mode
 from .schema.types import PrimitiveType, StructField, StructType
@@ -253,7 +253,7 @@ class TableChanges:
     def _filter(self, predicate: Any, row_filter: pc.Expression | None, sql: str | None) -> pc.Expression | None:
         exprs: list[pc.Expression] = []
         if predicate is not None:
-            from .expressions import to_pyarrow
+            from .expressions.predicate import to_pyarrow
 
             exprs.append(to_pyarrow(predicate, self.schema))
         if row_filter is not None:
@@ -375,8 +375,8 @@ def parse_sql_predicate(text: str, schema: pa.Schema) -> pc.Expression:
     Parsed by `sql.py` with double quotes as identifiers (deltalake/DataFusion style); literals are
     typed by the column they are compared with.
     """
+    from .expressions.sql import to_pyarrow_filter
     from .schema.arrow import from_arrow_schema
-    from .sql import to_pyarrow_filter
 
     return to_pyarrow_filter(text, from_arrow_schema(schema), double_quoted_identifiers=True)
 

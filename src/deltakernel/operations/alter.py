@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from typing import Protocol as TypingProtocol
 
 from ..errors import ConstraintViolationError, DeltaError, SchemaError
-from ..kernel.actions import Metadata, Protocol
-from ..kernel.features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
-from ..kernel.protocol_select import (
+from ..kernel.expressions.sql import evaluate, parse_sql, referenced_columns
+from ..kernel.log.actions import Metadata, Protocol
+from ..kernel.protocol.features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
+from ..kernel.protocol.select import (
     features_in_effect,
     minimal_protocol,
     table_features_protocol,
@@ -26,7 +28,7 @@ from ..kernel.protocol_select import (
     with_min_versions,
 )
 from ..kernel.row_tracking import with_materialized_names
-from ..kernel.scan import Scan
+from ..kernel.scan.scan import Scan
 from ..kernel.schema.column_mapping import ID_KEY, MODE_KEY, PHYSICAL_NAME_KEY
 from ..kernel.schema.evolution import schema_has_type
 from ..kernel.schema.types import (
@@ -38,13 +40,19 @@ from ..kernel.schema.types import (
     _parse_field,
     schema_to_json,
 )
-from ..kernel.sql import evaluate, parse_sql, referenced_columns
-from ..kernel.transaction import Transaction
+from ..kernel.snapshot import Snapshot
+from ..kernel.transaction.transaction import Transaction
 from .alter_properties import PROPERTY_FEATURES, validate_properties
 from .constraints import CONSTRAINT_PREFIX, GENERATION_EXPRESSION, check_constraints, sample_row
 
-if TYPE_CHECKING:
-    from ..table import DeltaTable
+
+class TableHandle(TypingProtocol):
+    """What alter needs of a table (a `deltakernel.DeltaTable`; operations never import the engine layer)."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+    def update_incremental(self) -> None: ...
 
 MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
 
@@ -67,13 +75,13 @@ def feature_name(feature: Any) -> str:
 class TableAlterer:
     """Schema, constraint, property and protocol changes of one DeltaTable."""
 
-    def __init__(self, table: DeltaTable) -> None:
+    def __init__(self, table: TableHandle) -> None:
         self._table = table
 
     # ------------------------------------------------------------------ plumbing
     def _txn(self, operation: str, parameters: dict[str, Any], custom_metadata: dict[str, str] | None) -> Transaction:
         self._table.update_incremental()
-        txn = Transaction(self._table._storage, self._table.snapshot, operation=operation,
+        txn = Transaction(self._table.snapshot.storage, self._table.snapshot, operation=operation,
                           operation_parameters=parameters)
         if custom_metadata:
             txn.extra_commit_info.update(custom_metadata)

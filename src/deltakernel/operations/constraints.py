@@ -29,11 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConstraintViolationError, DeltaError
-from ..kernel.actions import Metadata, Protocol
-from ..kernel.protocol_select import features_in_effect
+from ..kernel.expressions.sql import SqlExpr, evaluate, parse_sql
+from ..kernel.log.actions import Metadata, Protocol
+from ..kernel.protocol.select import features_in_effect
 from ..kernel.schema.arrow import to_arrow_type
 from ..kernel.schema.types import StructField, StructType
-from ..kernel.sql import SqlExpr, evaluate, parse_sql
 
 Batch = Union[pa.RecordBatch, pa.Table]
 
@@ -207,7 +207,7 @@ class Enforcer:
     def _cast(self, arr: pa.Array, target: pa.DataType, f: StructField, text: str) -> pa.Array:
         if arr.type == target:
             return arr
-        from ..kernel.sql_eval import _Evaluator
+        from ..kernel.expressions.sql_eval import _Evaluator
 
         try:
             out = _Evaluator(pa.table({})).sql_cast(arr, target)

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import SchemaError
-from ..kernel.partition_values import serialize_partition_value
+from ..kernel.scan.partition_values import serialize_partition_value
 from ..kernel.schema.arrow import to_arrow_schema
 from ..kernel.schema.column_mapping import PARQUET_FIELD_ID, physical_name, to_physical_arrow_schema
 from ..kernel.schema.types import StructField, StructType

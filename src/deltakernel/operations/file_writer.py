@@ -32,7 +32,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ..kernel.schema.types import StructType
-from ..kernel.stats_collect import StatsCollector
+from ..kernel.stats.collect import StatsCollector
 from ..storage.base import Storage
 from .data_layout import (
     HIVE_DEFAULT_PARTITION,

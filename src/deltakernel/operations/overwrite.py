@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..kernel import row_tracking as rt
-from ..kernel.actions import Metadata
+from ..kernel.log.actions import Metadata
 from ..kernel.schema.column_mapping import physical_name
 from ..kernel.snapshot import Snapshot
-from ..kernel.transaction import Transaction as KernelTransaction
+from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter, cdf_enabled
 from .rewrite import FILE_COLUMNS as _FILE_COLUMNS
@@ -54,8 +54,8 @@ def plan_overwrite(
         rows = files.select(_FILE_COLUMNS).to_pylist()
         txn.remove_files([remove_action(r, now) for r in rows])
         return
-    from ..kernel.scan import Scan
-    from ..kernel.sql import referenced_columns, to_predicate
+    from ..kernel.expressions.sql import referenced_columns, to_predicate
+    from ..kernel.scan.scan import Scan
 
     kpred = to_predicate(sql_pred, snapshot.schema)
     scan = Scan(snapshot, predicate=kpred) if kpred is not None else Scan(snapshot)
@@ -78,7 +78,7 @@ def _rewrite_matching(txn: KernelTransaction, snapshot: Snapshot, adds: list[dic
                       rows: list[dict[str, Any]], sql_pred: Any, storage: Storage, writer_properties: Any,
                       now: int) -> None:
     """Data predicate: fully matched files are removed, partly matched ones rewritten without the matches."""
-    from ..kernel.sql import evaluate
+    from ..kernel.expressions.sql import evaluate
 
     configuration = _row_tracking_configuration(txn)
     md = txn.metadata
@@ -128,8 +128,8 @@ def _row_tracking_configuration(txn: KernelTransaction) -> dict[str, str]:
 
 def _partition_set_predicate(snapshot: Snapshot, written: set[tuple[tuple[str, Any], ...]]) -> Any:
     """A kernel predicate matching exactly the written partitions (for conflict detection)."""
-    from ..kernel.expressions import And, Column, Comparison, IsNull, Literal, Or
-    from ..kernel.partition_values import parse_partition_value
+    from ..kernel.expressions.predicate import And, Column, Comparison, IsNull, Literal, Or
+    from ..kernel.scan.partition_values import parse_partition_value
 
     by_phys = {physical_name(f, snapshot.column_mapping_mode): f for f in snapshot.partition_fields}
     ors = []
@@ -144,7 +144,7 @@ def _partition_set_predicate(snapshot: Snapshot, written: set[tuple[tuple[str, A
         if conj:
             ors.append(And(*conj) if len(conj) > 1 else conj[0])
     if not ors:
-        from ..kernel.expressions import AlwaysFalse
+        from ..kernel.expressions.predicate import AlwaysFalse
 
         return AlwaysFalse()
     return Or(*ors) if len(ors) > 1 else ors[0]

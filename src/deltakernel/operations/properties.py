@@ -24,7 +24,7 @@ class CommitProperties:
     app_transactions: list[Transaction] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from ..kernel.transaction import commit_info_extras
+        from ..kernel.transaction.transaction import commit_info_extras
 
         if self.custom_metadata is not None:
             commit_info_extras(self.custom_metadata)  # ValueError now, not after the data is written

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from ..errors import DeltaError
 from ..kernel import row_tracking as rt
 from ..kernel.paths import resolve_key
-from ..kernel.scan import Scan
+from ..kernel.scan.scan import Scan
 from ..kernel.schema.types import PrimitiveType, StructField, StructType
 from ..kernel.snapshot import Snapshot, SnapshotView
 from ..storage import Storage

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConstraintViolationError, DeltaError, SchemaError, TableNotFoundError
-from ..kernel.actions import Format, Metadata, Protocol
-from ..kernel.protocol_select import with_min_versions
+from ..kernel.log.actions import Format, Metadata, Protocol
+from ..kernel.protocol.select import with_min_versions
 from ..kernel.row_tracking import with_materialized_names
 from ..kernel.schema.arrow import from_arrow_schema, to_arrow_schema
 from ..kernel.schema.evolution import (
@@ -33,7 +33,7 @@ from ..kernel.schema.evolution import (
 )
 from ..kernel.schema.types import StructField, StructType, schema_to_json
 from ..kernel.snapshot import Snapshot
-from ..kernel.transaction import Transaction as KernelTransaction
+from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage, storage_for_uri
 from .alter_properties import split_protocol_requests
 from .inputs import to_reader
@@ -113,7 +113,7 @@ def required_features(schema: StructType, configuration: dict[str, str]) -> set[
 
 
 def protocol_for(features: set[str], current: Protocol | None = None) -> Protocol:
-    from ..kernel.protocol_select import minimal_protocol
+    from ..kernel.protocol.select import minimal_protocol
 
     return minimal_protocol(features, current)
 
@@ -467,13 +467,13 @@ def _with_identity_hwm(md: Metadata, updates: dict[str, int]) -> Metadata:
 
 
 def _parse_predicate(text: str) -> Any:
-    from ..kernel.sql import parse_sql
+    from ..kernel.expressions.sql import parse_sql
 
     return parse_sql(text)
 
 
 def _check_replace_where(batch: pa.RecordBatch, expr: Any, text: str) -> None:
-    from ..kernel.sql import evaluate
+    from ..kernel.expressions.sql import evaluate
 
     ok = evaluate(expr, batch)
     bad = pc.invert(pc.fill_null(ok, False))

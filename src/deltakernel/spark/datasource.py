@@ -98,7 +98,7 @@ class DeltaSourceReader(DataSourceReader):
 
     @property
     def predicate(self) -> Any:
-        from ..kernel.expressions import And
+        from ..kernel.expressions.predicate import And
 
         preds = [p for p in (_filter_to_predicate(f) for f in self.filters) if p is not None]
         if not preds:
@@ -106,7 +106,7 @@ class DeltaSourceReader(DataSourceReader):
         return preds[0] if len(preds) == 1 else And(*preds)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from ..kernel.scan import Scan
+        from ..kernel.scan.scan import Scan
         from ..kernel.schema.types import schema_to_json
         from .reader import load_snapshot, storage_options
 
@@ -145,7 +145,7 @@ class DeltaSourceReader(DataSourceReader):
         if "cdf" in value:
             yield from _read_cdf(Options(value["cdf"]), target)
             return
-        from ..kernel.scan import Scan
+        from ..kernel.scan.scan import Scan
 
         h = value["header"]
         snap = _LiteSnapshot(h["uri"], h["storage_options"], h["schema"], h["mode"], h["partition_columns"],
@@ -182,7 +182,7 @@ def _filter_to_predicate(f: Any) -> Any:
     """A pushed-down Spark filter as a kernel predicate (None when not expressible)."""
     from pyspark.sql import datasource as ds
 
-    from ..kernel import expressions as ex
+    from ..kernel.expressions import predicate as ex
 
     def col(attr: tuple[str, ...]) -> Any:
         return ex.Column(tuple(attr))

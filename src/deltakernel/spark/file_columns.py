@@ -20,8 +20,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import DeltaError
-from ..kernel.partition_values import parse_partition_array, parse_partition_value
 from ..kernel.paths import is_absolute, resolve_file
+from ..kernel.scan.partition_values import parse_partition_array, parse_partition_value
 from ..kernel.schema.column_mapping import physical_name
 from ..kernel.schema.types import PrimitiveType
 from ..kernel.snapshot import Snapshot

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import pyarrow.parquet as pq
 
 from ..kernel.schema.types import PrimitiveType, StructType
-from ..kernel.stats_collect import (
+from ..kernel.stats.collect import (
     LeafStats,
     fold_footer_chunk,
     stat_kind,

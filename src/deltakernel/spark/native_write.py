@@ -41,8 +41,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ..errors import DeltaError, SchemaError
-from ..kernel.actions import Metadata, Protocol
-from ..kernel.partition_values import serialize_partition_value
+from ..kernel.log.actions import Metadata, Protocol
+from ..kernel.scan.partition_values import serialize_partition_value
 from ..kernel.schema.column_mapping import physical_name, to_physical_schema
 from ..kernel.schema.types import DataType, DecimalType, PrimitiveType, StructType, schema_to_json
 from ..operations.data_layout import (

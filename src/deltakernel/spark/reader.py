@@ -30,7 +30,7 @@ import pyarrow as pa
 from ..kernel import row_tracking as rt
 from ..kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from ..kernel.paths import resolve_file
-from ..kernel.scan import Scan
+from ..kernel.scan.scan import Scan
 from ..kernel.schema.column_mapping import physical_name, to_physical_schema
 from ..kernel.schema.types import StructType
 from ..kernel.snapshot import Snapshot
@@ -315,10 +315,10 @@ def _many_paths(spark: Any, n: int) -> Iterator[None]:
 # ----------------------------------------------------------------------------- filters -> skipping
 def _fold_casts(node: Any) -> Any:
     """`CAST(<literal> AS t)` (what Spark's analyzer prints) folded into a typed literal."""
-    from ..kernel import sql
+    from ..kernel.expressions import sql
 
     if isinstance(node, sql.Cast) and isinstance(node.operand, sql.Lit):
-        from ..kernel.sql_eval import evaluate_expr
+        from ..kernel.expressions.sql_eval import evaluate_expr
 
         try:
             value = evaluate_expr(node, pa.table({"__x": [0]}))[0].as_py()
@@ -343,7 +343,7 @@ def condition_to_predicate(frame: Any, schema: StructType) -> Any:
         plan = frame._jdf.queryExecution().analyzed()
         if plan.nodeName() != "Filter":
             return None
-        from ..kernel import sql
+        from ..kernel.expressions import sql
 
         node = _fold_casts(sql.parse_sql(plan.condition().sql()))
         return sql.to_predicate(node, schema)
@@ -374,7 +374,7 @@ class DeltaFrame(_frame_base()):  # type: ignore[misc]
         pred = condition_to_predicate(filtered, self._dk_snapshot.schema)
         if pred is None:
             return filtered
-        from ..kernel.expressions import And
+        from ..kernel.expressions.predicate import And
 
         combined = pred if self._dk_predicate is None else And(self._dk_predicate, pred)
         base = native_plan(self.sparkSession, self._dk_snapshot, combined, self._dk_row_tracking)

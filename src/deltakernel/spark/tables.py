@@ -13,9 +13,9 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import DeltaError
-from ..kernel.actions import Protocol
+from ..kernel.log.actions import Protocol
 from ..kernel.snapshot import Snapshot
-from ..kernel.transaction import Transaction as KernelTransaction
+from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..table import DeltaTable as KernelTable
 from ._schema import from_spark_schema, table_uri
 
@@ -144,15 +144,15 @@ class DeltaTable:
         txn.commit()
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
-        from ..kernel.protocol_select import with_min_versions
+        from ..kernel.protocol.select import with_min_versions
 
         new = with_min_versions(self._snapshot().protocol, readerVersion, writerVersion)
         self._commit_protocol(new, "UPGRADE PROTOCOL",
                               {"newProtocol": json.dumps(new.to_json(), separators=(",", ":"))})
 
     def addFeatureSupport(self, featureName: str) -> None:
-        from ..kernel.features import SUPPORTED_WRITER_FEATURES
-        from ..kernel.protocol_select import table_features_protocol
+        from ..kernel.protocol.features import SUPPORTED_WRITER_FEATURES
+        from ..kernel.protocol.select import table_features_protocol
 
         if featureName not in SUPPORTED_WRITER_FEATURES:
             raise DeltaError(f"table feature {featureName!r} is not supported by deltakernel")

@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import DeltaError, SchemaError
-from ..kernel.actions import Metadata, Protocol
+from ..kernel.log.actions import Metadata, Protocol
 from ..kernel.schema.types import ArrayType, MapType, StructField, StructType
 from ..operations.properties import CommitProperties, Transaction
 from ..storage import storage_for_uri

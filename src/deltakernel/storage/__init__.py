@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
 from deltakernel.errors import InvalidPathError, StorageError
@@ -27,6 +28,7 @@ __all__ = [
     "ObjectStoreStorage",
     "Storage",
     "normalize_table_uri",
+    "option_pairs",
     "storage_for_uri",
 ]
 
@@ -87,3 +89,14 @@ def storage_for_uri(uri: str, storage_options: dict[str, str] | None = None) -> 
     if scheme in OBJECT_STORE_SCHEMES:
         return ObjectStoreStorage(uri, storage_options)
     raise StorageError(f"unsupported URI scheme {scheme!r} in {uri!r}")
+
+
+def option_pairs(pairs: Sequence[str] | None) -> dict[str, str] | None:
+    """`KEY=VALUE` strings (the CLIs' `-o`) as storage options; None when there are none."""
+    out: dict[str, str] = {}
+    for kv in pairs or []:
+        key, sep, value = kv.partition("=")
+        if not sep or not key.strip():
+            raise StorageError(f"storage option {kv!r} is not KEY=VALUE (e.g. -o AWS_REGION=us-east-1)")
+        out[key.strip()] = value
+    return out or None

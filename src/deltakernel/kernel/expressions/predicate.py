@@ -24,9 +24,9 @@ from typing import Any, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidFilterError
-from .schema.arrow import to_arrow_type
-from .schema.types import DataType, DecimalType, PrimitiveType, StructType
+from ...errors import InvalidFilterError
+from ..schema.arrow import to_arrow_type
+from ..schema.types import DataType, DecimalType, PrimitiveType, StructType
 
 COMPARISON_OPS = ("=", "!=", "<", "<=", ">", ">=")
 # op with its operands swapped: `lit < col` == `col > lit`
@@ -557,7 +557,7 @@ def _to_pa(e: Expr, types: dict[tuple[str, ...], pa.DataType]) -> pc.Expression:
 
 def from_pyarrow(expr: pc.Expression, schema: StructType | None = None) -> Expr | None:
     """Best-effort exact translation of a pyarrow expression; None when any part is not understood."""
-    from .pyarrow_expressions import decode_pyarrow
+    from .from_pyarrow import decode_pyarrow
 
     try:
         return decode_pyarrow(expr, schema)

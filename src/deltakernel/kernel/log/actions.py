@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CorruptLogError
-from .schema.types import StructType, parse_schema_string
+from ...errors import CorruptLogError
+from ..schema.types import StructType, parse_schema_string
 
 
 @dataclass(frozen=True)

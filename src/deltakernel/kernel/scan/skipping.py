@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from .expressions import (
+from ..expressions.predicate import (
     FLIPPED,
     NEGATED,
     AlwaysFalse,
@@ -44,7 +44,7 @@ from .expressions import (
     _to_pa,
     referenced_columns,
 )
-from .stats import FileStats, parse_stats, stats_from_struct
+from ..stats.parse import FileStats, parse_stats, stats_from_struct
 
 Path = tuple[str, ...]
 _MAX_IN_EXPANSION = 32  # IN lists up to this size are checked value by value, longer ones by range

@@ -6,8 +6,8 @@ The supported sets are declared here and nowhere else; everything that reads a t
 
 from __future__ import annotations
 
-from ..errors import UnsupportedFeatureError
-from .actions import Protocol
+from ...errors import UnsupportedFeatureError
+from ..log.actions import Protocol
 
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from ..errors import MissingFileError, ObjectNotFoundError
-from ..storage.base import ObjectMeta, Storage
+from ...errors import MissingFileError, ObjectNotFoundError
+from ...storage.base import ObjectMeta, Storage
 
 # ----------------------------------------------------------------------------- pandas-free array building
 # pyarrow imports pandas (~0.1-0.9 s) on its first conversion of a Python or numpy object (pa.array,

@@ -11,7 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .expressions import (
+from ..schema.types import DataType, PrimitiveType, StructType
+from .predicate import (
     AlwaysFalse,
     AlwaysTrue,
     And,
@@ -25,7 +26,6 @@ from .expressions import (
     Operand,
     Or,
 )
-from .schema.types import DataType, PrimitiveType, StructType
 
 
 # ----------------------------------------------------------------------------- from_pyarrow decoding

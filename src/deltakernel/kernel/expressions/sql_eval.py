@@ -15,9 +15,9 @@ from typing import Any, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidFilterError
-from .schema.arrow import to_arrow_type
-from .schema.types import parse_type
+from ...errors import InvalidFilterError
+from ..schema.arrow import to_arrow_type
+from ..schema.types import parse_type
 from .sql import Between, Binary, Case, Cast, Col, Func, InList, IsNull, Like, Lit, SqlExpr, Unary
 
 Value = Union[pa.Array, pa.Scalar]

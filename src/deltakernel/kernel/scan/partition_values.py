@@ -21,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import SchemaError
-from .schema.arrow import to_arrow_type
-from .schema.column_mapping import physical_name
-from .schema.types import DataType, DecimalType, PrimitiveType, StructField
+from ...errors import SchemaError
+from ..schema.arrow import to_arrow_type
+from ..schema.column_mapping import physical_name
+from ..schema.types import DataType, DecimalType, PrimitiveType, StructField
 
 _INT_RANGES = {
     "byte": (-(2**7), 2**7 - 1),

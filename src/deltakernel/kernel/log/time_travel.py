@@ -10,10 +10,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from ..errors import VersionNotFoundError
-from ..storage.base import Storage
-from .log_segment import list_commits
+from ...errors import VersionNotFoundError
+from ...storage.base import Storage
 from .replay import commit_infos_for
+from .segment import list_commits
 
 
 def parse_timestamp(value: dt.datetime | str | int | float) -> int:

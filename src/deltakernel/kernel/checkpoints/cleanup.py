@@ -9,11 +9,11 @@ import time
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..storage.base import ObjectMeta, Storage
-from .log_segment import LOG_DIR, _classify
-from .retention import DAY_MS, DEFAULT_LOG_RETENTION, interval_conf
-from .snapshot import Snapshot
-from .time_travel import commit_timestamps
+from ...storage.base import ObjectMeta, Storage
+from ..log.retention import DAY_MS, DEFAULT_LOG_RETENTION, interval_conf
+from ..log.segment import LOG_DIR, _classify
+from ..log.time_travel import commit_timestamps
+from ..snapshot import Snapshot
 
 _COMPACTED_RE = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 _CHECKPOINT_ANY_RE = re.compile(r"^(\d{20})\.checkpoint\.")

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import CorruptLogError, MissingFileError, ObjectNotFoundError
-from ..storage.base import Storage
-from .action_tables import (
+from ...errors import CorruptLogError, MissingFileError, ObjectNotFoundError
+from ...storage.base import Storage
+from ..log.action_tables import (
     _BULK_RE,
     _conform_file_actions,
     _json_action_type,
@@ -27,7 +27,7 @@ from .action_tables import (
     file_keys,
     split_lines,
 )
-from .log_segment import LOG_DIR, Checkpoint
+from ..log.segment import LOG_DIR, Checkpoint
 
 _ADD_CP_FIELDS = ["path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "deletionVector",
                   "baseRowId", "defaultRowCommitVersion", "tags", "stats_parsed"]

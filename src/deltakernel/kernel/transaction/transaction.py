@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     CommitConflictError,
     CommitStateUnknownError,
     ConstraintViolationError,
@@ -32,8 +32,11 @@ from ..errors import (
     ObjectNotFoundError,
     StorageError,
 )
-from ..storage.base import Storage
-from .actions import Metadata, Protocol, Txn
+from ...storage.base import Storage
+from ..log.actions import Metadata, Protocol, Txn
+from ..log.segment import commit_key
+from ..protocol.features import check_write_supported
+from ..protocol.select import protocol_never_downgraded
 from .conflicts import (
     ISOLATION_LEVELS,
     SERIALIZABLE,
@@ -43,9 +46,6 @@ from .conflicts import (
     check_conflicts,
     partition_matches,
 )
-from .features import check_write_supported
-from .log_segment import commit_key
-from .protocol_select import protocol_never_downgraded
 
 log = logging.getLogger("deltakernel")
 
@@ -429,9 +429,9 @@ class Transaction:
         if interval <= 0 or version == 0 or version % interval != 0:
             return
         try:
-            from .checkpoint_write import write_checkpoint
-            from .log_cleanup import cleanup_expired_logs
-            from .snapshot import Snapshot
+            from ..checkpoints.cleanup import cleanup_expired_logs
+            from ..checkpoints.write import write_checkpoint
+            from ..snapshot import Snapshot
 
             snap = Snapshot.load(self.storage, version)
             write_checkpoint(snap)

@@ -24,9 +24,9 @@ from typing import Any, Union
 
 import pyarrow as pa
 
-from ..errors import InvalidFilterError
-from . import expressions as ex
-from .schema.types import DataType, StructType
+from ...errors import InvalidFilterError
+from ..schema.types import DataType, StructType
+from . import predicate as ex
 
 
 # ----------------------------------------------------------------------------- AST

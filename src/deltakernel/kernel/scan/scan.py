@@ -22,15 +22,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import CorruptLogError, DeltaError, InvalidFilterError, MissingFileError, ObjectNotFoundError
-from . import row_tracking as rt
-from .deletion_vectors import DeletionVectorDescriptor, deleted_mask, read_deletion_vector
-from .paths import resolve_file
-from .schema.arrow import to_arrow_schema
-from .schema.column_mapping import PARQUET_FIELD_ID, field_id, physical_name
-from .schema.reconcile import conform_table
-from .schema.types import StructField, StructType
-from .snapshot import Snapshot
+from ...errors import CorruptLogError, DeltaError, InvalidFilterError, MissingFileError, ObjectNotFoundError
+from .. import row_tracking as rt
+from ..deletion_vectors import DeletionVectorDescriptor, deleted_mask, read_deletion_vector
+from ..paths import resolve_file
+from ..schema.arrow import to_arrow_schema
+from ..schema.column_mapping import PARQUET_FIELD_ID, field_id, physical_name
+from ..schema.reconcile import conform_table
+from ..schema.types import StructField, StructType
+from ..snapshot import Snapshot
 
 DEFAULT_BATCH_SIZE = 131_072
 log = logging.getLogger("deltakernel")
@@ -65,7 +65,7 @@ class Scan:
         self.snapshot = snapshot
         self.schema = snapshot.schema
         self.mode = snapshot.column_mapping_mode
-        self.predicate = predicate  # kernel expression (deltakernel.kernel.expressions) or None
+        self.predicate = predicate  # kernel expression (deltakernel.kernel.expressions.predicate) or None
         self.row_filter = row_filter
         self.batch_size = batch_size
         self.max_workers = max_workers or _default_workers()
@@ -95,7 +95,7 @@ class Scan:
     def _filter_columns(self) -> list[str]:
         names: list[str] = []
         if self.predicate is not None:
-            from .expressions import referenced_columns
+            from ..expressions.predicate import referenced_columns
 
             for path in referenced_columns(self.predicate):
                 names.append(self.schema.field(path[0]).name)
@@ -143,7 +143,7 @@ class Scan:
     def _output_filter(self) -> pc.Expression | None:
         exprs = []
         if self.predicate is not None:
-            from .expressions import to_pyarrow
+            from ..expressions.predicate import to_pyarrow
 
             exprs.append(to_pyarrow(self.predicate))
         if self.row_filter is not None:
@@ -265,8 +265,8 @@ class Scan:
         return table.cast(self.arrow_schema) if table.schema != self.arrow_schema else table
 
     def _partition_column(self, f: StructField, pv: dict[str, Any], n: int, path: str | None = None) -> pa.Array:
+        from ..schema.arrow import to_arrow_type
         from .partition_values import parse_partition_value
-        from .schema.arrow import to_arrow_type
 
         raw = pv.get(physical_name(f, self.mode))
         if raw is None and physical_name(f, self.mode) not in pv:

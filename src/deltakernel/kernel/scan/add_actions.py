@@ -6,9 +6,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..schema.types import StructType
+from ..stats.parse import FileStats, parse_stats, stats_from_struct
 from .partition_values import partition_columns_table
-from .schema.types import StructType
-from .stats import FileStats, parse_stats, stats_from_struct
 
 Path = tuple[str, ...]
 

@@ -31,9 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from .schema.arrow import to_arrow_type
-from .schema.column_mapping import physical_name
-from .schema.types import DataType, DecimalType, PrimitiveType, StructType
+from ..schema.arrow import to_arrow_type
+from ..schema.column_mapping import physical_name
+from ..schema.types import DataType, DecimalType, PrimitiveType, StructType
 
 Path = tuple[str, ...]
 _MINMAX_TYPES = {

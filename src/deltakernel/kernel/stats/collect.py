@@ -45,9 +45,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import SchemaError
-from .schema.column_mapping import physical_name
-from .schema.types import DataType, DecimalType, PrimitiveType, StructField, StructType
+from ...errors import SchemaError
+from ..schema.column_mapping import physical_name
+from ..schema.types import DataType, DecimalType, PrimitiveType, StructField, StructType
 
 Path = tuple[str, ...]
 NUM_INDEXED_COLS_KEY = "delta.dataSkippingNumIndexedCols"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..errors import UnsupportedFeatureError
-from .actions import Protocol
+from ...errors import UnsupportedFeatureError
+from ..log.actions import Protocol
 from .features import (
     LEGACY_FEATURES,
     MAX_READER_VERSION,

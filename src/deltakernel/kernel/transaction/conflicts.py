@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import (
+from ...errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
@@ -164,8 +164,8 @@ def partition_matches(predicates: list[Any], snapshot: Any) -> Any:
     """A `file_matches` function evaluating read predicates on added files' partition values and stats."""
 
     def run(adds: list[dict[str, Any]]) -> list[bool]:
-        from .schema.column_mapping import physical_name
-        from .skipping import file_skipping_mask
+        from ..scan.skipping import file_skipping_mask
+        from ..schema.column_mapping import physical_name
 
         mode = snapshot.column_mapping_mode
         phys = [physical_name(f, mode) for f in snapshot.partition_fields]

@@ -16,14 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     CorruptLogError,
     LogTruncatedError,
     ObjectNotFoundError,
     TableNotFoundError,
     VersionNotFoundError,
 )
-from ..storage.base import ObjectMeta, Storage
+from ...storage.base import ObjectMeta, Storage
 
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT_KEY = f"{LOG_DIR}/_last_checkpoint"

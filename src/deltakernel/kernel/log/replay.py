@@ -20,8 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from ..errors import CorruptLogError, DeltaError
-from ..storage.base import ObjectMeta, Storage
+from ...errors import CorruptLogError, DeltaError
+from ...storage.base import ObjectMeta, Storage
+from ..checkpoints.read import CheckpointParts, checkpoint_file_actions, read_checkpoint
 from .action_tables import (  # noqa: F401  (re-exported: the file table's shape is part of replay's API)
     _BULK_RE,
     _REMOVE_EXTRA,
@@ -44,8 +45,7 @@ from .action_tables import (  # noqa: F401  (re-exported: the file table's shape
     str_scalar,
 )
 from .actions import DomainMetadata, Metadata, Protocol, Txn
-from .checkpoint_read import CheckpointParts, checkpoint_file_actions, read_checkpoint
-from .log_segment import LogSegment, version_of
+from .segment import LogSegment, version_of
 
 
 @dataclass

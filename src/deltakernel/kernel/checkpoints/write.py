@@ -28,22 +28,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import DeltaError, FileAlreadyExistsError
-from ..storage.base import Storage
-from .log_segment import (
+from ...errors import DeltaError, FileAlreadyExistsError
+from ...storage.base import Storage
+from ..log.retention import DEFAULT_TOMBSTONE_RETENTION, parse_interval_ms
+from ..log.retention import flag as _flag
+from ..log.retention import interval_conf as _interval_conf
+from ..log.segment import (
     LAST_CHECKPOINT_KEY,
     LOG_DIR,
     last_checkpoint_checksum,
     read_last_checkpoint,
 )
-from .partition_values import parse_partition_array
-from .retention import DEFAULT_TOMBSTONE_RETENTION, parse_interval_ms
-from .retention import flag as _flag
-from .retention import interval_conf as _interval_conf
-from .schema.arrow import from_arrow_schema, to_arrow_type
-from .schema.types import StructField, StructType, schema_to_json
-from .snapshot import Snapshot
-from .stats import FileStats, _leaves, parse_stats, stats_from_struct
+from ..scan.partition_values import parse_partition_array
+from ..schema.arrow import from_arrow_schema, to_arrow_type
+from ..schema.types import StructField, StructType, schema_to_json
+from ..snapshot import Snapshot
+from ..stats.parse import FileStats, _leaves, parse_stats, stats_from_struct
 
 #: actions per Parquet row group / per reshaping step; bounds the memory of one step
 BATCH_ROWS = 50_000

@@ -1,0 +1,1 @@
+"""Predicates and SQL expressions: the predicate tree, pyarrow translation, Spark-SQL parsing and evaluation."""

@@ -1,0 +1,1 @@
+"""The Delta log: actions, listing a log segment, vectorized replay, commit timestamps and time travel."""

@@ -1,0 +1,1 @@
+"""Protocol gating and selection: supported features, the minimal protocol for a write."""

@@ -1,0 +1,1 @@
+"""Scans: file planning with partition pruning and stats skipping, per-file reads, partition values."""

@@ -1,0 +1,1 @@
+"""File statistics: parsing Delta stats for skipping, collecting them while writing."""

@@ -1,0 +1,1 @@
+"""Transactions: optimistic commits, conflict rules."""
