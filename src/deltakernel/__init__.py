@@ -15,6 +15,7 @@ from .errors import (
 from .operations.properties import CommitProperties, PostCommitHookProperties, Transaction
 from .operations.write import write_deltalake
 from .operations.writer_properties import WriterProperties
+from .query import QueryBuilder
 from .table import DeltaTable
 
 __version__ = "0.1.0"
@@ -26,6 +27,7 @@ __all__ = [
     "WriterProperties",
     "write_deltalake",
     "DeltaTable",
+    "QueryBuilder",
     "DeltaError",
     "CommitConflictError",
     "CorruptLogError",

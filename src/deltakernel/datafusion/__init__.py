@@ -5,7 +5,8 @@
     dkdf.register(ctx, "sales", "s3://bucket/sales", storage_options={...})
     ctx.sql("SELECT region, sum(amount) FROM sales WHERE day = '2026-11-02' GROUP BY region")
 
-    dkdf.install(ctx)   # CREATE EXTERNAL TABLE ... STORED AS DELTA, delta_scan('uri', version)
+    dkdf.install(ctx)   # CREATE EXTERNAL TABLE ... STORED AS DELTA, delta_scan('uri', version),
+                    # delta_changes('uri', start, end): the change data feed
     dkdf.register_catalog(ctx, "lake", "/data/warehouse")   # SELECT * FROM lake.public.sales
 
 See `dataset.py` for how filters and projections reach the kernel and `docs/decisions.md` for why.
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .changes import ChangesDataset, changes_dataset, table_changes
 from .dataset import DatasetMetrics, DeltaDataset, DeltaFragment, DeltaScanner
 from .sql import (
     DeltaCatalogProvider,
     DeltaSchemaProvider,
     DeltaTableFactory,
+    delta_changes_udtf,
     delta_scan_udtf,
     install,
     register_catalog,
@@ -84,6 +87,7 @@ def register(
 
 
 __all__ = [
+    "ChangesDataset",
     "DatasetMetrics",
     "DeltaCatalogProvider",
     "DeltaDataset",
@@ -91,10 +95,13 @@ __all__ = [
     "DeltaScanner",
     "DeltaSchemaProvider",
     "DeltaTableFactory",
+    "changes_dataset",
     "dataset",
+    "delta_changes_udtf",
     "delta_scan_udtf",
     "install",
     "register",
     "register_catalog",
     "session_context",
+    "table_changes",
 ]

@@ -1,5 +1,7 @@
 """`deltakernel sql "<query>" --table name=uri[@version] ...`: SQL over Delta tables in DataFusion.
 
+Queries may also use `delta_scan('uri', version)` and `delta_changes('uri', start, end)` (the change feed).
+
 Kept here (not in `deltakernel.cli`) so the base CLI imports nothing from datafusion until `sql` runs.
 """
 
@@ -90,6 +92,11 @@ def _execute(ctx: Any, statement: str) -> pa.Table:
     except DeltaError:
         raise
     except Exception as e:
+        from .sql import udtf_error
+
+        original = udtf_error(e)
+        if original is not None:  # delta_scan / delta_changes raised it: keep its type and message
+            raise original from e
         first_line = statement.strip().splitlines()[0] if statement.strip() else ""
         where = first_line if len(first_line) <= 60 else first_line[:59] + "…"
         raise SqlError(f"{e} (in: {where})") from e
@@ -159,7 +166,10 @@ def add_parser(sub: Any) -> None:
     """Add the `sql` subparser to the main CLI's subparsers."""
     sp = sub.add_parser("sql", help="run SQL over Delta tables with DataFusion")
     sp.add_argument("query", help="SQL; several statements separated by ';' (DDL allowed: "
-                                  "CREATE EXTERNAL TABLE t STORED AS DELTA LOCATION '...')")
+                                  "CREATE EXTERNAL TABLE t STORED AS DELTA LOCATION '...'). Table functions: "
+                                  "delta_scan('uri' [, version|'timestamp']) reads a table, "
+                                  "delta_changes('uri' [, start [, end]]) its change data feed "
+                                  "(start/end: versions or ISO-8601 timestamps)")
     sp.add_argument("--table", "-t", action="append", metavar="NAME=URI[@VERSION]",
                     help="register a Delta table (repeatable); @VERSION is a number or ISO-8601 timestamp")
     sp.add_argument("--catalog", action="append", metavar="NAME=DIR",

@@ -9,6 +9,7 @@ mapping behave identically whichever way a table enters the session.
   storage layer and object_store).
 - `delta_scan`: a Python UDTF receives literal expressions, so time travel is `delta_scan('uri', 3)` or
   `delta_scan('uri', '2026-11-01T00:00:00Z')`. Storage options come from `install(..., storage_options=)`.
+- `delta_changes(uri [, start [, end]])`: the change data feed as a table (`changes.py`), same literal rules.
 - Catalog: a directory (local or object store) whose child directories holding a `_delta_log` are
   tables of schema `public`; child directories without one that hold tables become schemas. Tables load
   lazily on first reference and stay pinned for the provider's life (`refresh()` forgets them).
@@ -61,11 +62,36 @@ class DeltaTableFactory(TableProviderFactory):
         return Table(ds)
 
 
-def _literal_value(expr: Any) -> Any:
+_udtf_error = threading.local()
+
+
+def udtf_error(exc: BaseException) -> DeltaError | None:
+    """The DeltaError a table function raised on this thread, if `exc` (DataFusion's wrapper, a plain
+    ValueError whose text embeds the Python traceback) came from it; lets callers re-raise the typed error."""
+    err: DeltaError | None = getattr(_udtf_error, "error", None)
+    _udtf_error.error = None
+    if err is not None and type(err).__name__ in str(exc):
+        return err
+    return None
+
+
+def _remember_errors(fn: Any) -> Any:
+    def call(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except DeltaError as e:
+            _udtf_error.error = e
+            raise
+
+    call.__name__ = fn.__name__
+    return call
+
+
+def _literal_value(expr: Any, function: str = "delta_scan") -> Any:
     """The Python value of a literal UDTF argument (`'text'`, `3`)."""
     lit = expr.to_variant()
     if not isinstance(lit, datafusion.expr.Literal):
-        raise DeltaError(f"delta_scan arguments must be literals, got {expr}")
+        raise DeltaError(f"{function} arguments must be literals, got {expr}")
     kind = str(lit.data_type()).lower()
     if "utf8" in kind or "string" in kind:
         return lit.value_string()
@@ -73,7 +99,7 @@ def _literal_value(expr: Any) -> Any:
         return lit.value_i64()
     if kind == "null":
         return None
-    raise DeltaError(f"unsupported delta_scan argument type {kind}")
+    raise DeltaError(f"unsupported {function} argument type {kind}")
 
 
 def delta_scan_udtf(name: str = "delta_scan", storage_options: dict[str, str] | None = None) -> Any:
@@ -87,13 +113,30 @@ def delta_scan_udtf(name: str = "delta_scan", storage_options: dict[str, str] | 
         version = _parse_version(_literal_value(args[1])) if len(args) == 2 else None
         return Table(dataset(uri, version=version, storage_options=storage_options))
 
-    return datafusion.udtf(delta_scan, name)
+    return datafusion.udtf(_remember_errors(delta_scan), name)
+
+
+def delta_changes_udtf(name: str = "delta_changes", storage_options: dict[str, str] | None = None) -> Any:
+    """A table function `delta_changes(uri [, start [, end]])`: the change data feed (see `changes.py`)."""
+    from .changes import changes_dataset
+
+    def delta_changes(*args: Any) -> Table:
+        if not 1 <= len(args) <= 3:
+            raise DeltaError("delta_changes(uri [, start [, end]]): start/end are versions or ISO-8601 timestamps")
+        values = [_literal_value(a, "delta_changes") for a in args]
+        bounds = [_parse_version(v) for v in values[1:]]
+        start = bounds[0] if bounds and bounds[0] is not None else 0
+        end = bounds[1] if len(bounds) == 2 else None
+        return Table(changes_dataset(str(values[0]), start, end, storage_options=storage_options))
+
+    return datafusion.udtf(_remember_errors(delta_changes), name)
 
 
 def install(ctx: SessionContext, storage_options: dict[str, str] | None = None) -> SessionContext:
-    """Enable `STORED AS DELTA` DDL and the `delta_scan` table function on `ctx`; returns it."""
+    """Enable `STORED AS DELTA` DDL and the `delta_scan` / `delta_changes` table functions on `ctx`."""
     ctx.register_table_factory("DELTA", DeltaTableFactory(storage_options))
     ctx.register_udtf(delta_scan_udtf(storage_options=storage_options))
+    ctx.register_udtf(delta_changes_udtf(storage_options=storage_options))
     return ctx
 
 
@@ -212,8 +255,10 @@ __all__ = [
     "DeltaCatalogProvider",
     "DeltaSchemaProvider",
     "DeltaTableFactory",
+    "delta_changes_udtf",
     "delta_scan_udtf",
     "install",
     "register_catalog",
     "session_context",
+    "udtf_error",
 ]

@@ -13,6 +13,7 @@ widening, partition values, deletion vectors), several at a time, streamed in ve
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -74,6 +75,48 @@ class _VersionInfo:
 
 def _cdf_enabled(md: Metadata) -> bool:
     return str(md.configuration.get(CDF_PROPERTY, "false")).strip().lower() == "true"
+
+
+def between(
+    storage: Storage,
+    starting_version: int | None = None,
+    ending_version: int | None = None,
+    starting_timestamp: str | dt.datetime | None = None,
+    ending_timestamp: str | dt.datetime | None = None,
+    allow_out_of_range: bool = False,
+    ict_enablement_version: int | None = None,
+) -> TableChanges:
+    """The feed between versions or timestamps, resolved as deltalake's `load_cdf` does: a start timestamp ->
+    the first commit at or after it (after the latest commit: VersionNotFoundError, or an empty feed with
+    `allow_out_of_range`); an end timestamp -> the last commit at or before it (before the first commit: an
+    empty feed). `ict_enablement_version`: as of the latest snapshot (loaded when not given)."""
+    from .log.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
+
+    start = 0 if starting_version is None else int(starting_version)
+    end = ending_version
+    if starting_timestamp is not None or ending_timestamp is not None:
+        if ict_enablement_version is None:
+            ict_enablement_version = Snapshot.load(storage).ict_enablement_version
+        ts = commit_timestamps(storage, ict_enablement_version)
+        past_end = max(ts) + 1 if ts else 0
+        if starting_timestamp is not None:
+            start_ms = parse_timestamp(starting_timestamp)
+            later = [v for v, t in ts.items() if t >= start_ms]
+            if not later and not allow_out_of_range:
+                raise VersionNotFoundError(
+                    f"no commit at or after {starting_timestamp} in {storage.root_uri}: the latest commit is "
+                    "older (pass allow_out_of_range=True for an empty result)"
+                )
+            start = min(later) if later else past_end
+        if ending_timestamp is not None:
+            end_ms = parse_timestamp(ending_timestamp)
+            if ts and end_ms < min(ts.values()):  # before the first commit: no changes (deltalake)
+                start, end, allow_out_of_range = past_end, None, True
+            else:
+                end = version_at_timestamp(ts, end_ms)
+        if end is not None and start > end and allow_out_of_range:
+            start, end = past_end, None
+    return TableChanges(storage, start, end, allow_out_of_range=allow_out_of_range)
 
 
 class TableChanges:

@@ -1,0 +1,120 @@
+"""`QueryBuilder`: deltalake's SQL API (`QueryBuilder().register(name, table).execute(sql)`) on DataFusion.
+
+Each registered table is a `deltakernel.datafusion` dataset pinned to the table's loaded version, so file
+skipping, deletion vectors and column mapping apply exactly as in `deltakernel.datafusion.register`. The
+session also has `delta_scan(...)` / `delta_changes(...)` and `CREATE EXTERNAL TABLE ... STORED AS DELTA`.
+
+Kept outside `deltakernel.datafusion` so `import deltakernel` does not import DataFusion: it is imported
+on the first `QueryBuilder()`, and a missing install is a `DeltaError` naming the extra.
+
+`execute` returns a `pyarrow.RecordBatchReader` (deltalake returns arro3's; both offer `read_all()`,
+iteration, `schema` and the Arrow C stream interface, and `load_cdf` here also returns pyarrow's). The
+result is streamed by DataFusion partition by partition, not collected first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from .errors import DeltaError
+
+_EXTRA_HINT = "QueryBuilder needs DataFusion: pip install 'deltakernel[datafusion]' (datafusion>=50,<60)"
+
+
+class QueryError(DeltaError):
+    """A statement DataFusion could not parse, plan or run."""
+
+
+def _require_datafusion() -> Any:
+    try:
+        import datafusion
+    except ImportError as e:
+        raise DeltaError(f"{_EXTRA_HINT} ({e})") from e
+    return datafusion
+
+
+class QueryBuilder:
+    """SQL over Delta tables (deltalake's `QueryBuilder` API), backed by DataFusion and the kernel.
+
+        from deltakernel import DeltaTable, QueryBuilder
+        qb = QueryBuilder().register("t", DeltaTable("path/to/table"))
+        qb.execute("SELECT region, sum(amount) FROM t GROUP BY region").read_all()
+    """
+
+    def __init__(self, session_config: dict[str, str] | None = None) -> None:
+        datafusion = _require_datafusion()
+        from .datafusion import session_context
+
+        config = None
+        if session_config:
+            config = datafusion.SessionConfig({str(k): str(v) for k, v in session_config.items()})
+        self._ctx = session_context(config)
+        self._datasets: dict[str, Any] = {}
+
+    @property
+    def context(self) -> Any:
+        """The underlying `datafusion.SessionContext` (for DataFusion's DataFrame API)."""
+        return self._ctx
+
+    def register(self, table_name: str, delta_table: Any) -> QueryBuilder:
+        """Make `delta_table` (its loaded version, pinned) queryable as `table_name`; returns self.
+
+        Accepts a `deltakernel.DeltaTable`; a `deltalake.DeltaTable` is read by deltakernel at its
+        `table_uri` and loaded `version()` (its storage options are not reachable: use deltakernel's).
+        """
+        from .datafusion import dataset
+
+        if not isinstance(table_name, str) or not table_name:
+            raise DeltaError(f"table_name must be a non-empty string, got {table_name!r}")
+        if hasattr(delta_table, "snapshot"):  # deltakernel.DeltaTable (duck-typed: no import cycle)
+            ds = dataset(delta_table)
+        elif hasattr(delta_table, "table_uri") and callable(getattr(delta_table, "version", None)):
+            ds = dataset(delta_table.table_uri, version=delta_table.version())
+        else:
+            raise DeltaError(f"register() wants a DeltaTable, got {type(delta_table).__name__}")
+        if self._ctx.table_exist(table_name):  # re-registering a name replaces it, as in deltalake
+            self._ctx.deregister_table(table_name)
+        self._ctx.register_dataset(table_name, ds)
+        self._datasets[table_name] = ds
+        return self
+
+    def execute(self, sql: str) -> pa.RecordBatchReader:
+        """Plan `sql` and stream its result. Planning errors (unknown column, syntax) raise `QueryError`
+        here; errors while reading raise `QueryError` (or the kernel's DeltaError) from the reader."""
+        try:
+            df = self._ctx.sql(sql)
+            schema = df.schema()
+            stream = pa.RecordBatchReader.from_stream(df)
+        except DeltaError:
+            raise
+        except Exception as e:  # DataFusion raises plain Exception subclasses
+            from .datafusion.sql import udtf_error
+
+            original = udtf_error(e)
+            if original is not None:  # delta_scan / delta_changes raised it: keep its type and message
+                raise original from e
+            raise QueryError(f"{e} (in: {_head(sql)})") from e
+        return pa.RecordBatchReader.from_batches(schema, _guarded(stream, sql))
+
+
+def _guarded(stream: pa.RecordBatchReader, sql: str) -> Iterator[pa.RecordBatch]:
+    """`stream`'s batches; DataFusion / Arrow errors while executing become `QueryError`."""
+    try:
+        yield from stream
+    except DeltaError:
+        raise
+    except Exception as e:
+        raise QueryError(f"{e} (in: {_head(sql)})") from e
+    finally:
+        stream.close()
+
+
+def _head(sql: str) -> str:
+    first = sql.strip().splitlines()[0] if sql.strip() else ""
+    return first if len(first) <= 60 else first[:59] + "…"
+
+
+__all__ = ["QueryBuilder", "QueryError"]
