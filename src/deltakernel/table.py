@@ -10,11 +10,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import DeltaError, InvalidFilterError, TableNotFoundError, UnsupportedFeatureError, VersionNotFoundError
+from .errors import DeltaError, InvalidFilterError, TableNotFoundError, UnsupportedFeatureError
 from .kernel.log.actions import Metadata, Protocol
 from .kernel.log.replay import commit_infos_for
 from .kernel.log.segment import LOG_DIR, list_commits
-from .kernel.log.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
+from .kernel.log.time_travel import commit_timestamps
 from .kernel.paths import file_uri, resolve_file
 from .kernel.scan.scan import Scan
 from .kernel.schema.types import StructType
@@ -292,29 +292,10 @@ class DeltaTable:
         VersionNotFoundError, or gives an empty result with `allow_out_of_range=True`; an end timestamp
         before the first commit gives an empty result.
         """
-        from .kernel.table_changes import TableChanges
+        from .kernel.table_changes import between
 
-        if starting_timestamp is not None or ending_timestamp is not None:
-            ts = self._timestamps()
-            past_end = max(ts) + 1 if ts else 0
-            if starting_timestamp is not None:
-                start_ms = parse_timestamp(starting_timestamp)
-                later = [v for v, t in ts.items() if t >= start_ms]
-                if not later and not allow_out_of_range:
-                    raise VersionNotFoundError(
-                        f"no commit at or after {starting_timestamp} in {self.table_uri}: the latest commit is "
-                        "older (pass allow_out_of_range=True for an empty result)"
-                    )
-                starting_version = min(later) if later else past_end
-            if ending_timestamp is not None:
-                end_ms = parse_timestamp(ending_timestamp)
-                if ts and end_ms < min(ts.values()):  # before the first commit: no changes (deltalake)
-                    starting_version, ending_version, allow_out_of_range = past_end, None, True
-                else:
-                    ending_version = version_at_timestamp(ts, end_ms)
-            if ending_version is not None and starting_version > ending_version and allow_out_of_range:
-                starting_version, ending_version = past_end, None
-        changes = TableChanges(self._storage, starting_version, ending_version, allow_out_of_range=allow_out_of_range)
+        changes = between(self._storage, starting_version, ending_version, starting_timestamp, ending_timestamp,
+                          allow_out_of_range, self._snapshot.ict_enablement_version)
         pred, row = (None, None)
         if predicate is not None and not isinstance(predicate, str):
             pred, row = self._filter_expr(predicate)
@@ -327,6 +308,27 @@ class DeltaTable:
         from .operations.alter import TableAlterer
 
         return TableAlterer(self)
+
+    def delete(
+        self,
+        predicate: str | None = None,
+        writer_properties: Any = None,
+        commit_properties: Any = None,
+        post_commithook_properties: Any = None,
+    ) -> dict[str, Any]:
+        """Delete the rows matching the Spark SQL `predicate` (all rows when None); deltalake's metrics.
+
+        Writes deletion vectors when the table allows them, else rewrites the touched files. The table
+        is left at the new version (unchanged when nothing matched).
+        """
+        from .operations.delete import delete
+
+        metrics, version = delete(self._storage, self._snapshot, predicate, writer_properties=writer_properties,
+                                  commit_properties=commit_properties,
+                                  post_commithook_properties=post_commithook_properties)
+        if version is not None:
+            self._snapshot = Snapshot.load(self._storage, version)
+        return metrics
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"

@@ -1,0 +1,308 @@
+"""DELETE (deltalake's `DeltaTable.delete`, delta-spark's DeleteCommand semantics).
+
+1. Plan the predicate (`touched_rows.plan_predicate`): syntax errors / unknown columns raise before
+   anything is written.
+2. No predicate, or a predicate on partition columns only: whole files are removed (no data read; the
+   predicate is evaluated exactly, with SQL semantics, on each file's partition values).
+3. Otherwise the candidate files (partition pruning + stats skipping) are read with only the predicate's
+   columns and the matching physical rows found (`touched_rows.find_touched_rows`). Then either
+   - deletion vectors (the table has the `deletionVectors` feature and `delta.enableDeletionVectors`
+     is true, delta-spark's condition): each partly deleted file is re-added with a new DV (existing DV
+     union the new rows; all of them in one DV file), each fully deleted file removed; or
+   - copy-on-write: the touched files are rewritten without the matched rows (`rewrite.Rewriter`, row
+     ids kept).
+   With change data feed on, the deleted rows go to `_change_data` files as `delete`.
+4. One transaction commits it, having recorded what it read (the pruning predicate, the files read),
+   so concurrent writers meet Delta's conflict rules. Nothing deleted -> no commit (as deltalake and
+   delta-spark's `commitIfNeeded`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..kernel import row_tracking as rt
+from ..kernel.expressions.sql import evaluate
+from ..kernel.log.actions import Metadata
+from ..kernel.paths import resolve_file
+from ..kernel.scan.scan import Scan
+from ..kernel.snapshot import Snapshot
+from ..kernel.transaction.transaction import Transaction as KernelTransaction
+from ..storage import Storage
+from .change_data import ChangeDataWriter, cdf_enabled
+from .dv_writer import DeletionVectorWriter, dv_add_action
+from .properties import CommitProperties, PostCommitHookProperties
+from .rewrite import FILE_COLUMNS, FileChange, Rewriter, remove_action
+from .touched_rows import (
+    DmlPredicate,
+    TouchedFile,
+    as_mask,
+    candidate_files,
+    find_touched_rows,
+    partition_matches,
+    physical_task,
+    plan_predicate,
+    prefetch,
+)
+
+_COLUMNS = [*FILE_COLUMNS, "modification_time"]
+
+
+def deletion_vectors_writable(snapshot: Snapshot) -> bool:
+    """delta-spark's condition: the `deletionVectors` feature is supported and the property is on."""
+    conf = snapshot.configuration
+    return bool(snapshot.protocol.has_feature("deletionVectors")) and \
+        str(conf.get("delta.enableDeletionVectors", "false")).strip().lower() == "true"
+
+
+@dataclass
+class DeleteMetrics:
+    num_added_files: int = 0
+    num_removed_files: int = 0
+    num_deleted_rows: int = 0
+    num_copied_rows: int = 0
+    num_deletion_vectors_added: int = 0
+    num_deletion_vectors_removed: int = 0
+    num_deletion_vectors_updated: int = 0
+    num_added_change_files: int = 0
+    num_removed_bytes: int = 0
+    num_added_bytes: int = 0
+    execution_time_ms: int = 0
+    scan_time_ms: int = 0
+    rewrite_time_ms: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """deltalake's keys (num_added_files, ..., rewrite_time_ms) plus the deletion-vector counts."""
+        return {
+            "num_added_files": self.num_added_files,
+            "num_removed_files": self.num_removed_files,
+            "num_deleted_rows": self.num_deleted_rows,
+            "num_copied_rows": self.num_copied_rows,
+            "execution_time_ms": self.execution_time_ms,
+            "scan_time_ms": self.scan_time_ms,
+            "rewrite_time_ms": self.rewrite_time_ms,
+            "num_deletion_vectors_added": self.num_deletion_vectors_added,
+            "num_deletion_vectors_removed": self.num_deletion_vectors_removed,
+            "num_deletion_vectors_updated": self.num_deletion_vectors_updated,
+            "num_added_change_files": self.num_added_change_files,
+        }
+
+    def commit_metrics(self) -> dict[str, int]:
+        """delta-spark's `operationMetrics` names for the commitInfo."""
+        return {
+            "numRemovedFiles": self.num_removed_files, "numRemovedBytes": self.num_removed_bytes,
+            "numCopiedRows": self.num_copied_rows, "numDeletionVectorsAdded": self.num_deletion_vectors_added,
+            "numDeletionVectorsRemoved": self.num_deletion_vectors_removed,
+            "numDeletionVectorsUpdated": self.num_deletion_vectors_updated,
+            "numAddedChangeFiles": self.num_added_change_files, "numDeletedRows": self.num_deleted_rows,
+            "numAddedFiles": self.num_added_files, "numAddedBytes": self.num_added_bytes,
+            "executionTimeMs": self.execution_time_ms, "scanTimeMs": self.scan_time_ms,
+            "rewriteTimeMs": self.rewrite_time_ms,
+        }
+
+
+def _ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
+
+
+def _live_rows(snapshot: Snapshot, row: dict[str, Any]) -> int:
+    """Live rows of a file: numRecords (else the Parquet footer) minus its DV's cardinality."""
+    n: int | None = None
+    if row.get("stats"):
+        try:
+            value = json.loads(row["stats"]).get("numRecords")
+            n = int(value) if value is not None else None
+        except (ValueError, TypeError, AttributeError):
+            n = None
+    if n is None:
+        storage, key = resolve_file(snapshot.storage, row["path"])
+        n = pq.ParquetFile(storage.open_input_file(key)).metadata.num_rows
+    dv = row.get("deletion_vector")
+    return n - (int(dv["cardinality"]) if dv else 0)
+
+
+def row_tracking_configuration(txn: KernelTransaction) -> dict[str, str]:
+    """The commit's configuration with materialized row-tracking column names (set when missing), so
+    rows a copy-on-write carries over keep their ids."""
+    md = txn.metadata
+    conf = rt.with_materialized_names(md.configuration)
+    if conf != md.configuration:
+        txn.update_metadata(Metadata(md.id, md.schema_string, md.partition_columns, conf, md.name,
+                                     md.description, md.format, md.created_time))
+    return conf
+
+
+class _Delete:
+    """One DELETE: collects actions into `txn`, remembers the files it wrote for `abort`."""
+
+    def __init__(self, storage: Storage, snapshot: Snapshot, pred: DmlPredicate, txn: KernelTransaction,
+                 writer_properties: Any) -> None:
+        self.storage = storage
+        self.snapshot = snapshot
+        self.pred = pred
+        self.txn = txn
+        self.writer_properties = writer_properties
+        self.now = int(time.time() * 1000)
+        self.metrics = DeleteMetrics()
+        self.cdc: ChangeDataWriter | None = None
+        self.rewriter: Rewriter | None = None
+        self.dv_writer: DeletionVectorWriter | None = None
+
+    def _change_data(self, configuration: dict[str, str]) -> ChangeDataWriter | None:
+        md = self.txn.metadata
+        if not cdf_enabled(md.configuration):
+            return None
+        self.cdc = ChangeDataWriter(self.storage, md.schema, list(md.partition_columns),
+                                    self.snapshot.column_mapping_mode, configuration, self.writer_properties)
+        return self.cdc
+
+    def _remove(self, row: dict[str, Any]) -> None:
+        self.txn.remove_files([remove_action(row, self.now)])
+        self.metrics.num_removed_files += 1
+        self.metrics.num_removed_bytes += int(row["size"] or 0)
+        if row.get("deletion_vector"):
+            self.metrics.num_deletion_vectors_removed += 1
+
+    def run(self) -> None:
+        start = time.monotonic()
+        files = candidate_files(self.snapshot, self.pred)
+        if self.pred.pruning is not None:
+            self.txn.read_predicate(self.pred.pruning)
+        else:
+            self.txn.read_whole_table()
+        if self.pred.partition_only:  # includes "no predicate": whole files go, nothing is read
+            victims = files.filter(partition_matches(self.snapshot, self.pred, files)).select(_COLUMNS).to_pylist()
+            self.txn.read_files([r["path"] for r in victims])
+            for r in victims:
+                self.metrics.num_deleted_rows += _live_rows(self.snapshot, r)
+                self._remove(r)
+            self.metrics.scan_time_ms = _ms(start)
+            return
+        rows = files.select(_COLUMNS).to_pylist()
+        self.txn.read_files([r["path"] for r in rows])
+        if deletion_vectors_writable(self.snapshot):
+            self._with_deletion_vectors(rows, start)
+        else:
+            self._copy_on_write(rows, start)
+
+    # ------------------------------------------------------------------ merge-on-read
+    def _with_deletion_vectors(self, rows: list[dict[str, Any]], start: float) -> None:
+        cdc = self._change_data(dict(self.txn.metadata.configuration))
+        self.dv_writer = DeletionVectorWriter(self.storage, self.txn.metadata.configuration)
+        kept: list[TouchedFile] = []
+        full_scan = Scan(self.snapshot) if cdc is not None else None
+        for t in find_touched_rows(self.snapshot, self.pred, rows):
+            self.metrics.num_deleted_rows += int(t.matched.size)
+            if full_scan is not None and cdc is not None:  # the deleted rows themselves, for change data
+                data = full_scan.read_file(physical_task(t.file))
+                cdc.add(data.take(pa.array(t.matched.astype(np.int64))), "delete")
+            if t.all_deleted:
+                self._remove(t.file)
+            else:
+                self.dv_writer.add(t.deleted())
+                kept.append(t)
+        self.metrics.scan_time_ms = _ms(start)
+        write_start = time.monotonic()
+        descriptors = self.dv_writer.write()
+        for t, d in zip(kept, descriptors):
+            self.txn.remove_files([remove_action(t.file, self.now)])
+            self.txn.add_files([dv_add_action(t.file, d)])
+            if t.existing.size:
+                self.metrics.num_deletion_vectors_updated += 1
+                self.metrics.num_deletion_vectors_removed += 1
+            self.metrics.num_deletion_vectors_added += 1
+        if cdc is not None:
+            actions = cdc.actions()
+            self.txn.add_cdc_files(actions)
+            self.metrics.num_added_change_files = len(actions)
+        self.metrics.rewrite_time_ms = _ms(write_start)
+
+    # ------------------------------------------------------------------ copy-on-write
+    def _copy_on_write(self, rows: list[dict[str, Any]], start: float) -> None:
+        touched = [t.file for t in find_touched_rows(self.snapshot, self.pred, rows)]
+        self.metrics.scan_time_ms = _ms(start)
+        if not touched:
+            return
+        write_start = time.monotonic()
+        configuration = row_tracking_configuration(self.txn)
+        cdc = self._change_data(configuration)
+        self.rewriter = rewriter = Rewriter(self.snapshot, self.storage, configuration=configuration,
+                                            now=self.now, writer_properties=self.writer_properties,
+                                            change_data=cdc)
+        sql = self.pred.sql
+
+        def change(r: dict[str, Any]) -> FileChange:
+            data = rewriter.read(r)
+            mask = as_mask(evaluate(sql, data), self.pred.text) if data.num_rows and sql is not None \
+                else pa.array(np.ones(data.num_rows, dtype=bool))
+            return FileChange(r, data, mask)
+
+        result = rewriter.rewrite(prefetch(change, touched))
+        self.txn.remove_files(result.removes)
+        self.txn.add_files(result.adds)
+        m = self.metrics
+        m.num_removed_files += len(result.removes)
+        m.num_removed_bytes += sum(int(r.get("size") or 0) for r in result.removes)
+        m.num_deletion_vectors_removed += sum(1 for r in result.removes if r.get("deletionVector"))
+        m.num_added_files += len(result.adds)
+        m.num_added_bytes += sum(int(a.get("size") or 0) for a in result.adds)
+        m.num_deleted_rows += result.removed_rows
+        m.num_copied_rows += result.copied_rows
+        if rewriter.row_tracking:
+            tags = dict(self.txn.extra_commit_info.get("tags") or {})
+            tags["delta.rowTracking.preserved"] = "true"
+            self.txn.extra_commit_info["tags"] = tags
+        if cdc is not None:
+            actions = cdc.actions()
+            self.txn.add_cdc_files(actions)
+            m.num_added_change_files = len(actions)
+        m.rewrite_time_ms = _ms(write_start)
+
+    def abort(self) -> None:
+        """Delete every file this DELETE wrote (only when its commit is known absent)."""
+        for part in (self.rewriter, self.cdc, self.dv_writer):
+            if part is not None:
+                part.abort()
+
+
+def delete(storage: Storage, snapshot: Snapshot, predicate: str | None = None, *, writer_properties: Any = None,
+           commit_properties: CommitProperties | None = None,
+           post_commithook_properties: PostCommitHookProperties | None = None) -> tuple[dict[str, int], int | None]:
+    """Delete the rows matching `predicate` (all rows when None); returns (metrics, committed version or
+    None when nothing was deleted). The table is unchanged on any error."""
+    start = time.monotonic()
+    pred = plan_predicate(predicate, snapshot)
+    commit_properties = commit_properties or CommitProperties()
+    txn = KernelTransaction(storage, snapshot, operation="DELETE",
+                            operation_parameters={"predicate": [predicate] if predicate is not None else []})
+    op = _Delete(storage, snapshot, pred, txn, writer_properties)
+    try:
+        op.run()
+        metrics = op.metrics
+        if not txn.removes and not txn.adds:
+            metrics.execution_time_ms = _ms(start)
+            return metrics.as_dict(), None
+        for t in commit_properties.app_transactions or []:
+            txn.set_app_transaction(t.app_id, t.version, t.last_updated)
+        if commit_properties.custom_metadata:
+            txn.extra_commit_info.update(commit_properties.custom_metadata)
+        metrics.execution_time_ms = _ms(start)
+        txn.operation_metrics.update(metrics.commit_metrics())
+        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
+        retries = commit_properties.max_commit_retries
+        txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
+    except BaseException:
+        if not txn.may_have_committed:
+            op.abort()
+        raise
+    return metrics.as_dict(), txn.committed_version
+
+
+__all__ = ["DeleteMetrics", "delete", "deletion_vectors_writable", "row_tracking_configuration"]
