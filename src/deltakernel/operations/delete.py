@@ -28,9 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..kernel import row_tracking as rt
 from ..kernel.expressions.sql import evaluate
-from ..kernel.log.actions import Metadata
 from ..kernel.paths import resolve_file
 from ..kernel.scan.scan import Scan
 from ..kernel.snapshot import Snapshot
@@ -39,7 +37,7 @@ from ..storage import Storage
 from .change_data import ChangeDataWriter, cdf_enabled
 from .dv_writer import DeletionVectorWriter, dv_add_action
 from .properties import CommitProperties, PostCommitHookProperties
-from .rewrite import FILE_COLUMNS, FileChange, Rewriter, remove_action
+from .rewrite import FILE_COLUMNS, FileChange, Rewriter, remove_action, row_tracking_configuration
 from .touched_rows import (
     DmlPredicate,
     TouchedFile,
@@ -126,17 +124,6 @@ def _live_rows(snapshot: Snapshot, row: dict[str, Any]) -> int:
         n = pq.ParquetFile(storage.open_input_file(key)).metadata.num_rows
     dv = row.get("deletion_vector")
     return n - (int(dv["cardinality"]) if dv else 0)
-
-
-def row_tracking_configuration(txn: KernelTransaction) -> dict[str, str]:
-    """The commit's configuration with materialized row-tracking column names (set when missing), so
-    rows a copy-on-write carries over keep their ids."""
-    md = txn.metadata
-    conf = rt.with_materialized_names(md.configuration)
-    if conf != md.configuration:
-        txn.update_metadata(Metadata(md.id, md.schema_string, md.partition_columns, conf, md.name,
-                                     md.description, md.format, md.created_time))
-    return conf
 
 
 class _Delete:
@@ -305,4 +292,4 @@ def delete(storage: Storage, snapshot: Snapshot, predicate: str | None = None, *
     return metrics.as_dict(), txn.committed_version
 
 
-__all__ = ["DeleteMetrics", "delete", "deletion_vectors_writable", "row_tracking_configuration"]
+__all__ = ["DeleteMetrics", "delete", "deletion_vectors_writable"]

@@ -16,15 +16,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..kernel import row_tracking as rt
-from ..kernel.log.actions import Metadata
 from ..kernel.schema.column_mapping import physical_name
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter, cdf_enabled
 from .rewrite import FILE_COLUMNS as _FILE_COLUMNS
-from .rewrite import FileChange, Rewriter, read_written, remove_action
+from .rewrite import FileChange, Rewriter, read_written, remove_action, row_tracking_configuration
 
 
 def plan_overwrite(
@@ -80,7 +78,7 @@ def _rewrite_matching(txn: KernelTransaction, snapshot: Snapshot, adds: list[dic
     """Data predicate: fully matched files are removed, partly matched ones rewritten without the matches."""
     from ..kernel.expressions.sql import evaluate
 
-    configuration = _row_tracking_configuration(txn)
+    configuration = row_tracking_configuration(txn)
     md = txn.metadata
     cdc = ChangeDataWriter(storage, md.schema, list(md.partition_columns), snapshot.column_mapping_mode,
                            configuration, writer_properties) if cdf_enabled(md.configuration) else None
@@ -113,17 +111,6 @@ def _rewrite_matching(txn: KernelTransaction, snapshot: Snapshot, adds: list[dic
         if cdc is not None:
             cdc.abort()
         raise
-
-
-def _row_tracking_configuration(txn: KernelTransaction) -> dict[str, str]:
-    """The commit's configuration with materialized row-tracking column names; sets them when missing
-    (tables whose row tracking was enabled without them), so carried-over rows can keep their ids."""
-    md = txn.metadata
-    conf = rt.with_materialized_names(md.configuration)
-    if conf != md.configuration:
-        txn.update_metadata(Metadata(md.id, md.schema_string, md.partition_columns, conf, md.name,
-                                     md.description, md.format, md.created_time))
-    return conf
 
 
 def _partition_set_predicate(snapshot: Snapshot, written: set[tuple[tuple[str, Any], ...]]) -> Any:

@@ -204,5 +204,18 @@ def read_written(storage: Storage, adds: Iterable[Mapping[str, Any]], schema: St
                               "deletion_vector": a.get("deletionVector"), "size": a.get("size")})
 
 
-__all__ = ["FILE_COLUMNS", "FileChange", "RewriteResult", "Rewriter", "read_written",
+__all__ = ["FILE_COLUMNS", "FileChange", "RewriteResult", "Rewriter", "read_written", "row_tracking_configuration",
            "remove_action"]
+
+
+def row_tracking_configuration(txn: Any) -> dict[str, str]:
+    """The commit's configuration with materialized row-tracking column names, set when missing (tables whose
+    row tracking was enabled without them), so rows a rewrite carries over keep their ids."""
+    from ..kernel.log.actions import Metadata
+
+    md = txn.metadata
+    conf = rt.with_materialized_names(md.configuration)
+    if conf != md.configuration:
+        txn.update_metadata(Metadata(md.id, md.schema_string, md.partition_columns, conf, md.name,
+                                     md.description, md.format, md.created_time))
+    return conf
