@@ -372,3 +372,19 @@ def test_dv_delete_on_s3(s3_bucket: str, s3_options: dict) -> None:
     assert dt.delete("id < 5")["num_deleted_rows"] == 2  # 1 and 3; the DV is read back from S3
     assert sorted(DeltaTable(uri, storage_options=s3_options).to_pyarrow_table().column("id").to_pylist()) == \
         list(range(5, 20, 2))
+
+
+def test_deletion_vector_delete_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas (0.1-0.9 s) on its first Python-object conversion; a DV delete (SQL literals,
+    masks, row indexes) builds its Arrow values from buffers, so a fresh process does not pay for it."""
+    import subprocess
+    import sys
+
+    p = str(tmp_path / "dv")
+    write_deltalake(p, pa.table({"id": pa.array(range(100), pa.int64()), "s": [f"x{i}" for i in range(100)]}),
+                    configuration={"delta.enableDeletionVectors": "true"})
+    code = ("import sys\nfrom deltakernel import DeltaTable\n"
+            f"m = DeltaTable({p!r}).delete(\"id % 10 = 7 AND s <> 'y' AND id > 1.5\")\n"
+            "print(m['num_deleted_rows'], 'pandas' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["10", "False"]

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidFilterError
+from ..kernel.arrow_build import arrow_to_np, scalar
 from ..kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from ..kernel.expressions import predicate as ex
 from ..kernel.expressions.sql import Binary, SqlExpr, evaluate, parse_sql, referenced_columns, to_predicate
@@ -38,6 +39,8 @@ _EMPTY = np.empty(0, dtype=np.uint64)
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
+
+_FALSE = scalar(False)  # an Arrow scalar: a Python literal in a compute call makes pyarrow import pandas
 
 def prefetch(fn: Callable[[_T], _R], items: Iterable[_T], in_flight: int = 2) -> Iterator[_R]:
     """`map(fn, items)` in order, with up to `in_flight` calls running ahead on threads (file reads
@@ -121,7 +124,7 @@ def as_mask(result: pa.Array | pa.ChunkedArray, text: str | None) -> pa.Array:
         return pa.array(np.zeros(len(result), dtype=bool))
     if not pa.types.is_boolean(result.type):
         raise InvalidFilterError(f"predicate {text!r} is of type {result.type}, not boolean")
-    return pc.fill_null(result, False)
+    return pc.fill_null(result, _FALSE)
 
 
 def partition_matches(snapshot: Snapshot, pred: DmlPredicate, files: pa.Table) -> pa.Array:
@@ -182,7 +185,7 @@ def find_touched_rows(snapshot: Snapshot, pred: DmlPredicate, files: Sequence[di
             idx = np.arange(n, dtype=np.uint64)
         else:
             mask = as_mask(evaluate(pred.sql, data), pred.text) if n else pa.array([], pa.bool_())
-            idx = pc.indices_nonzero(mask).to_numpy(zero_copy_only=False).astype(np.uint64)
+            idx = arrow_to_np(pc.indices_nonzero(mask)).astype(np.uint64)
         existing = existing_deleted(snapshot, file)
         if existing.size and idx.size:
             idx = idx[~np.isin(idx, existing, assume_unique=True)]

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InvalidFilterError
+from ..arrow_build import scalar
 from ..schema.arrow import to_arrow_type
 from ..schema.types import DataType, DecimalType, PrimitiveType, StructType
 
@@ -62,16 +63,16 @@ class Literal:
     def to_scalar(self, hint: pa.DataType | None = None) -> pa.Scalar:
         """The Arrow scalar; `hint` (the column's type) is used only when it keeps the value exact."""
         if self.arrow_type is not None:
-            return pa.scalar(self.value, type=self.arrow_type)
+            return scalar(self.value, type=self.arrow_type)
         if hint is not None:
             try:
-                s = pa.scalar(self.value, type=hint)
+                s = scalar(self.value, type=hint)
                 if self.value is None or _same_value(s.as_py(), self.value):
                     return s
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
                     OverflowError):
                 pass
-        return pa.scalar(self.value)
+        return scalar(self.value)
 
 
 Operand = Union[Column, Literal]

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InvalidFilterError
+from ..arrow_build import bool_to_arrow, np_to_arrow, null_scalar, scalar, str_scalar
 from ..schema.arrow import to_arrow_type
 from ..schema.types import parse_type
 from .sql import Between, Binary, Case, Cast, Col, Func, InList, IsNull, Like, Lit, SqlExpr, Unary
@@ -53,7 +54,7 @@ def _is_temporal(t: pa.DataType) -> bool:
 
 
 def _null_of(t: pa.DataType) -> pa.Scalar:
-    return pa.scalar(None, type=t)
+    return scalar(None, type=t)
 
 
 class _Evaluator:
@@ -80,7 +81,7 @@ class _Evaluator:
             return pc.is_valid(v) if e.negated else pc.is_null(v)
         if isinstance(e, InList):
             v = self.eval(e.operand)
-            out: Value = pa.scalar(False)
+            out: Value = scalar(False)
             for item in e.values:
                 out = pc.or_kleene(out, self.compare("=", v, self.eval(item)))
             return pc.invert(out) if e.negated else out
@@ -94,7 +95,7 @@ class _Evaluator:
                 raise InvalidFilterError("LIKE needs a constant pattern")
             v = self.to_string(self.eval(e.operand))
             if not pat.is_valid:
-                return pa.scalar(None, pa.bool_())
+                return scalar(None, pa.bool_())
             res = pc.match_like(self.arr(v), pattern=str(pat.as_py()))
             return pc.invert(res) if e.negated else res
         if isinstance(e, Case):
@@ -175,10 +176,10 @@ class _Evaluator:
         out: list[Any] = []
         for item in items:
             try:
-                out.append(pc.cast(pa.scalar(item, v.type), t).as_py() if item is not None else None)
+                out.append(pc.cast(scalar(item, v.type), t).as_py() if item is not None else None)
             except _ARROW_ERRORS:
                 out.append(_parse_temporal(item, t) if isinstance(item, str) else None)
-        return pa.scalar(out[0], t) if isinstance(v, pa.Scalar) else pa.array(out, t)
+        return scalar(out[0], t) if isinstance(v, pa.Scalar) else pa.array(out, t)
 
     def unify(self, a: Value, b: Value) -> tuple[Value, Value]:
         """Spark's implicit coercion for comparisons and CASE/COALESCE branches."""
@@ -255,7 +256,7 @@ class _Evaluator:
         decimal = pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)
         if op == "/" and not decimal:
             a, b = self.cast(a, pa.float64()), self.cast(b, pa.float64())
-        zero = pc.equal(b, pa.scalar(0, b.type) if not pa.types.is_decimal(b.type) else pa.scalar(0).cast(b.type))
+        zero = pc.equal(b, scalar(0, b.type) if not pa.types.is_decimal(b.type) else scalar(0).cast(b.type))
         safe_b = pc.if_else(zero, _null_of(b.type), b)
         if op == "/":
             return pc.divide(a, safe_b)
@@ -268,7 +269,7 @@ class _Evaluator:
     def concat(self, parts: list[Value]) -> Value:
         strs = [self.cast(self.to_string(p), pa.string()) for p in parts]
         if not strs:
-            return pa.scalar("")
+            return scalar("")
         return pc.binary_join_element_wise(*strs, "", null_handling="emit_null")
 
     def case(self, e: Case) -> Value:
@@ -280,7 +281,7 @@ class _Evaluator:
             c = self.compare("=", subject, c) if subject is not None else self.boolean(c, cond)
             conds.append(pc.fill_null(self.arr(c), False))
             values.append(self.eval(value))
-        default = self.eval(e.default) if e.default is not None else pa.scalar(None)
+        default = self.eval(e.default) if e.default is not None else scalar(None)
         values.append(default)
         values = self.common(values)
         if self.n == 0:
@@ -291,7 +292,7 @@ class _Evaluator:
         target = next((v.type for v in values if v.type != pa.null()), pa.null())
         for v in values:
             if v.type != pa.null() and v.type != target:
-                _, probe = self.unify(v, pa.scalar(None, target))
+                _, probe = self.unify(v, scalar(None, target))
                 target = probe.type if probe.type != target else target
                 if pa.types.is_floating(v.type) or (_is_num(v.type) and _is_num(target) and
                                                     pa.types.is_floating(target)):
@@ -337,13 +338,21 @@ def _parse_temporal(text: str, t: pa.DataType) -> Any:
 
 
 def _literal(e: Lit) -> pa.Scalar:
+    """The literal as an Arrow scalar; the common types are built from buffers (`pa.scalar` imports pandas)."""
     if e.value is None:
-        return pa.scalar(None, pa.null())
-    if e.type in _LIT_TYPES:
-        return pa.scalar(e.value, _LIT_TYPES[e.type])
-    if isinstance(e.value, str):
-        return pa.scalar(e.value, pa.string())
-    return pa.scalar(e.value)
+        return null_scalar(pa.null())
+    typ = _LIT_TYPES.get(e.type or "")
+    if isinstance(e.value, bool):
+        return bool_to_arrow([e.value])[0]
+    if isinstance(e.value, str) and typ is None:
+        return str_scalar(e.value)
+    if typ is None and isinstance(e.value, (int, float)):  # what pa.scalar would infer
+        typ = pa.int64() if isinstance(e.value, int) else pa.float64()
+    if typ in (pa.int32(), pa.int64(), pa.float64()) and isinstance(e.value, (int, float)):
+        return np_to_arrow([e.value], typ)[0]
+    if typ is not None:
+        return scalar(e.value, typ)
+    return scalar(e.value)
 
 
 # ----------------------------------------------------------------------------- function table
@@ -404,7 +413,7 @@ def _to_date(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     if len(a) == 2 and _is_str(v.type):
         fmt = _const_str(ev, a[1], "TO_DATE format")
         if fmt is None:
-            return pa.scalar(None, pa.date32())
+            return scalar(None, pa.date32())
         parsed = pc.strptime(v, format=_java_to_strftime(fmt), unit="us", error_is_null=True)
         return pc.cast(parsed, pa.date32())
     return ev.sql_cast(v, pa.date32()) if v.type != pa.null() else ev.cast(v, pa.date32())
@@ -415,7 +424,7 @@ def _to_timestamp(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     if len(a) == 2 and _is_str(v.type):
         fmt = _const_str(ev, a[1], "TO_TIMESTAMP format")
         if fmt is None:
-            return pa.scalar(None, pa.timestamp("us", tz="UTC"))
+            return scalar(None, pa.timestamp("us", tz="UTC"))
         parsed = pc.strptime(v, format=_java_to_strftime(fmt), unit="us", error_is_null=True)
         return pc.assume_timezone(parsed, "UTC") if parsed.type.tz is None else parsed
     return ev.sql_cast(v, pa.timestamp("us", tz="UTC"))
@@ -425,7 +434,7 @@ def _date_format(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     fmt = _const_str(ev, a[1], "DATE_FORMAT format")
     v = _temporal(ev, a[0])
     if fmt is None:
-        return pa.scalar(None, pa.string())
+        return scalar(None, pa.string())
     if pa.types.is_timestamp(v.type):
         v = pc.cast(v, pa.timestamp("s", tz=v.type.tz))  # %S must not print fractions
     return pc.strftime(v, format=_java_to_strftime(fmt))
@@ -436,10 +445,10 @@ def _substring(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     pos = _const_int(a[1], "SUBSTRING position")
     length = _const_int(a[2], "SUBSTRING length") if len(a) == 3 else None
     if pos is None or (len(a) == 3 and length is None):
-        return pa.scalar(None, pa.string())
+        return scalar(None, pa.string())
     start = pos - 1 if pos > 0 else pos  # 1-based; 0 behaves as 1; negative counts from the end
     if length is not None and length <= 0:
-        return pc.if_else(pc.is_valid(s), "", pa.scalar(None, pa.string()))
+        return pc.if_else(pc.is_valid(s), "", scalar(None, pa.string()))
     stop = None if length is None or (start < 0 <= start + length) else start + length
     return pc.utf8_slice_codeunits(s, start=start, stop=stop)
 
@@ -452,7 +461,7 @@ def _coalesce(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 def _round(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     digits = _const_int(a[1], "ROUND scale") if len(a) == 2 else 0
     if digits is None:
-        return pa.scalar(None, a[0].type)
+        return scalar(None, a[0].type)
     return pc.round(a[0], ndigits=digits, round_mode="half_towards_infinity")  # Spark: HALF_UP
 
 
@@ -469,11 +478,11 @@ def _nullif(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 
 
 def _now(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    return pa.scalar(dt.datetime.now(dt.timezone.utc), pa.timestamp("us", tz="UTC"))
+    return scalar(dt.datetime.now(dt.timezone.utc), pa.timestamp("us", tz="UTC"))
 
 
 def _today(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    return pa.scalar(dt.datetime.now(dt.timezone.utc).date(), pa.date32())
+    return scalar(dt.datetime.now(dt.timezone.utc).date(), pa.date32())
 
 
 def _trim(fn: Any) -> Any:

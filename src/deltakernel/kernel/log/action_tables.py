@@ -6,80 +6,15 @@ Shared by log replay, checkpoint reading and the change data feed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from ...errors import MissingFileError, ObjectNotFoundError
 from ...storage.base import ObjectMeta, Storage
-
-# ----------------------------------------------------------------------------- pandas-free array building
-# pyarrow imports pandas (~0.1-0.9 s) on its first conversion of a Python or numpy object (pa.array,
-# pa.scalar, a Python literal passed to a compute function). The load path builds its arrays from buffers
-# instead, so opening a table does not pay for that import (benchmarks/bench_time_travel.py).
-_INT64, _INT32, _STRING, _LARGE_BINARY = pa.int64(), pa.int32(), pa.string(), pa.large_binary()
-_NP_DTYPES = {_INT64: np.int64, _INT32: np.int32, pa.uint64(): np.uint64, pa.float64(): np.float64}
-
-
-def np_to_arrow(values: object, typ: pa.DataType = _INT64, mask: object = None) -> pa.Array:
-    """A fixed-width Arrow array from numpy/list data (`mask` True = null), without pa.array."""
-    arr = np.ascontiguousarray(values, dtype=_NP_DTYPES[typ])
-    validity = None
-    if mask is not None:
-        valid = ~np.asarray(mask, dtype=np.bool_)
-        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(typ, len(arr), [validity, pa.py_buffer(arr)])
-
-
-def bool_to_arrow(values: object) -> pa.Array:
-    arr = np.asarray(values, dtype=np.bool_)
-    return pa.Array.from_buffers(pa.bool_(), len(arr), [None, pa.py_buffer(np.packbits(arr, bitorder="little"))])
-
-
-def bytes_to_arrow(blobs: Sequence[bytes], typ: pa.DataType = _LARGE_BINARY) -> pa.Array:
-    """A (large_)binary/string array of `blobs`, one copy, without pa.array."""
-    large = typ in (pa.large_binary(), pa.large_string())
-    offsets = np.zeros(len(blobs) + 1, dtype=np.int64 if large else np.int32)
-    np.cumsum(np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs)), out=offsets[1:])
-    return pa.Array.from_buffers(typ, len(blobs), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(blobs))])
-
-
-def arrow_to_np(arr: pa.Array) -> npt.NDArray[Any]:
-    """A numpy view/copy of a fixed-width or boolean array without nulls (Array.to_numpy imports pandas)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    n, off = len(arr), arr.offset
-    if arr.null_count:
-        raise ValueError("arrow_to_np needs an array without nulls")
-    buf = arr.buffers()[1]
-    if pa.types.is_boolean(arr.type):
-        if n == 0:
-            return np.zeros(0, dtype=np.bool_)
-        bits = np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little")
-        return bits[off : off + n].astype(np.bool_)
-    if arr.type not in _NP_DTYPES:
-        return np.asarray(arr.to_numpy(zero_copy_only=False))
-    dtype = np.dtype(_NP_DTYPES[arr.type])
-    if n == 0:
-        return np.zeros(0, dtype=dtype)
-    return np.frombuffer(buf, dtype=dtype, count=off + n)[off:]
-
-
-def str_scalar(value: str, typ: pa.DataType = _STRING) -> pa.Scalar:
-    return bytes_to_arrow([value.encode()], typ)[0]
-
-
-def null_scalar(typ: pa.DataType) -> pa.Scalar:
-    return pa.nulls(1, typ)[0]
-
-
-def int_scalar(value: int, typ: pa.DataType = _INT64) -> pa.Scalar:
-    return np_to_arrow([value], typ)[0]
-
+from ..arrow_build import arrow_to_np, bytes_to_arrow, int_scalar, np_to_arrow, null_scalar, str_scalar
 
 DV_TYPE = pa.struct(
     [

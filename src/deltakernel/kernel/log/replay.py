@@ -22,6 +22,7 @@ import pyarrow.json as pajson
 
 from ...errors import CorruptLogError, DeltaError
 from ...storage.base import ObjectMeta, Storage
+from ..arrow_build import arrow_to_np, bool_to_arrow, bytes_to_arrow, np_to_arrow, str_scalar
 from ..checkpoints.read import CheckpointParts, checkpoint_file_actions, read_checkpoint
 from .action_tables import (  # noqa: F401  (re-exported: the file table's shape is part of replay's API)
     _BULK_RE,
@@ -34,15 +35,10 @@ from .action_tables import (  # noqa: F401  (re-exported: the file table's shape
     _json_action_type,
     _parse_json_lines,
     _read_commit_bytes,
-    arrow_to_np,
-    bool_to_arrow,
-    bytes_to_arrow,
     dv_unique_ids,
     file_keys,
-    np_to_arrow,
     partition_struct_type,
     split_lines,
-    str_scalar,
 )
 from .actions import DomainMetadata, Metadata, Protocol, Txn
 from .segment import LogSegment, version_of

@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
+from ..arrow_build import bool_to_arrow, scalar
 from ..expressions.predicate import (
     FLIPPED,
     NEGATED,
@@ -64,13 +65,13 @@ def skipping_mask(
 ) -> pa.BooleanArray:
     """True = the file may contain rows where `expr` is TRUE (keep it); never null."""
     if expr is None or num_files == 0:
-        return pa.array([True] * num_files, pa.bool_())
+        return bool_to_arrow(np.ones(num_files, dtype=np.bool_))
     ev = _Evaluator(stats if stats is not None else FileStats.empty(num_files), partition_values or {}, num_files)
     try:
         result = ev.eval(expr, False)
     except Exception:
-        return pa.array([True] * num_files, pa.bool_())
-    return pc.fill_null(result, True)
+        return bool_to_arrow(np.ones(num_files, dtype=np.bool_))
+    return pc.fill_null(result, scalar(True))
 
 
 def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr) -> pa.BooleanArray:
@@ -106,7 +107,9 @@ class _Evaluator:
 
     # ------------------------------------------------------------------ constants
     def const(self, value: bool | None) -> pa.Array:
-        return pa.array([value] * self.n, pa.bool_()) if value is not None else pa.nulls(self.n, pa.bool_())
+        if value is None:
+            return pa.nulls(self.n, pa.bool_())
+        return bool_to_arrow(np.full(self.n, value, dtype=np.bool_))
 
     def unknown(self) -> pa.Array:
         return self.const(None)
@@ -149,11 +152,13 @@ class _Evaluator:
         renamed = _rename(e, names)
         types: dict[Path, pa.DataType] = {(names[c],): self.partitions[c].type for c in names}
         try:
+            import pyarrow.dataset as ds  # only for partition subtrees: importing it imports pandas (0.1-0.9 s)
+
             pa_expr = _to_pa(Not(renamed) if neg else renamed, types)
             out = ds.dataset(table).to_table(columns={"r": pa_expr}).column("r").combine_chunks()
         except _ARROW_ERRORS:
             return self.unknown()
-        return pc.fill_null(out, False)  # NULL row predicate: the rows are not selected
+        return pc.fill_null(out, scalar(False))  # NULL row predicate: the rows are not selected
 
     # ------------------------------------------------------------------ leaves
     def bounds(self, path: Path) -> tuple[pa.Array | None, pa.Array | None, pa.Array]:
@@ -231,7 +236,7 @@ class _Evaluator:
             return self.unknown()
         if negated:  # IS NOT NULL: skip when every row is null
             return pc.not_equal(nc, self.stats.num_records)
-        return pc.not_equal(nc, 0)  # IS NULL: skip when no row is null
+        return pc.not_equal(nc, scalar(0, nc.type))  # IS NULL: skip when no row is null
 
     def in_list(self, e: In, neg: bool) -> pa.Array:
         col = e.column
@@ -292,7 +297,7 @@ def _minus_truncation(v: pa.Scalar) -> pa.Scalar:
     raw = v.cast(pa.int64()).as_py()
     if raw is None or per_us == 0:
         return v
-    return pa.scalar(max(raw - 999 * per_us, -(2**63)), pa.int64()).cast(v.type)
+    return scalar(max(raw - 999 * per_us, -(2**63)), pa.int64()).cast(v.type)
 
 
 def _rename(e: Expr, names: dict[Path, str]) -> Expr:

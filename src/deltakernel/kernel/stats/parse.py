@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from ..arrow_build import arrow_to_np, bool_to_arrow, np_to_arrow, scalar, str_scalar
 from ..schema.arrow import to_arrow_type
 from ..schema.column_mapping import physical_name
 from ..schema.types import DataType, DecimalType, PrimitiveType, StructType
@@ -161,7 +162,7 @@ def _nullify_nan(arr: pa.Array) -> pa.Array:
     if pa.types.is_floating(arr.type) and len(arr):
         nan = pc.is_nan(arr)
         if pc.any(nan).as_py():
-            return pc.if_else(nan, pa.scalar(None, arr.type), arr)
+            return pc.if_else(nan, scalar(None, arr.type), arr)
     return arr
 
 
@@ -233,7 +234,7 @@ def _to_arrow(values: list[Any], leaf: _Leaf) -> pa.Array:
         fixed = []
         for v in values:
             try:
-                pa.scalar(v, type=leaf.arrow)
+                scalar(v, type=leaf.arrow)
                 fixed.append(v)
             except (pa.ArrowInvalid, OverflowError, TypeError):
                 fixed.append(None)
@@ -274,7 +275,7 @@ def _from_parsed(table: pa.StructArray, leaves: list[_Leaf], n: int, defaulted: 
     tight = top("tightBounds")
     tight = pc.cast(tight, pa.bool_()) if tight is not None else pa.nulls(n, pa.bool_())
     has_stats = pc.is_valid(table) if defaulted is None else defaulted
-    tight = pc.if_else(pc.and_(has_stats, pc.is_null(tight)), True, tight)  # absent flag means tight
+    tight = pc.if_else(pc.and_(has_stats, pc.is_null(tight)), scalar(True), tight)  # absent flag means tight
     stats = FileStats(num, tight)
     for leaf in leaves:
         nc = _struct_path(table, ("nullCount", *leaf.physical))
@@ -296,7 +297,8 @@ def _from_parsed(table: pa.StructArray, leaves: list[_Leaf], n: int, defaulted: 
 def _read_json_fast(lines: pa.Array, schema: pa.Schema) -> pa.StructArray:
     lines = pc.replace_substring(pc.replace_substring(lines, "\n", " "), "\r", " ")  # only whitespace in JSON
     longest = pc.max(pc.binary_length(lines)).as_py() or 0
-    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines), "\n")[0]
+    joined = pc.binary_join(pa.ListArray.from_arrays(np_to_arrow([0, len(lines)], pa.int32()), lines),
+                            str_scalar("\n"))[0]
     table = pajson.read_json(
         pa.BufferReader(joined.as_buffer()),
         read_options=pajson.ReadOptions(use_threads=True, block_size=max(1 << 20, 2 * longest + 64)),
@@ -370,8 +372,8 @@ def parse_stats(
     # JSON whitespace is ASCII: the ASCII kernels avoid building utf8proc's tables on first use (~3 ms cold);
     # a line of other Unicode whitespace fails to parse and gets null stats all the same
     valid = pc.fill_null(pc.and_(pc.is_valid(stats_json), pc.greater(pc.binary_length(pc.ascii_trim_whitespace(
-        stats_json)), 0)), False) if n else pa.array([], pa.bool_())
-    mask = valid.to_numpy(zero_copy_only=False)
+        stats_json)), scalar(0, pa.int32()))), scalar(False)) if n else bool_to_arrow([])
+    mask = arrow_to_np(valid)
     lines = stats_json.filter(valid)
     if len(lines) == 0:
         base = FileStats.empty(n)
@@ -380,11 +382,11 @@ def parse_stats(
         return base
     try:
         parsed = _read_json_fast(lines, _stats_schema(leaves))
-        compact = _from_parsed(parsed, leaves, len(lines), pa.array(np.ones(len(lines), dtype=bool)))
+        compact = _from_parsed(parsed, leaves, len(lines), bool_to_arrow(np.ones(len(lines), dtype=bool)))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         compact = _read_json_slow(lines.to_pylist(), leaves)
     positions = np.cumsum(mask) - 1
-    indices = pa.array(positions, pa.int64(), mask=~mask)
+    indices = np_to_arrow(positions, pa.int64(), mask=~mask)
     return _take_all(compact, indices)
 
 
