@@ -374,15 +374,16 @@ def test_dv_delete_on_s3(s3_bucket: str, s3_options: dict) -> None:
         list(range(5, 20, 2))
 
 
-def test_deletion_vector_delete_does_not_import_pandas(tmp_path: Path) -> None:
-    """pyarrow imports pandas (0.1-0.9 s) on its first Python-object conversion; a DV delete (SQL literals,
-    masks, row indexes) builds its Arrow values from buffers, so a fresh process does not pay for it."""
+@pytest.mark.parametrize("dvs", [True, False], ids=["deletion-vectors", "copy-on-write"])
+def test_delete_does_not_import_pandas(tmp_path: Path, dvs: bool) -> None:
+    """pyarrow imports pandas (0.1-0.9 s) on its first Python-object conversion; a delete (SQL literals,
+    masks, row indexes, rewrite) builds its Arrow values from buffers, so a fresh process does not pay for it."""
     import subprocess
     import sys
 
     p = str(tmp_path / "dv")
     write_deltalake(p, pa.table({"id": pa.array(range(100), pa.int64()), "s": [f"x{i}" for i in range(100)]}),
-                    configuration={"delta.enableDeletionVectors": "true"})
+                    configuration={"delta.enableDeletionVectors": "true"} if dvs else None)
     code = ("import sys\nfrom deltakernel import DeltaTable\n"
             f"m = DeltaTable({p!r}).delete(\"id % 10 = 7 AND s <> 'y' AND id > 1.5\")\n"
             "print(m['num_deleted_rows'], 'pandas' in sys.modules)\n")

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..kernel.arrow_build import bool_to_arrow
 from ..kernel.expressions.sql import evaluate
 from ..kernel.paths import resolve_file
 from ..kernel.scan.scan import Scan
@@ -228,7 +229,7 @@ class _Delete:
         def change(r: dict[str, Any]) -> FileChange:
             data = rewriter.read(r)
             mask = as_mask(evaluate(sql, data), self.pred.text) if data.num_rows and sql is not None \
-                else pa.array(np.ones(data.num_rows, dtype=bool))
+                else bool_to_arrow(np.ones(data.num_rows, dtype=bool))
             return FileChange(r, data, mask)
 
         result = rewriter.rewrite(prefetch(change, touched))

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from ..errors import DeltaError
 from ..kernel import row_tracking as rt
+from ..kernel.arrow_build import scalar
 from ..kernel.paths import resolve_key
 from ..kernel.scan.scan import Scan
 from ..kernel.schema.types import PrimitiveType, StructField, StructType
@@ -33,6 +34,8 @@ from .change_data import ChangeDataWriter
 FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row_id",
                 "default_row_commit_version", "tags", "stats"]
 
+
+_FALSE = scalar(False)  # Arrow scalars: Python literals in compute calls make pyarrow import pandas
 
 def remove_action(row: Mapping[str, Any], now: int, data_change: bool = True) -> dict[str, Any]:
     """The `remove` for a file-table row (keeps baseRowId / defaultRowCommitVersion, as the protocol asks)."""
@@ -146,7 +149,7 @@ class Rewriter:
                 if data.num_rows == 0:  # nothing live left: the file goes, no row changes
                     result.removes.append(remove_action(change.file, self.now))
                     continue
-                mask = pc.fill_null(change.removed, False)
+                mask = pc.fill_null(change.removed, _FALSE)
                 n_removed = int(pc.sum(mask.cast(pa.int64())).as_py() or 0)
                 if n_removed == 0:
                     continue
