@@ -37,6 +37,7 @@ FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row
 
 _FALSE = scalar(False)  # Arrow scalars: Python literals in compute calls make pyarrow import pandas
 
+
 def remove_action(row: Mapping[str, Any], now: int, data_change: bool = True) -> dict[str, Any]:
     """The `remove` for a file-table row (keeps baseRowId / defaultRowCommitVersion, as the protocol asks)."""
     pv = row.get("partition_values") or {}

@@ -42,6 +42,7 @@ _R = TypeVar("_R")
 
 _FALSE = scalar(False)  # an Arrow scalar: a Python literal in a compute call makes pyarrow import pandas
 
+
 def prefetch(fn: Callable[[_T], _R], items: Iterable[_T], in_flight: int = 2) -> Iterator[_R]:
     """`map(fn, items)` in order, with up to `in_flight` calls running ahead on threads (file reads
     overlap the caller's writing; at most `in_flight` results are held)."""
