@@ -1,0 +1,189 @@
+"""MERGE (deltalake's `DeltaTable.merge` / `TableMerger`, delta-spark's MergeIntoCommand semantics).
+
+`TableMerger` collects WHEN clauses; :func:`merge` plans them (`merge_plan`), runs the join and writes
+(`merge_exec.MergeRun`, whose docstring describes the execution) and commits one transaction. Any error
+leaves the table as it was: files written are deleted unless the commit may have landed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import InvalidFilterError
+from ..kernel.snapshot import Snapshot
+from ..kernel.transaction.transaction import Transaction as KernelTransaction
+from ..storage import Storage
+from .merge_exec import MergeRun
+from .merge_plan import (
+    BY_SOURCE_DELETE,
+    BY_SOURCE_UPDATE,
+    MATCHED_DELETE,
+    MATCHED_UPDATE,
+    NOT_MATCHED_INSERT,
+    Clause,
+    MergeError,
+    MergeMetrics,
+    Names,
+    check_schema_names,
+    resolve_clauses,
+)
+from .properties import CommitProperties, PostCommitHookProperties
+
+
+def _ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
+
+def _plain_types(table: pa.Table) -> pa.Table:
+    """View types (polars, DuckDB) as their plain Arrow types: take/join kernels need those."""
+    def plain(t: pa.DataType) -> pa.DataType:
+        if t == pa.string_view():
+            return pa.large_string()
+        if t == pa.binary_view():
+            return pa.large_binary()
+        return t
+
+    schema = pa.schema([f.with_type(plain(f.type)) for f in table.schema])
+    return table.cast(schema) if schema != table.schema else table
+
+
+def merge(storage: Storage, snapshot: Snapshot, source: pa.Table, predicate: str, clauses: list[Clause], *,
+          source_alias: str | None = None, target_alias: str | None = None, merge_schema: bool = False,
+          error_on_type_mismatch: bool = True, writer_properties: Any = None,
+          commit_properties: CommitProperties | None = None,
+          post_commithook_properties: PostCommitHookProperties | None = None) -> tuple[dict[str, int], int | None]:
+    """Run a MERGE; returns (metrics, committed version or None when nothing changed)."""
+    start = time.monotonic()
+    if not isinstance(predicate, str) or not predicate.strip():
+        raise InvalidFilterError(f"a MERGE predicate must be a non-empty SQL string, got {predicate!r}")
+    if not clauses:
+        raise MergeError("MERGE needs at least one WHEN clause (when_matched_update, when_not_matched_insert, ...)")
+    check_schema_names(source.schema, "the MERGE source")
+    source = _plain_types(source)
+    commit_properties = commit_properties or CommitProperties()
+    txn = KernelTransaction(storage, snapshot, operation="MERGE", operation_parameters=_parameters(predicate, clauses))
+    if merge_schema:
+        _evolve_schema(txn, source.schema)
+    schema = txn.metadata.schema
+    names = Names([f.name for f in schema.fields], source.schema.names, target_alias or "target",
+                  source_alias or "source")
+    resolve_clauses(clauses, names, schema, source.schema)
+    op = MergeRun(storage, snapshot, txn, source, predicate, clauses, names, error_on_type_mismatch,
+                writer_properties)
+    try:
+        op.run()
+        metrics = op.metrics
+        if not txn.removes and not txn.adds:
+            metrics.execution_time_ms = _ms(start)
+            return metrics.as_dict(), None
+        for t in commit_properties.app_transactions or []:
+            txn.set_app_transaction(t.app_id, t.version, t.last_updated)
+        if commit_properties.custom_metadata:
+            txn.extra_commit_info.update(commit_properties.custom_metadata)
+        metrics.execution_time_ms = _ms(start)
+        txn.operation_metrics.update(metrics.commit_metrics())
+        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
+        retries = commit_properties.max_commit_retries
+        txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
+    except BaseException:
+        if not txn.may_have_committed:
+            op.abort()
+        raise
+    return metrics.as_dict(), txn.committed_version
+
+
+def _parameters(predicate: str, clauses: list[Clause]) -> dict[str, Any]:
+    def describe(c: Clause) -> dict[str, Any]:
+        action = {MATCHED_UPDATE: "update", MATCHED_DELETE: "delete", NOT_MATCHED_INSERT: "insert",
+                  BY_SOURCE_UPDATE: "update", BY_SOURCE_DELETE: "delete"}[c.kind]
+        out: dict[str, Any] = {"actionType": action + ("*" if c.all_columns else "")}
+        if c.predicate_text is not None:
+            out["predicate"] = c.predicate_text
+        return out
+
+    return {
+        "predicate": predicate,
+        "matchedPredicates": [describe(c) for c in clauses if c.kind in (MATCHED_UPDATE, MATCHED_DELETE)],
+        "notMatchedPredicates": [describe(c) for c in clauses if c.kind == NOT_MATCHED_INSERT],
+        "notMatchedBySourcePredicates": [describe(c) for c in clauses if c.kind in (BY_SOURCE_UPDATE,
+                                                                                   BY_SOURCE_DELETE)],
+    }
+
+
+def _evolve_schema(txn: KernelTransaction, source: pa.Schema) -> None:
+    """merge_schema=True: top-level source columns the table lacks are appended (nullable, column-mapping
+    ids / physical names assigned, protocol raised for their types); existing columns keep their types."""
+    from ..kernel.log.actions import Metadata
+    from ..kernel.schema.arrow import from_arrow_schema
+    from ..kernel.schema.evolution import assign_column_mapping, max_column_id, merge_schemas
+    from ..kernel.schema.types import schema_to_json
+    from .write import protocol_for, required_features
+
+    md = txn.metadata
+    schema = md.schema
+    known = {f.name.lower() for f in schema.fields}
+    new = [f for f in source if f.name.lower() not in known]
+    if not new:
+        return
+    merged = merge_schemas(schema, from_arrow_schema(pa.schema(new)))
+    configuration = dict(md.configuration)
+    if configuration.get("delta.columnMapping.mode", "none") in ("name", "id"):
+        start = int(configuration.get("delta.columnMapping.maxColumnId", "0"))
+        merged, new_max = assign_column_mapping(merged, max(start, max_column_id(merged)))
+        configuration["delta.columnMapping.maxColumnId"] = str(new_max)
+    txn.update_metadata(Metadata(md.id, schema_to_json(merged), md.partition_columns, configuration, md.name,
+                                 md.description, md.format, md.created_time))
+    protocol = protocol_for(required_features(merged, configuration), txn.protocol)
+    if protocol != txn.protocol:
+        txn.update_protocol(protocol)
+
+
+class TableMerger:
+    """deltalake's MERGE builder: WHEN clauses in the order given (first match wins), then `execute()`."""
+
+    def __init__(self, run: Callable[[list[Clause]], dict[str, Any]]) -> None:
+        self._run = run
+        self._clauses: list[Clause] = []
+
+    def _add(self, clause: Clause) -> TableMerger:
+        self._clauses.append(clause)
+        return self
+
+    def when_matched_update(self, updates: dict[str, str], predicate: str | None = None) -> TableMerger:
+        """Update matched target rows (`updates`: target column -> SQL expression) where `predicate` holds."""
+        return self._add(Clause(MATCHED_UPDATE, predicate, dict(updates)))
+
+    def when_matched_update_all(self, predicate: str | None = None,
+                                except_cols: list[str] | None = None) -> TableMerger:
+        """Update every target column from the source column of the same name (except `except_cols`)."""
+        return self._add(Clause(MATCHED_UPDATE, predicate, None, True, tuple(except_cols or ())))
+
+    def when_matched_delete(self, predicate: str | None = None) -> TableMerger:
+        return self._add(Clause(MATCHED_DELETE, predicate))
+
+    def when_not_matched_insert(self, updates: dict[str, str], predicate: str | None = None) -> TableMerger:
+        """Insert unmatched source rows (`updates`: target column -> SQL over the source); others NULL."""
+        return self._add(Clause(NOT_MATCHED_INSERT, predicate, dict(updates)))
+
+    def when_not_matched_insert_all(self, predicate: str | None = None,
+                                    except_cols: list[str] | None = None) -> TableMerger:
+        return self._add(Clause(NOT_MATCHED_INSERT, predicate, None, True, tuple(except_cols or ())))
+
+    def when_not_matched_by_source_update(self, updates: dict[str, str],
+                                          predicate: str | None = None) -> TableMerger:
+        """Update target rows no source row matched (`updates` may read target columns only)."""
+        return self._add(Clause(BY_SOURCE_UPDATE, predicate, dict(updates)))
+
+    def when_not_matched_by_source_delete(self, predicate: str | None = None) -> TableMerger:
+        return self._add(Clause(BY_SOURCE_DELETE, predicate))
+
+    def execute(self) -> dict[str, Any]:
+        """Run the MERGE; deltalake's metrics dict. The table is unchanged on any error."""
+        return self._run([Clause(c.kind, c.predicate_text, c.updates_text, c.all_columns, c.except_cols)
+                          for c in self._clauses])
+
+
+__all__ = ["MergeMetrics", "TableMerger", "merge"]
