@@ -6,13 +6,20 @@ generator (``id``, ``value``, ``name``, ``ts``, ``day``) in 11 files of ~455k ro
 ``id % 100 = 7`` deletes 50,000 rows, some in every file.
 
 Contenders (fresh subprocess per run; the parent copies the table into a fresh directory before each run and
-checks the rows left afterwards with deltalake, outside the child):
+checks the rows left afterwards with deltalake's QueryBuilder, outside the child):
 * deltalake ``DeltaTable(p).delete("id % 100 = 7")`` (copy-on-write: rewrites every file)
 * deltakernel ``DeltaTable(p).delete("id % 100 = 7")`` on ``dml_5m`` (copy-on-write)
 * deltakernel ``DeltaTable(p).delete("id % 100 = 7")`` on ``dml_5m_dv`` (deletion vectors)
 * (info) raw pyarrow: read every file, filter, write the survivors back (the cost of a full rewrite)
 
 Targets: DELETE copy-on-write <= 1.0x deltalake, with deletion vectors <= 0.2x deltalake; peak RSS <= deltalake.
+
+``--merge``: MERGE 1 % upsert (``when_matched_update_all().when_not_matched_insert_all()`` on ``t.id = s.id``;
+25k existing ids, ``id % 200 = 7``, so every file is touched, + 25k new ids): deltalake (copy-on-write) vs
+deltakernel copy-on-write (target <= 0.8x) and with deletion vectors (target <= 0.5x).
+
+``--update``: UPDATE 1 % (``id % 100 = 7``, ``SET value = value + 1, name = 'updated'``): deltalake
+(copy-on-write) vs deltakernel copy-on-write (target <= 1.0x) and with deletion vectors (target <= 0.5x).
 
 Usage: ``.venv/bin/python benchmarks/bench_dml.py [--repeat N]``
 """
@@ -100,17 +107,131 @@ class _Runs:
                 return "info"
             import deltalake
 
-            left = deltalake.DeltaTable(str(out)).to_pyarrow_table(columns=["id"]).num_rows
-            return left
+            # deltalake's DataFusion path reads deletion vectors (its pyarrow path refuses them)
+            qb = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(out)))
+            return qb.execute("SELECT count(*) AS n FROM t").read_all().column(0)[0].as_py()
         finally:
             shutil.rmtree(out, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- MERGE (issue 10)
+MERGE_SOURCE = DATA / "dml_merge_source.parquet"
+M_DL = "deltalake merge upsert (copy-on-write)"
+M_DK = "deltakernel merge upsert (copy-on-write)"
+M_DK_DV = "deltakernel merge upsert (deletion vectors)"
+_MERGE_OP = ("m = {mod}.DeltaTable(PARAMS['out']).merge(SRC, 't.id = s.id', source_alias='s', target_alias='t')"
+             ".when_matched_update_all().when_not_matched_insert_all().execute()\n"
+             "result = [int(m['num_target_rows_updated']), int(m['num_target_rows_inserted'])]")
+_MERGE_SETUP = "import pyarrow.parquet as pq\nSRC = pq.read_table(PARAMS['source'])\n"
+MERGE_CONTENDERS = [
+    Contender(M_DL, "import deltalake\n" + _MERGE_SETUP + RESET_PEAK_RSS, _MERGE_OP.format(mod="deltalake")),
+    Contender(M_DK, "import deltakernel\n" + _MERGE_SETUP + RESET_PEAK_RSS, _MERGE_OP.format(mod="deltakernel")),
+    Contender(M_DK_DV, "import deltakernel\n" + _MERGE_SETUP + RESET_PEAK_RSS, _MERGE_OP.format(mod="deltakernel")),
+]
+
+
+def make_merge_source() -> None:
+    """The 1 % upsert: 25,000 existing ids (id % 200 = 7, in every file) with new values + 25,000 new ids."""
+    if MERGE_SOURCE.exists():
+        return
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from make_tables import _scan_batch
+
+    n = ROWS_SOURCE_FILES * _scan_batch(0).num_rows
+    upd = np.arange(7, n, 200, dtype=np.int64)
+    ins = np.arange(n, n + upd.size, dtype=np.int64)
+    ids = np.concatenate([upd, ins])
+    rng = np.random.default_rng(7)
+    template = _scan_batch(0).slice(0, ids.size)
+    src = pa.table({"id": pa.array(ids), "value": pa.array(rng.normal(0, 100, ids.size)),
+                    "name": template.column("name"), "ts": template.column("ts"), "day": template.column("day")})
+    pq.write_table(src, MERGE_SOURCE)
+
+
+class _MergeRuns(_Runs):
+    def prepare(self, c: Contender, rep: int) -> dict[str, Any]:
+        out = TMP_DIR / f"dml_merge_{rep}_{abs(hash(c.name)) % 10**8}"
+        if out.exists():
+            shutil.rmtree(out)
+        TMP_DIR.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(WITH_DV if c.name == M_DK_DV else PLAIN, out)
+        return {"out": str(out), "source": str(MERGE_SOURCE)}
+
+
+def run_merge(repeat: int) -> None:
+    make_merge_source()
+    load = load_average()
+    ms = measure_prepared(MERGE_CONTENDERS, _MergeRuns().prepare, _MergeRuns().finish, repeat, tag="merge ")
+    headers, rows = measurement_rows(ms, {M_DL: "deltalake"})
+    print(f"### MERGE 1 % upsert (25k updates, id % 200 = 7, + 25k inserts) into 5M rows in 11 files, every file "
+          f"touched, {repeat} runs each (fresh process and fresh copy per run), load average before: {load}\n")
+    print(table(headers, rows))
+
+
+# ----------------------------------------------------------------------------- UPDATE (issue 10)
+UPDATES = {"value": "value + 1", "name": "'updated'"}
+U_DL = "deltalake update (copy-on-write)"
+U_DK = "deltakernel update (copy-on-write)"
+U_DK_DV = "deltakernel update (deletion vectors)"
+_UPDATE_OP = (f"m = MOD.DeltaTable(PARAMS['out']).update(updates={UPDATES!r}, predicate={PREDICATE!r})\n"
+              "result = int(m['num_updated_rows'])")
+UPDATE_CONTENDERS = [
+    Contender(U_DL, "import deltalake\n" + RESET_PEAK_RSS, _UPDATE_OP.replace("MOD", "deltalake")),
+    Contender(U_DK, "import deltakernel\n" + RESET_PEAK_RSS, _UPDATE_OP.replace("MOD", "deltakernel")),
+    Contender(U_DK_DV, "import deltakernel\n" + RESET_PEAK_RSS, _UPDATE_OP.replace("MOD", "deltakernel")),
+]
+
+
+class _UpdateRuns(_Runs):
+    def prepare(self, c: Contender, rep: int) -> dict[str, Any]:
+        out = TMP_DIR / f"dml_update_{rep}_{abs(hash(c.name)) % 10**8}"
+        if out.exists():
+            shutil.rmtree(out)
+        TMP_DIR.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(WITH_DV if c.name == U_DK_DV else PLAIN, out)
+        return {"out": str(out)}
+
+    def finish(self, c: Contender, rep: int, params: dict[str, Any]) -> Any:
+        out = Path(params["out"])
+        try:
+            import deltalake
+
+            qb = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(out)))
+            sql = ("SELECT count(*) AS n, sum(CASE WHEN name = 'updated' THEN 1 ELSE 0 END) AS u, "
+                   "sum(CASE WHEN name = 'updated' AND id % 100 <> 7 THEN 1 ELSE 0 END) AS wrong FROM t")
+            import pyarrow as pa
+
+            row = pa.table(qb.execute(sql).read_all()).to_pylist()[0]
+            return [row["n"], row["u"], row["wrong"]]
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def run_update(repeat: int) -> None:
+    load = load_average()
+    runs = _UpdateRuns()
+    ms = measure_prepared(UPDATE_CONTENDERS, runs.prepare, runs.finish, repeat, tag="update ")
+    headers, rows = measurement_rows(ms, {U_DL: "deltalake"})
+    print(f"### UPDATE 1 % ({PREDICATE}, SET {UPDATES}) of 5M rows in 11 files, every file touched, {repeat} runs "
+          f"each (fresh process and fresh copy per run), load average before: {load}\n")
+    print(table(headers, rows))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--update", action="store_true", help="run the UPDATE contenders only")
+    ap.add_argument("--merge", action="store_true", help="run the MERGE contenders only")
     args = ap.parse_args()
     make_tables()
+    if args.update:
+        run_update(args.repeat)
+        return
+    if args.merge:
+        run_merge(args.repeat)
+        return
     load = load_average()
     runs = _Runs()
     ms: list[Measurement] = measure_prepared(CONTENDERS, runs.prepare, runs.finish, args.repeat, tag="dml ")

@@ -330,6 +330,69 @@ class DeltaTable:
             self._snapshot = Snapshot.load(self._storage, version)
         return metrics
 
+    def update(
+        self,
+        updates: dict[str, str] | None = None,
+        new_values: dict[str, Any] | None = None,
+        predicate: str | None = None,
+        writer_properties: Any = None,
+        error_on_type_mismatch: bool = True,
+        commit_properties: Any = None,
+        post_commithook_properties: Any = None,
+    ) -> dict[str, Any]:
+        """Set columns on the rows matching the Spark SQL `predicate` (all rows when None); deltalake's metrics.
+
+        `updates` maps columns to SQL expressions over the old row, `new_values` to Python values
+        (exactly one of them). Deletion vectors mark the old rows where the table allows them, else the
+        touched files are rewritten. The table is left at the new version (unchanged when nothing matched).
+        """
+        from .operations.update import update
+
+        metrics, version = update(self._storage, self._snapshot, updates, new_values, predicate,
+                                  writer_properties=writer_properties, error_on_type_mismatch=error_on_type_mismatch,
+                                  commit_properties=commit_properties,
+                                  post_commithook_properties=post_commithook_properties)
+        if version is not None:
+            self._snapshot = Snapshot.load(self._storage, version)
+        return metrics
+
+    def merge(
+        self,
+        source: Any,
+        predicate: str,
+        source_alias: str | None = None,
+        target_alias: str | None = None,
+        merge_schema: bool = False,
+        error_on_type_mismatch: bool = True,
+        writer_properties: Any = None,
+        streamed_exec: bool = True,
+        commit_properties: Any = None,
+        post_commithook_properties: Any = None,
+    ) -> Any:
+        """MERGE `source` (any Arrow stream: pyarrow, pandas, polars, DataFusion, ...) into this table on the
+        Spark SQL `predicate`; returns a `TableMerger` (add WHEN clauses, then `execute()`).
+
+        `streamed_exec` is accepted for deltalake compatibility (the target is always streamed file by
+        file; the source is read into memory). Deletion vectors when the table allows them, else the
+        touched files are rewritten.
+        """
+        from .operations.inputs import to_reader
+        from .operations.merge import TableMerger, merge
+
+        data = to_reader(source).read_all()
+
+        def run(clauses: list[Any]) -> dict[str, Any]:
+            metrics, version = merge(
+                self._storage, self._snapshot, data, predicate, clauses, source_alias=source_alias,
+                target_alias=target_alias, merge_schema=merge_schema, error_on_type_mismatch=error_on_type_mismatch,
+                writer_properties=writer_properties, commit_properties=commit_properties,
+                post_commithook_properties=post_commithook_properties)
+            if version is not None:
+                self._snapshot = Snapshot.load(self._storage, version)
+            return metrics
+
+        return TableMerger(run)
+
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"
 

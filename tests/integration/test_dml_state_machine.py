@@ -1,6 +1,7 @@
 """Random sequences of appends and deletes (with and without deletion vectors and change data feed) against
 an in-memory model: the table equals the model at every version (time travel included), and the change
-data feed equals the model's changes. UPDATE and MERGE join the rules as they land."""
+data feed equals the model's changes. UPDATE and MERGE join the rules as they land (MERGE: an upsert by
+`id`)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,16 @@ predicate_st = st.one_of(
     st.builds(lambda g: (f"grp = '{g}'", lambda r: r[1] == g), st.sampled_from(GROUPS)),
     st.builds(lambda x: (f"v > {x}", lambda r: r[2] is not None and r[2] > x), st.integers(-5, 5)),
     st.just(("v IS NULL", lambda r: r[2] is None)),
+)
+#: (UPDATE's SET list, the model's row -> new row)
+update_st = st.one_of(
+    st.builds(lambda d: ({"v": f"v + {d}"}, lambda r: (r[0], r[1], None if r[2] is None else r[2] + d)),
+              st.integers(-3, 3)),
+    st.just(({"v": "NULL"}, lambda r: (r[0], r[1], None))),
+    st.just(({"v": "CASE WHEN v IS NULL THEN 0 ELSE -v END"},
+             lambda r: (r[0], r[1], 0 if r[2] is None else -r[2]))),
+    st.builds(lambda g: ({"grp": f"'{g}'", "id": "id + 1"}, lambda r: (r[0] + 1, g, r[2])),
+              st.sampled_from(GROUPS)),  # moves rows between partitions
 )
 
 
@@ -81,6 +92,53 @@ class DmlMachine(RuleBasedStateMachine):
             return
         self.versions.append(current - gone)
         self.changes.append([("delete", r) for r, n in gone.items() for _ in range(n)])
+
+    @precondition(lambda self: hasattr(DeltaTable, "update"))
+    @rule(pred=st.one_of(st.none(), predicate_st), assignment=update_st)
+    def update(self, pred: tuple[str, Any] | None, assignment: tuple[dict[str, str], Any]) -> None:
+        """Matching rows take the new values (NULL predicate = not matched); CDF: pre/post images."""
+        updates, apply = assignment
+        text, matches = pred if pred is not None else (None, lambda r: True)
+        current = self.versions[-1]
+        hit = Counter({r: n for r, n in current.items() if matches(r)})
+        post: Counter[tuple[Any, ...]] = Counter()
+        for r, n in hit.items():
+            post[apply(r)] += n
+        before = DeltaTable(self.path).version()
+        metrics = DeltaTable(self.path).update(updates=updates, predicate=text)
+        assert metrics["num_updated_rows"] == sum(hit.values())
+        if DeltaTable(self.path).version() == before:  # nothing matched: no commit
+            assert not hit
+            return
+        self.versions.append(current - hit + post)
+        self.changes.append([("update_preimage", r) for r, n in hit.items() for _ in range(n)]
+                            + [("update_postimage", apply(r)) for r, n in hit.items() for _ in range(n)])
+
+    @precondition(lambda self: hasattr(DeltaTable, "merge"))
+    @rule(source=st.dictionaries(st.integers(0, 70), st.tuples(st.sampled_from(GROUPS),
+                                                              st.one_of(st.none(), st.integers(-5, 5))),
+                                 min_size=1, max_size=8))
+    def merge(self, source: dict[int, tuple[Any, Any]]) -> None:
+        """Upsert by `id` (source ids unique): every target row with a source id takes the source's
+        values, source rows without a target row are inserted."""
+        current = self.versions[-1]
+        src_rows = [(i, g, v) for i, (g, v) in source.items()]
+        updated = Counter({r: n for r, n in current.items() if r[0] in source})
+        post = Counter()
+        for r, n in updated.items():
+            post[(r[0], *source[r[0]])] += n
+        present = {r[0] for r in current}
+        inserted = [r for r in src_rows if r[0] not in present]
+        metrics = DeltaTable(self.path).merge(self._table(src_rows), "t.id = s.id", source_alias="s",
+                                              target_alias="t") \
+            .when_matched_update_all().when_not_matched_insert_all().execute()
+        assert metrics["num_target_rows_updated"] == sum(updated.values())
+        assert metrics["num_target_rows_inserted"] == len(inserted)
+        self.versions.append(current - updated + post + Counter(inserted))
+        self.changes.append([("update_preimage", r) for r, n in updated.items() for _ in range(n)]
+                            + [("update_postimage", (r[0], *source[r[0]])) for r, n in updated.items()
+                               for _ in range(n)]
+                            + [("insert", r) for r in inserted])
 
     @precondition(lambda self: len(self.versions) > 0)
     @invariant()

@@ -221,7 +221,7 @@ def split_by_partition(batch: pa.RecordBatch, layout: Layout) -> list[tuple[tupl
 def parquet_column_paths(schema: pa.Schema) -> list[str]:
     """Dotted Parquet leaf paths of `schema` as pyarrow's writer names them (`use_dictionary` lists)."""
     buf = pa.BufferOutputStream()
-    pq.write_table(schema.empty_table(), buf)
+    pq.write_table(pa.Table.from_batches([], schema=schema), buf)  # Schema.empty_table() imports pandas
     return [col.path for col in pq.ParquetFile(pa.BufferReader(buf.getvalue())).schema]
 
 

@@ -1,0 +1,564 @@
+"""UPDATE (deltalake's `DeltaTable.update`, delta-spark's UpdateCommand semantics).
+
+1. Plan the SET list (:func:`plan_assignments`: target columns resolved, SQL expressions parsed and
+   type-checked on an empty batch, identity columns refused) and the predicate
+   (`touched_rows.plan_predicate`): bad input raises before anything is written.
+2. Candidate files: partition pruning + stats skipping; a partition-only predicate is decided exactly on
+   each file's partition values. The matching physical rows are found reading only the predicate's
+   columns (`touched_rows.find_touched_rows`; NULL = not matched).
+3. New values: each expression is evaluated on the *old* rows with the kernel's SQL evaluator and cast
+   to the column's type (strictly unless `error_on_type_mismatch=False`, then a value that does not fit
+   becomes NULL); generated columns not set explicitly are recomputed and every rule of the table
+   (NOT NULL, CHECK, invariants, generated columns) is enforced on the updated rows
+   (`constraints.Enforcer`). Updated rows are written through the ordinary file writer, so an updated
+   partition column moves the row to its partition.
+4. Then either
+   - deletion vectors (`delete.deletion_vectors_writable`): the old rows are marked deleted in their
+     files' DVs (one DV file for the operation), the updated rows go to new files; or
+   - copy-on-write: each touched file is rewritten with its copied rows and its updated rows (in the
+     original row order).
+   Change data: the old rows as `update_preimage`, the new ones as `update_postimage`. Row tracking:
+   updated rows keep their row id (materialized column) and get this commit as their row commit version
+   (materialized version NULL -> the new file's defaultRowCommitVersion); copied rows keep both.
+5. One transaction commits it with the read set DELETE records. Nothing matched -> no commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import time
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Union
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import ConstraintViolationError, DeltaError, InvalidFilterError, SchemaError
+from ..kernel import row_tracking as rt
+from ..kernel.expressions.sql import SqlExpr, evaluate, parse_sql
+from ..kernel.log.actions import Metadata
+from ..kernel.scan.scan import Scan
+from ..kernel.schema.arrow import to_arrow_schema, to_arrow_type
+from ..kernel.schema.types import PrimitiveType, StructField, StructType, schema_to_json
+from ..kernel.snapshot import Snapshot
+from ..kernel.transaction.transaction import Transaction as KernelTransaction
+from ..storage import Storage
+from .change_data import ChangeDataWriter, cdf_enabled
+from .constraints import GENERATION_EXPRESSION, IDENTITY_START, IDENTITY_STEP, Enforcer
+from .delete import deletion_vectors_writable
+from .dv_writer import DeletionVectorWriter, dv_add_action
+from .properties import CommitProperties, PostCommitHookProperties
+from .rewrite import FILE_COLUMNS, _without_stats_of, remove_action, row_tracking_configuration
+from .touched_rows import (
+    DmlPredicate,
+    TouchedFile,
+    as_mask,
+    candidate_files,
+    find_touched_rows,
+    partition_matches,
+    plan_predicate,
+    prefetch,
+)
+
+_COLUMNS = [*FILE_COLUMNS, "modification_time"]
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+#: one SET value: a parsed SQL expression (`updates`) or a Python literal (`new_values`) as an Arrow scalar
+Assignment = Union[SqlExpr, pa.Scalar]
+
+
+@dataclass
+class UpdateMetrics:
+    num_added_files: int = 0
+    num_removed_files: int = 0
+    num_updated_rows: int = 0
+    num_copied_rows: int = 0
+    num_deletion_vectors_added: int = 0
+    num_deletion_vectors_removed: int = 0
+    num_deletion_vectors_updated: int = 0
+    num_added_change_files: int = 0
+    num_removed_bytes: int = 0
+    num_added_bytes: int = 0
+    execution_time_ms: int = 0
+    scan_time_ms: int = 0
+    rewrite_time_ms: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """deltalake's keys (num_added_files, ..., scan_time_ms) plus rewrite time and the DV counts."""
+        return {
+            "num_added_files": self.num_added_files,
+            "num_removed_files": self.num_removed_files,
+            "num_updated_rows": self.num_updated_rows,
+            "num_copied_rows": self.num_copied_rows,
+            "execution_time_ms": self.execution_time_ms,
+            "scan_time_ms": self.scan_time_ms,
+            "rewrite_time_ms": self.rewrite_time_ms,
+            "num_deletion_vectors_added": self.num_deletion_vectors_added,
+            "num_deletion_vectors_removed": self.num_deletion_vectors_removed,
+            "num_deletion_vectors_updated": self.num_deletion_vectors_updated,
+            "num_added_change_files": self.num_added_change_files,
+        }
+
+    def commit_metrics(self) -> dict[str, int]:
+        """delta-spark's `operationMetrics` names for UPDATE."""
+        return {
+            "numRemovedFiles": self.num_removed_files, "numRemovedBytes": self.num_removed_bytes,
+            "numAddedFiles": self.num_added_files, "numAddedBytes": self.num_added_bytes,
+            "numUpdatedRows": self.num_updated_rows, "numCopiedRows": self.num_copied_rows,
+            "numDeletionVectorsAdded": self.num_deletion_vectors_added,
+            "numDeletionVectorsRemoved": self.num_deletion_vectors_removed,
+            "numDeletionVectorsUpdated": self.num_deletion_vectors_updated,
+            "numAddedChangeFiles": self.num_added_change_files,
+            "executionTimeMs": self.execution_time_ms, "scanTimeMs": self.scan_time_ms,
+            "rewriteTimeMs": self.rewrite_time_ms,
+        }
+
+
+def _ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
+
+
+# ----------------------------------------------------------------------------- the SET list
+def _literal(column: str, value: Any) -> pa.Scalar:
+    """A `new_values` Python value as an Arrow scalar (cast to the column type later)."""
+    if value is None:
+        return pa.scalar(None, pa.null())
+    if isinstance(value, (bool, int, float, str, bytes, dt.date, dt.datetime, decimal.Decimal, list, dict)):
+        try:
+            return pa.scalar(value)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            raise SchemaError(f"new value for column {column!r} ({value!r}) has no Arrow type: {e}") from e
+    raise SchemaError(f"new value for column {column!r} has unsupported type {type(value).__name__}; use int, "
+                      "float, bool, str, bytes, date, datetime, Decimal, list or dict (or an SQL text in updates=)")
+
+
+def plan_assignments(snapshot: Snapshot, updates: Mapping[str, str] | None,
+                     new_values: Mapping[str, Any] | None) -> dict[str, Assignment]:
+    """`{table column name: value}`; raises (a DeltaError) for a wrong argument, an unknown or duplicated
+    column, an identity column, an SQL syntax error or an expression that cannot be stored in its column."""
+    if (updates is None) == (new_values is None):
+        raise InvalidFilterError("update needs exactly one of `updates` (column -> SQL expression) or "
+                                 "`new_values` (column -> Python value)")
+    given = updates if updates is not None else new_values
+    if not isinstance(given, Mapping) or not given:
+        raise InvalidFilterError(f"update needs a non-empty mapping of column -> value, got {given!r}")
+    schema = snapshot.schema
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    out: dict[str, Assignment] = {}
+    for key, value in given.items():
+        if not isinstance(key, str):
+            raise SchemaError(f"update target must be a column name (str), got {key!r}")
+        name = key[1:-1] if len(key) > 1 and key[0] == key[-1] == "`" else key
+        field = by_lower.get(name.lower())
+        if field is None:
+            raise SchemaError(f"cannot update column {key!r}: no such column (columns: {list(schema.names)})")
+        if field.name in out:
+            raise SchemaError(f"column {field.name!r} is assigned more than once")
+        if IDENTITY_START in field.metadata or IDENTITY_STEP in field.metadata:
+            raise ConstraintViolationError(f"column {field.name!r} is an IDENTITY column: UPDATE cannot change it")
+        if updates is not None:
+            if not isinstance(value, str):
+                raise InvalidFilterError(f"updates values must be SQL text; column {key!r} got {value!r} "
+                                         "(use new_values= for Python values)")
+            out[field.name] = parse_sql(value)
+        else:
+            out[field.name] = _literal(key, value)
+    # type check without data: unknown columns in the expressions, non-castable results
+    arrow = to_arrow_schema(schema, include_metadata=False)
+    empty = pa.table([pa.nulls(0, f.type) for f in arrow], schema=arrow)
+    for name, value in out.items():
+        _value(name, value, empty, to_arrow_type(schema.field(name).type), strict=True)
+    return out
+
+
+def _value(name: str, value: Assignment, rows: pa.Table, target: pa.DataType, *, strict: bool) -> pa.Array:
+    """The new values of column `name` for `rows` (the old rows), as `target`."""
+    from ..kernel.expressions.sql_eval import _Evaluator
+
+    out = value if isinstance(value, pa.Scalar) else _Evaluator(rows).eval(value)
+    if isinstance(out, pa.Scalar):  # a constant: broadcast in C++ (no Python list of n values)
+        if out.type == pa.null():
+            arr = pa.nulls(rows.num_rows)
+        else:
+            arr = pa.repeat(out, rows.num_rows) if rows.num_rows else pa.nulls(0, out.type)
+    else:
+        arr = out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+    return _cast(name, arr, target, strict)
+
+
+def _cast(name: str, arr: pa.Array, target: pa.DataType, strict: bool) -> pa.Array:
+    """Spark's cast to the column type. strict (error_on_type_mismatch): a value that is not NULL and
+    becomes NULL, or does not fit, raises SchemaError; lenient: it becomes NULL."""
+    if arr.type == target:
+        return arr
+    from ..kernel.expressions.sql_eval import _Evaluator
+
+    ev = _Evaluator(pa.table({}))
+    try:
+        out = ev.sql_cast(arr, target)
+    except _ARROW_ERRORS as e:
+        if strict or not (pa.types.is_integer(target) and (pa.types.is_integer(arr.type)
+                                                          or pa.types.is_floating(arr.type)
+                                                          or pa.types.is_decimal(arr.type))):
+            raise SchemaError(f"cannot store the new values of column {name!r} ({arr.type}) as {target}: {e}") \
+                from e
+        info = np.iinfo(target.to_pandas_dtype())
+        fits = pc.and_(pc.greater_equal(arr, pa.scalar(info.min).cast(arr.type, safe=False)),
+                       pc.less_equal(arr, pa.scalar(info.max).cast(arr.type, safe=False)))
+        out = ev.sql_cast(pc.if_else(fits, arr, pa.scalar(None, arr.type)), target)
+    if isinstance(out, pa.Scalar):
+        out = pa.repeat(out, len(arr))
+    if isinstance(out, pa.ChunkedArray):
+        out = out.combine_chunks()
+    if strict and out.null_count > arr.null_count:
+        lost = pc.and_(pc.is_valid(arr), pc.is_null(out))
+        bad = arr.filter(lost)[0].as_py()
+        raise SchemaError(f"cannot store the new value {bad!r} of column {name!r} as {target} "
+                          "(pass error_on_type_mismatch=False to store NULL instead)")
+    return out
+
+
+class _Updater:
+    """Applies the SET list to old rows: values cast, generated columns recomputed, table rules enforced."""
+
+    def __init__(self, metadata: Metadata, protocol: Any, assignments: dict[str, Assignment], strict: bool) -> None:
+        self.schema = metadata.schema
+        self.assignments = assignments
+        self.strict = strict
+        self.targets = {n: to_arrow_type(self.schema.field(n).type) for n in assignments}
+        # generated columns not set explicitly are recomputed from the new values (the enforcer fills
+        # absent generated columns); identity columns are never filled (UPDATE cannot set them anyway)
+        self.regenerate = [f.name for f in self.schema.fields
+                           if GENERATION_EXPRESSION in f.metadata and f.name not in assignments]
+        fields = tuple(StructField(f.name, f.type, f.nullable,
+                                   {k: v for k, v in f.metadata.items() if not k.startswith("delta.identity.")})
+                       for f in self.schema.fields)
+        self.enforcer = Enforcer(replace(metadata, schema_string=schema_to_json(StructType(fields))), protocol)
+        #: columns whose values may differ between an old row and its update
+        self.changed = {*assignments, *(self.regenerate if self.enforcer.needed else ()), rt.ROW_COMMIT_VERSION}
+        self.arrow = to_arrow_schema(self.schema, include_metadata=False)
+
+    def apply(self, old: pa.Table) -> pa.Table:
+        """The updated rows of `old` (logical columns, in schema order)."""
+        logical = old.select([f.name for f in self.schema.fields])
+        new = logical
+        for name, value in self.assignments.items():
+            arr = _value(name, value, logical, self.targets[name], strict=self.strict)
+            i = new.schema.get_field_index(name)
+            new = new.set_column(i, new.schema.field(i), arr)
+        if self.enforcer.needed:
+            if self.regenerate:
+                new = new.drop_columns(self.regenerate)
+            new = self.enforcer.prepare(new)
+            new = new.select([f.name for f in self.schema.fields])
+        return new.cast(self.arrow) if new.schema != self.arrow else new
+
+
+# ----------------------------------------------------------------------------- writing updated rows
+class _Output:
+    """Writes updated (and copied) rows as new data files, row ids in the materialized columns."""
+
+    def __init__(self, snapshot: Snapshot, storage: Storage, metadata: Metadata, writer_properties: Any) -> None:
+        self.storage = storage
+        self.metadata = metadata
+        self.mode = snapshot.column_mapping_mode
+        self.writer_properties = writer_properties
+        conf = metadata.configuration
+        self.row_tracking = bool(snapshot.protocol.has_feature("rowTracking")
+                                 and rt.row_tracking_enabled(snapshot.configuration)
+                                 and rt.row_tracking_enabled(conf))
+        self.hidden: tuple[str, str] | None = None
+        if self.row_tracking:
+            id_col, version_col = rt.materialized_names(conf)
+            if id_col is None or version_col is None:
+                raise DeltaError(f"row tracking is enabled on {storage.root_uri} but the materialized column "
+                                 "names are not set")
+            self.hidden = (id_col, version_col)
+        self.adds: list[dict[str, Any]] = []
+
+    def materialize(self, rows: pa.Table) -> pa.Table:
+        """Logical rows with `_row_id` / `_row_commit_version` -> the hidden materialized columns."""
+        if self.hidden is None:
+            return rows
+        ids, versions = rows.column(rt.ROW_ID), rows.column(rt.ROW_COMMIT_VERSION)
+        out = rows.drop_columns([rt.ROW_ID, rt.ROW_COMMIT_VERSION])
+        return out.append_column(self.hidden[0], ids).append_column(self.hidden[1], versions)
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> list[dict[str, Any]]:
+        from .file_writer import write_data_files
+
+        schema = self.metadata.schema
+        if self.hidden is not None:
+            long = PrimitiveType("long")
+            schema = StructType((*schema.fields, StructField(self.hidden[0], long), StructField(self.hidden[1], long)))
+        adds = write_data_files(self.storage, batches, schema=schema,
+                                partition_columns=list(self.metadata.partition_columns),
+                                column_mapping_mode=self.mode, configuration=self.metadata.configuration,
+                                writer_properties=self.writer_properties)
+        if self.hidden is not None:
+            adds = [_without_stats_of(a, self.hidden) for a in adds]
+        self.adds += adds
+        return adds
+
+    def abort(self) -> None:
+        from ..kernel.paths import resolve_key
+
+        for a in self.adds:
+            try:
+                self.storage.delete(resolve_key(self.storage.root_uri, a["path"]))
+            except Exception:  # best effort: never-committed files are harmless orphans
+                pass
+        self.adds = []
+
+
+def _with_new_versions(updated: pa.Table, old: pa.Table) -> pa.Table:
+    """Updated rows keep the old `_row_id`; their `_row_commit_version` is NULL (= the new file's version)."""
+    return updated.append_column(rt.ROW_ID, old.column(rt.ROW_ID)).append_column(
+        rt.ROW_COMMIT_VERSION, pa.nulls(old.num_rows, pa.int64()))
+
+
+def _scatter(data: pa.Table, mask: pa.Array, updated: pa.Table, changed: Collection[str]) -> pa.Table:
+    """`data` with its masked rows replaced, in order, by `updated`'s rows. Only the `changed` columns
+    differ between the old and the updated rows: the others are kept as they are (no copy)."""
+    cols = []
+    for i, f in enumerate(data.schema):
+        col = data.column(i)
+        if f.name in changed:
+            new = updated.column(f.name)
+            new = new.cast(f.type) if new.type != f.type else new
+            try:
+                col = pc.replace_with_mask(col, mask, new.combine_chunks())
+            except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # nested types: a take instead
+                n = data.num_rows
+                sel = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+                idx = np.arange(n, dtype=np.int64)
+                idx[sel] = n + np.arange(int(sel.sum()), dtype=np.int64)
+                col = pa.chunked_array([*col.chunks, *new.chunks], f.type).take(_int64s(idx))
+        cols.append(col)
+    return pa.table(cols, schema=data.schema)
+
+
+def _int64s(values: npt.NDArray[np.int64]) -> pa.Array:
+    """numpy int64 -> Arrow without pa.array (whose first use imports pandas)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _mask_of(indexes: npt.NDArray[np.uint64], n: int) -> pa.Array:
+    """A boolean array of `n` values, True at `indexes`."""
+    values = np.zeros(n, dtype=np.bool_)
+    values[indexes.astype(np.int64)] = True
+    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(np.packbits(values, bitorder="little"))])
+
+
+def _all_true(n: int) -> pa.Array:
+    bits = np.packbits(np.ones(n, dtype=np.bool_), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
+
+
+# ----------------------------------------------------------------------------- the operation
+class _Update:
+    """One UPDATE: collects actions into `txn`, remembers the files it wrote for `abort`."""
+
+    def __init__(self, storage: Storage, snapshot: Snapshot, pred: DmlPredicate, assignments: dict[str, Assignment],
+                 txn: KernelTransaction, writer_properties: Any, strict: bool) -> None:
+        self.storage = storage
+        self.snapshot = snapshot
+        self.pred = pred
+        self.assignments = assignments
+        self.txn = txn
+        self.writer_properties = writer_properties
+        self.strict = strict
+        self.now = int(time.time() * 1000)
+        self.metrics = UpdateMetrics()
+        self.cdc: ChangeDataWriter | None = None
+        self.output: _Output | None = None
+        self.dv_writer: DeletionVectorWriter | None = None
+
+    def run(self) -> None:
+        start = time.monotonic()
+        files = candidate_files(self.snapshot, self.pred)
+        if self.pred.pruning is not None:
+            self.txn.read_predicate(self.pred.pruning)
+        else:
+            self.txn.read_whole_table()
+        pred = self.pred
+        if pred.partition_only and pred.sql is not None:  # decided exactly on partition values
+            files = files.filter(partition_matches(self.snapshot, pred, files))
+            pred = plan_predicate(None, self.snapshot)
+        rows = files.select(_COLUMNS).to_pylist()
+        self.txn.read_files([r["path"] for r in rows])
+        touched = find_touched_rows(self.snapshot, pred, rows)
+        first = next(touched, None)
+        if first is None:
+            self.metrics.scan_time_ms = _ms(start)
+            return
+        configuration = row_tracking_configuration(self.txn)
+        md = self.txn.metadata
+        self.output = _Output(self.snapshot, self.storage, md, self.writer_properties)
+        if cdf_enabled(md.configuration):
+            self.cdc = ChangeDataWriter(self.storage, md.schema, list(md.partition_columns),
+                                        self.snapshot.column_mapping_mode, configuration, self.writer_properties)
+        updater = _Updater(md, self.snapshot.protocol, self.assignments, self.strict)
+
+        def all_touched() -> Iterator[TouchedFile]:
+            yield first
+            yield from touched
+
+        if deletion_vectors_writable(self.snapshot):
+            self._with_deletion_vectors(all_touched(), updater, start)
+        else:
+            self._copy_on_write(all_touched(), updater, start)
+        m = self.metrics
+        m.num_added_files += len(self.output.adds)
+        m.num_added_bytes += sum(int(a.get("size") or 0) for a in self.output.adds)
+        self.txn.add_files(self.output.adds)
+        if self.output.row_tracking:
+            tags = dict(self.txn.extra_commit_info.get("tags") or {})
+            tags["delta.rowTracking.preserved"] = "true"
+            self.txn.extra_commit_info["tags"] = tags
+        if self.cdc is not None:
+            actions = self.cdc.actions()
+            self.txn.add_cdc_files(actions)
+            m.num_added_change_files = len(actions)
+
+    def _changed(self, old: pa.Table, new: pa.Table) -> None:
+        if self.cdc is not None:
+            self.cdc.add(old, "update_preimage")
+            self.cdc.add(new, "update_postimage")
+
+    def _remove(self, row: dict[str, Any]) -> None:
+        self.txn.remove_files([remove_action(row, self.now)])
+        self.metrics.num_removed_files += 1
+        self.metrics.num_removed_bytes += int(row["size"] or 0)
+        if row.get("deletion_vector"):
+            self.metrics.num_deletion_vectors_removed += 1
+
+    # ------------------------------------------------------------------ merge-on-read
+    def _with_deletion_vectors(self, touched: Iterator[TouchedFile], updater: _Updater, start: float) -> None:
+        assert self.output is not None
+        output = self.output
+        scan = Scan(self.snapshot, row_tracking=output.row_tracking)
+        self.dv_writer = dv_writer = DeletionVectorWriter(self.storage, self.txn.metadata.configuration)
+        kept: list[TouchedFile] = []
+        m = self.metrics
+
+        def work(t: TouchedFile) -> tuple[TouchedFile, pa.Table, pa.Table]:
+            """On a prefetch thread (overlapping the writer): read, pick the matched rows, update them."""
+            physical = scan.read_file({**t.file, "deletion_vector": None})  # physical rows: DV indexes
+            old = physical.take(_int64s(t.matched.astype(np.int64)))
+            return t, old, updater.apply(old)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for t, old, new in prefetch(work, touched):
+                self._changed(old, new)
+                m.num_updated_rows += old.num_rows
+                if t.all_deleted:
+                    self._remove(t.file)
+                else:
+                    dv_writer.add(t.deleted())
+                    kept.append(t)
+                if output.row_tracking:
+                    new = _with_new_versions(new, old)
+                yield from output.materialize(new).to_batches()
+
+        output.write(batches())
+        m.scan_time_ms = _ms(start)
+        write_start = time.monotonic()
+        for t, d in zip(kept, dv_writer.write()):
+            self.txn.remove_files([remove_action(t.file, self.now)])
+            self.txn.add_files([dv_add_action(t.file, d)])
+            if t.existing.size:
+                m.num_deletion_vectors_updated += 1
+                m.num_deletion_vectors_removed += 1
+            m.num_deletion_vectors_added += 1
+        m.rewrite_time_ms = _ms(write_start)
+
+    # ------------------------------------------------------------------ copy-on-write
+    def _copy_on_write(self, touched: Iterator[TouchedFile], updater: _Updater, start: float) -> None:
+        assert self.output is not None
+        output = self.output
+        scan = Scan(self.snapshot, row_tracking=output.row_tracking)
+        sql, text = self.pred.sql, self.pred.text
+        m = self.metrics
+
+        def work(t: TouchedFile) -> tuple[dict[str, Any], int, pa.Table, pa.Table, pa.Table | None]:
+            """On a prefetch thread (overlapping the writer): read the live rows, update the matched ones
+            and build the file's new content (copied and updated rows, in the original order)."""
+            data = scan.read_file(t.file)
+            if not t.existing.size and data.num_rows == t.num_rows:  # no DV: live rows are the physical rows
+                mask = _mask_of(t.matched, data.num_rows)  # found already, no second evaluation
+            elif sql is not None and data.num_rows:
+                mask = as_mask(evaluate(sql, data), text)
+            else:
+                mask = _all_true(data.num_rows)
+            old = data.filter(mask)
+            if old.num_rows == 0:
+                return t.file, data.num_rows, old, old, None
+            new = updater.apply(old)
+            written = _with_new_versions(new, old) if output.row_tracking else new
+            return t.file, data.num_rows, old, new, output.materialize(_scatter(data, mask, written,
+                                                                                updater.changed))
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for file, n, old, new, content in prefetch(work, touched):
+                if content is None:
+                    continue
+                self._remove(file)
+                self._changed(old, new)
+                m.num_updated_rows += old.num_rows
+                m.num_copied_rows += n - old.num_rows
+                yield from content.to_batches()
+
+        write_start = time.monotonic()
+        output.write(batches())
+        m.scan_time_ms = _ms(start)
+        m.rewrite_time_ms = _ms(write_start)
+
+    def abort(self) -> None:
+        """Delete every file this UPDATE wrote (only when its commit is known absent)."""
+        for part in (self.output, self.cdc, self.dv_writer):
+            if part is not None:
+                part.abort()
+
+
+def update(storage: Storage, snapshot: Snapshot, updates: Mapping[str, str] | None = None,
+           new_values: Mapping[str, Any] | None = None, predicate: str | None = None, *,
+           writer_properties: Any = None, error_on_type_mismatch: bool = True,
+           commit_properties: CommitProperties | None = None,
+           post_commithook_properties: PostCommitHookProperties | None = None) -> tuple[dict[str, int], int | None]:
+    """Set the columns of `updates` / `new_values` on the rows matching `predicate` (all rows when None);
+    returns (metrics, committed version or None when no row matched). The table is unchanged on error."""
+    start = time.monotonic()
+    assignments = plan_assignments(snapshot, updates, new_values)
+    pred = plan_predicate(predicate, snapshot)
+    commit_properties = commit_properties or CommitProperties()
+    txn = KernelTransaction(storage, snapshot, operation="UPDATE",
+                            operation_parameters={"predicate": predicate} if predicate is not None else {})
+    op = _Update(storage, snapshot, pred, assignments, txn, writer_properties, strict=error_on_type_mismatch)
+    try:
+        op.run()
+        metrics = op.metrics
+        if not txn.removes and not txn.adds:
+            metrics.execution_time_ms = _ms(start)
+            return metrics.as_dict(), None
+        for t in commit_properties.app_transactions or []:
+            txn.set_app_transaction(t.app_id, t.version, t.last_updated)
+        if commit_properties.custom_metadata:
+            txn.extra_commit_info.update(commit_properties.custom_metadata)
+        metrics.execution_time_ms = _ms(start)
+        txn.operation_metrics.update(metrics.commit_metrics())
+        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
+        retries = commit_properties.max_commit_retries
+        txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
+    except BaseException:
+        if not txn.may_have_committed:
+            op.abort()
+        raise
+    return metrics.as_dict(), txn.committed_version
+
+
+__all__ = ["UpdateMetrics", "plan_assignments", "update"]
