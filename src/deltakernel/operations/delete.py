@@ -36,7 +36,8 @@ from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter, cdf_enabled
-from .dv_writer import DeletionVectorWriter, dv_add_action
+from .dml_commit import ms_since, run_and_commit
+from .dv_writer import DeletionVectorWriter, deletion_vectors_writable, dv_add_action
 from .properties import CommitProperties, PostCommitHookProperties
 from .rewrite import FILE_COLUMNS, FileChange, Rewriter, remove_action, row_tracking_configuration
 from .touched_rows import (
@@ -52,13 +53,6 @@ from .touched_rows import (
 )
 
 _COLUMNS = [*FILE_COLUMNS, "modification_time"]
-
-
-def deletion_vectors_writable(snapshot: Snapshot) -> bool:
-    """delta-spark's condition: the `deletionVectors` feature is supported and the property is on."""
-    conf = snapshot.configuration
-    return bool(snapshot.protocol.has_feature("deletionVectors")) and \
-        str(conf.get("delta.enableDeletionVectors", "false")).strip().lower() == "true"
 
 
 @dataclass
@@ -107,8 +101,6 @@ class DeleteMetrics:
         }
 
 
-def _ms(start: float) -> int:
-    return int((time.monotonic() - start) * 1000)
 
 
 def _live_rows(snapshot: Snapshot, row: dict[str, Any]) -> int:
@@ -171,7 +163,7 @@ class _Delete:
             for r in victims:
                 self.metrics.num_deleted_rows += _live_rows(self.snapshot, r)
                 self._remove(r)
-            self.metrics.scan_time_ms = _ms(start)
+            self.metrics.scan_time_ms = ms_since(start)
             return
         rows = files.select(_COLUMNS).to_pylist()
         self.txn.read_files([r["path"] for r in rows])
@@ -196,7 +188,7 @@ class _Delete:
             else:
                 self.dv_writer.add(t.deleted())
                 kept.append(t)
-        self.metrics.scan_time_ms = _ms(start)
+        self.metrics.scan_time_ms = ms_since(start)
         write_start = time.monotonic()
         descriptors = self.dv_writer.write()
         for t, d in zip(kept, descriptors):
@@ -210,12 +202,12 @@ class _Delete:
             actions = cdc.actions()
             self.txn.add_cdc_files(actions)
             self.metrics.num_added_change_files = len(actions)
-        self.metrics.rewrite_time_ms = _ms(write_start)
+        self.metrics.rewrite_time_ms = ms_since(write_start)
 
     # ------------------------------------------------------------------ copy-on-write
     def _copy_on_write(self, rows: list[dict[str, Any]], start: float) -> None:
         touched = [t.file for t in find_touched_rows(self.snapshot, self.pred, rows)]
-        self.metrics.scan_time_ms = _ms(start)
+        self.metrics.scan_time_ms = ms_since(start)
         if not touched:
             return
         write_start = time.monotonic()
@@ -251,7 +243,7 @@ class _Delete:
             actions = cdc.actions()
             self.txn.add_cdc_files(actions)
             m.num_added_change_files = len(actions)
-        m.rewrite_time_ms = _ms(write_start)
+        m.rewrite_time_ms = ms_since(write_start)
 
     def abort(self) -> None:
         """Delete every file this DELETE wrote (only when its commit is known absent)."""
@@ -267,30 +259,10 @@ def delete(storage: Storage, snapshot: Snapshot, predicate: str | None = None, *
     None when nothing was deleted). The table is unchanged on any error."""
     start = time.monotonic()
     pred = plan_predicate(predicate, snapshot)
-    commit_properties = commit_properties or CommitProperties()
     txn = KernelTransaction(storage, snapshot, operation="DELETE",
                             operation_parameters={"predicate": [predicate] if predicate is not None else []})
     op = _Delete(storage, snapshot, pred, txn, writer_properties)
-    try:
-        op.run()
-        metrics = op.metrics
-        if not txn.removes and not txn.adds:
-            metrics.execution_time_ms = _ms(start)
-            return metrics.as_dict(), None
-        for t in commit_properties.app_transactions or []:
-            txn.set_app_transaction(t.app_id, t.version, t.last_updated)
-        if commit_properties.custom_metadata:
-            txn.extra_commit_info.update(commit_properties.custom_metadata)
-        metrics.execution_time_ms = _ms(start)
-        txn.operation_metrics.update(metrics.commit_metrics())
-        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-        retries = commit_properties.max_commit_retries
-        txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
-    except BaseException:
-        if not txn.may_have_committed:
-            op.abort()
-        raise
-    return metrics.as_dict(), txn.committed_version
+    return run_and_commit(op, txn, start, commit_properties, post_commithook_properties)
 
 
-__all__ = ["DeleteMetrics", "delete", "deletion_vectors_writable"]
+__all__ = ["DeleteMetrics", "delete"]

@@ -109,4 +109,11 @@ def dv_add_action(row: Mapping[str, Any], descriptor: DeletionVectorDescriptor) 
     return out
 
 
-__all__ = ["DeletionVectorWriter", "dv_add_action", "loose_stats"]
+
+def deletion_vectors_writable(snapshot: Any) -> bool:
+    """delta-spark's condition: the `deletionVectors` feature is supported and the property is on."""
+    conf = snapshot.configuration
+    return bool(snapshot.protocol.has_feature("deletionVectors")) and \
+        str(conf.get("delta.enableDeletionVectors", "false")).strip().lower() == "true"
+
+__all__ = ["deletion_vectors_writable", "DeletionVectorWriter", "dv_add_action", "loose_stats"]

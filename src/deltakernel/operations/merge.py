@@ -17,6 +17,7 @@ from ..errors import InvalidFilterError
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
+from .dml_commit import run_and_commit
 from .merge_exec import MergeRun
 from .merge_plan import (
     BY_SOURCE_DELETE,
@@ -33,9 +34,6 @@ from .merge_plan import (
 )
 from .properties import CommitProperties, PostCommitHookProperties
 
-
-def _ms(start: float) -> int:
-    return int((time.monotonic() - start) * 1000)
 
 def _plain_types(table: pa.Table) -> pa.Table:
     """View types (polars, DuckDB) as their plain Arrow types: take/join kernels need those."""
@@ -63,7 +61,6 @@ def merge(storage: Storage, snapshot: Snapshot, source: pa.Table, predicate: str
         raise MergeError("MERGE needs at least one WHEN clause (when_matched_update, when_not_matched_insert, ...)")
     check_schema_names(source.schema, "the MERGE source")
     source = _plain_types(source)
-    commit_properties = commit_properties or CommitProperties()
     txn = KernelTransaction(storage, snapshot, operation="MERGE", operation_parameters=_parameters(predicate, clauses))
     if merge_schema:
         _evolve_schema(txn, source.schema)
@@ -73,26 +70,7 @@ def merge(storage: Storage, snapshot: Snapshot, source: pa.Table, predicate: str
     resolve_clauses(clauses, names, schema, source.schema)
     op = MergeRun(storage, snapshot, txn, source, predicate, clauses, names, error_on_type_mismatch,
                 writer_properties)
-    try:
-        op.run()
-        metrics = op.metrics
-        if not txn.removes and not txn.adds:
-            metrics.execution_time_ms = _ms(start)
-            return metrics.as_dict(), None
-        for t in commit_properties.app_transactions or []:
-            txn.set_app_transaction(t.app_id, t.version, t.last_updated)
-        if commit_properties.custom_metadata:
-            txn.extra_commit_info.update(commit_properties.custom_metadata)
-        metrics.execution_time_ms = _ms(start)
-        txn.operation_metrics.update(metrics.commit_metrics())
-        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-        retries = commit_properties.max_commit_retries
-        txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
-    except BaseException:
-        if not txn.may_have_committed:
-            op.abort()
-        raise
-    return metrics.as_dict(), txn.committed_version
+    return run_and_commit(op, txn, start, commit_properties, post_commithook_properties)
 
 
 def _parameters(predicate: str, clauses: list[Clause]) -> dict[str, Any]:

@@ -46,8 +46,8 @@ from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter, cdf_enabled, conform_to
-from .delete import deletion_vectors_writable, row_tracking_configuration
-from .dv_writer import DeletionVectorWriter, dv_add_action
+from .dml_commit import ms_since
+from .dv_writer import DeletionVectorWriter, deletion_vectors_writable, dv_add_action
 from .merge_plan import (
     BY_SOURCE_DELETE,
     BY_SOURCE_UPDATE,
@@ -64,7 +64,7 @@ from .merge_plan import (
     side_columns,
     unprefix,
 )
-from .rewrite import _without_stats_of, remove_action
+from .rewrite import _without_stats_of, remove_action, row_tracking_configuration
 from .touched_rows import as_mask, existing_deleted, physical_task, prefetch
 
 _FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row_id",
@@ -73,8 +73,6 @@ _PARTITION_IN_LIMIT = 1000  # distinct source values of a partition key turned i
 _INSERT_CHUNK = 128 * 1024
 
 
-def _ms(start: float) -> int:
-    return int((time.monotonic() - start) * 1000)
 
 
 def _prefixed(table: pa.Table, prefix: str, names: list[str] | None = None) -> pa.Table:
@@ -486,11 +484,11 @@ class MergeRun:
                 source_matched[m.src_matched] = True
                 if m.touched:
                     touched.append(m)
-        self.metrics.scan_time_ms = _ms(start)
+        self.metrics.scan_time_ms = ms_since(start)
         write_start = time.monotonic()
         insert_rows = np.flatnonzero(~source_matched) if self.not_matched else np.empty(0, np.int64)
         if not touched and not insert_rows.size:
-            self.metrics.rewrite_time_ms = _ms(write_start)
+            self.metrics.rewrite_time_ms = ms_since(write_start)
             return
         self.cdc = ChangeDataWriter(self.storage, self.schema, list(txn.metadata.partition_columns),
                                     self.snapshot.column_mapping_mode, configuration, self.writer_properties) \
@@ -519,7 +517,7 @@ class MergeRun:
             actions = self.cdc.actions()
             txn.add_cdc_files(actions)
             self.metrics.num_added_change_files = len(actions)
-        self.metrics.rewrite_time_ms = _ms(write_start)
+        self.metrics.rewrite_time_ms = ms_since(write_start)
 
     def _materialize(self, data: pa.Table, ids: Any, versions: Any) -> Iterator[pa.RecordBatch]:
         if self.hidden is not None:

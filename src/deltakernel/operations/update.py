@@ -13,7 +13,7 @@
    (`constraints.Enforcer`). Updated rows are written through the ordinary file writer, so an updated
    partition column moves the row to its partition.
 4. Then either
-   - deletion vectors (`delete.deletion_vectors_writable`): the old rows are marked deleted in their
+   - deletion vectors (`dv_writer.deletion_vectors_writable`): the old rows are marked deleted in their
      files' DVs (one DV file for the operation), the updated rows go to new files; or
    - copy-on-write: each touched file is rewritten with its copied rows and its updated rows (in the
      original row order).
@@ -49,8 +49,8 @@ from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter, cdf_enabled
 from .constraints import GENERATION_EXPRESSION, IDENTITY_START, IDENTITY_STEP, Enforcer
-from .delete import deletion_vectors_writable
-from .dv_writer import DeletionVectorWriter, dv_add_action
+from .dml_commit import ms_since, run_and_commit
+from .dv_writer import DeletionVectorWriter, deletion_vectors_writable, dv_add_action
 from .properties import CommitProperties, PostCommitHookProperties
 from .rewrite import FILE_COLUMNS, _without_stats_of, remove_action, row_tracking_configuration
 from .touched_rows import (
@@ -117,8 +117,6 @@ class UpdateMetrics:
         }
 
 
-def _ms(start: float) -> int:
-    return int((time.monotonic() - start) * 1000)
 
 
 # ----------------------------------------------------------------------------- the SET list
@@ -394,7 +392,7 @@ class _Update:
         touched = find_touched_rows(self.snapshot, pred, rows)
         first = next(touched, None)
         if first is None:
-            self.metrics.scan_time_ms = _ms(start)
+            self.metrics.scan_time_ms = ms_since(start)
             return
         configuration = row_tracking_configuration(self.txn)
         md = self.txn.metadata
@@ -466,7 +464,7 @@ class _Update:
                 yield from output.materialize(new).to_batches()
 
         output.write(batches())
-        m.scan_time_ms = _ms(start)
+        m.scan_time_ms = ms_since(start)
         write_start = time.monotonic()
         for t, d in zip(kept, dv_writer.write()):
             self.txn.remove_files([remove_action(t.file, self.now)])
@@ -475,7 +473,7 @@ class _Update:
                 m.num_deletion_vectors_updated += 1
                 m.num_deletion_vectors_removed += 1
             m.num_deletion_vectors_added += 1
-        m.rewrite_time_ms = _ms(write_start)
+        m.rewrite_time_ms = ms_since(write_start)
 
     # ------------------------------------------------------------------ copy-on-write
     def _copy_on_write(self, touched: Iterator[TouchedFile], updater: _Updater, start: float) -> None:
@@ -515,8 +513,8 @@ class _Update:
 
         write_start = time.monotonic()
         output.write(batches())
-        m.scan_time_ms = _ms(start)
-        m.rewrite_time_ms = _ms(write_start)
+        m.scan_time_ms = ms_since(start)
+        m.rewrite_time_ms = ms_since(write_start)
 
     def abort(self) -> None:
         """Delete every file this UPDATE wrote (only when its commit is known absent)."""
@@ -535,30 +533,10 @@ def update(storage: Storage, snapshot: Snapshot, updates: Mapping[str, str] | No
     start = time.monotonic()
     assignments = plan_assignments(snapshot, updates, new_values)
     pred = plan_predicate(predicate, snapshot)
-    commit_properties = commit_properties or CommitProperties()
     txn = KernelTransaction(storage, snapshot, operation="UPDATE",
                             operation_parameters={"predicate": predicate} if predicate is not None else {})
     op = _Update(storage, snapshot, pred, assignments, txn, writer_properties, strict=error_on_type_mismatch)
-    try:
-        op.run()
-        metrics = op.metrics
-        if not txn.removes and not txn.adds:
-            metrics.execution_time_ms = _ms(start)
-            return metrics.as_dict(), None
-        for t in commit_properties.app_transactions or []:
-            txn.set_app_transaction(t.app_id, t.version, t.last_updated)
-        if commit_properties.custom_metadata:
-            txn.extra_commit_info.update(commit_properties.custom_metadata)
-        metrics.execution_time_ms = _ms(start)
-        txn.operation_metrics.update(metrics.commit_metrics())
-        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-        retries = commit_properties.max_commit_retries
-        txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
-    except BaseException:
-        if not txn.may_have_committed:
-            op.abort()
-        raise
-    return metrics.as_dict(), txn.committed_version
+    return run_and_commit(op, txn, start, commit_properties, post_commithook_properties)
 
 
 __all__ = ["UpdateMetrics", "plan_assignments", "update"]
