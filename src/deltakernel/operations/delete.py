@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +36,7 @@ from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter, cdf_enabled
-from .dml_commit import ms_since, run_and_commit
+from .dml_commit import FileChangeMetrics, ms_since, run_and_commit
 from .dv_writer import DeletionVectorWriter, deletion_vectors_writable, dv_add_action
 from .properties import CommitProperties, PostCommitHookProperties
 from .rewrite import FILE_COLUMNS, FileChange, Rewriter, remove_action, row_tracking_configuration
@@ -56,49 +56,10 @@ _COLUMNS = [*FILE_COLUMNS, "modification_time"]
 
 
 @dataclass
-class DeleteMetrics:
-    num_added_files: int = 0
-    num_removed_files: int = 0
+class DeleteMetrics(FileChangeMetrics):
     num_deleted_rows: int = 0
-    num_copied_rows: int = 0
-    num_deletion_vectors_added: int = 0
-    num_deletion_vectors_removed: int = 0
-    num_deletion_vectors_updated: int = 0
-    num_added_change_files: int = 0
-    num_removed_bytes: int = 0
-    num_added_bytes: int = 0
-    execution_time_ms: int = 0
-    scan_time_ms: int = 0
-    rewrite_time_ms: int = 0
 
-    def as_dict(self) -> dict[str, int]:
-        """deltalake's keys (num_added_files, ..., rewrite_time_ms) plus the deletion-vector counts."""
-        return {
-            "num_added_files": self.num_added_files,
-            "num_removed_files": self.num_removed_files,
-            "num_deleted_rows": self.num_deleted_rows,
-            "num_copied_rows": self.num_copied_rows,
-            "execution_time_ms": self.execution_time_ms,
-            "scan_time_ms": self.scan_time_ms,
-            "rewrite_time_ms": self.rewrite_time_ms,
-            "num_deletion_vectors_added": self.num_deletion_vectors_added,
-            "num_deletion_vectors_removed": self.num_deletion_vectors_removed,
-            "num_deletion_vectors_updated": self.num_deletion_vectors_updated,
-            "num_added_change_files": self.num_added_change_files,
-        }
-
-    def commit_metrics(self) -> dict[str, int]:
-        """delta-spark's `operationMetrics` names for the commitInfo."""
-        return {
-            "numRemovedFiles": self.num_removed_files, "numRemovedBytes": self.num_removed_bytes,
-            "numCopiedRows": self.num_copied_rows, "numDeletionVectorsAdded": self.num_deletion_vectors_added,
-            "numDeletionVectorsRemoved": self.num_deletion_vectors_removed,
-            "numDeletionVectorsUpdated": self.num_deletion_vectors_updated,
-            "numAddedChangeFiles": self.num_added_change_files, "numDeletedRows": self.num_deleted_rows,
-            "numAddedFiles": self.num_added_files, "numAddedBytes": self.num_added_bytes,
-            "executionTimeMs": self.execution_time_ms, "scanTimeMs": self.scan_time_ms,
-            "rewriteTimeMs": self.rewrite_time_ms,
-        }
+    ROW_COUNTER: ClassVar[tuple[str, str]] = ("num_deleted_rows", "numDeletedRows")
 
 
 

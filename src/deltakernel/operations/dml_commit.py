@@ -8,10 +8,61 @@ properties applied, metrics recorded, and the files written deleted only when th
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 from ..kernel.transaction.transaction import Transaction
 from .properties import CommitProperties, PostCommitHookProperties
+
+
+@dataclass
+class FileChangeMetrics:
+    """Metrics of an operation that removes and adds files (DELETE, UPDATE): deltalake's keys and
+    delta-spark's `operationMetrics` names; subclasses add their row counter and name it in ROW_COUNTER."""
+
+    num_added_files: int = 0
+    num_removed_files: int = 0
+    num_copied_rows: int = 0
+    num_deletion_vectors_added: int = 0
+    num_deletion_vectors_removed: int = 0
+    num_deletion_vectors_updated: int = 0
+    num_added_change_files: int = 0
+    num_removed_bytes: int = 0
+    num_added_bytes: int = 0
+    execution_time_ms: int = 0
+    scan_time_ms: int = 0
+    rewrite_time_ms: int = 0
+
+    #: (attribute, delta-spark operationMetrics name) of the operation's own row counter
+    ROW_COUNTER: ClassVar[tuple[str, str]] = ("", "")
+
+    def as_dict(self) -> dict[str, int]:
+        """deltalake's keys (num_added_files, ..., rewrite_time_ms) plus the deletion-vector counts."""
+        out = {"num_added_files": self.num_added_files, "num_removed_files": self.num_removed_files}
+        out[self.ROW_COUNTER[0]] = int(getattr(self, self.ROW_COUNTER[0]))
+        out.update({
+            "num_copied_rows": self.num_copied_rows, "execution_time_ms": self.execution_time_ms,
+            "scan_time_ms": self.scan_time_ms, "rewrite_time_ms": self.rewrite_time_ms,
+            "num_deletion_vectors_added": self.num_deletion_vectors_added,
+            "num_deletion_vectors_removed": self.num_deletion_vectors_removed,
+            "num_deletion_vectors_updated": self.num_deletion_vectors_updated,
+            "num_added_change_files": self.num_added_change_files,
+        })
+        return out
+
+    def commit_metrics(self) -> dict[str, int]:
+        """delta-spark's `operationMetrics` names for the commitInfo."""
+        return {
+            "numRemovedFiles": self.num_removed_files, "numRemovedBytes": self.num_removed_bytes,
+            "numAddedFiles": self.num_added_files, "numAddedBytes": self.num_added_bytes,
+            self.ROW_COUNTER[1]: int(getattr(self, self.ROW_COUNTER[0])), "numCopiedRows": self.num_copied_rows,
+            "numDeletionVectorsAdded": self.num_deletion_vectors_added,
+            "numDeletionVectorsRemoved": self.num_deletion_vectors_removed,
+            "numDeletionVectorsUpdated": self.num_deletion_vectors_updated,
+            "numAddedChangeFiles": self.num_added_change_files,
+            "executionTimeMs": self.execution_time_ms, "scanTimeMs": self.scan_time_ms,
+            "rewriteTimeMs": self.rewrite_time_ms,
+        }
 
 
 class DmlRun(Protocol):
@@ -55,4 +106,4 @@ def ms_since(start: float) -> int:
     return int((time.monotonic() - start) * 1000)
 
 
-__all__ = ["DmlRun", "ms_since", "run_and_commit"]
+__all__ = ["DmlRun", "FileChangeMetrics", "ms_since", "run_and_commit"]
