@@ -295,3 +295,26 @@ def write_classic_checkpoint(table: str | pathlib.Path, version: int, actions: I
     if write_last_checkpoint:
         (log_dir(table) / "_last_checkpoint").write_text(json.dumps({"version": version, "size": len(rows)}))
     return path
+
+
+def make_dml_table(path: pathlib.Path, kind: str, data: Any, configuration: dict[str, str] | None = None) -> None:
+    """The DML differential tests' starting table: three appends of `data(30, offset)` — written by deltalake
+    (plain, `partitioned` / `checkpointed` by `p`), or by deltakernel for `column_mapped` (unpartitioned: DuckDB's
+    delta extension reads mapped partition columns as NULL). Copied before each engine's run, so both start
+    from the same bytes."""
+    import deltalake
+
+    from deltakernel import write_deltalake
+
+    conf = dict(configuration or {})
+    parts = ["p"] if kind in ("partitioned", "checkpointed") else None
+    for i in range(3):
+        first = i == 0
+        if kind == "column_mapped":
+            write_deltalake(str(path), data(30, 30 * i), mode="append", partition_by=parts,
+                            configuration={**conf, "delta.columnMapping.mode": "name"} if first else None)
+        else:
+            deltalake.write_deltalake(str(path), data(30, 30 * i), mode="append", partition_by=parts,
+                                      configuration=conf if first else None)
+    if kind == "checkpointed":
+        deltalake.DeltaTable(str(path)).create_checkpoint()

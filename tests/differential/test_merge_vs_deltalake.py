@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers import assert_same_rows, duckdb_table
+from helpers import assert_same_rows, duckdb_table, make_dml_table
 
 from deltakernel import DeltaTable
 
@@ -32,20 +32,7 @@ def _data(n: int, offset: int = 0) -> pa.Table:
 
 
 def _make(path: Path, kind: str, configuration: dict[str, str] | None = None) -> None:
-    conf = dict(configuration or {})
-    parts = ["p"] if kind in ("partitioned", "checkpointed") else None
-    if kind == "column_mapped":
-        from deltakernel import write_deltalake
-
-        for i in range(3):
-            write_deltalake(str(path), _data(30, 30 * i), mode="append", partition_by=parts,
-                            configuration={**conf, "delta.columnMapping.mode": "name"} if i == 0 else None)
-        return
-    for i in range(3):
-        deltalake.write_deltalake(str(path), _data(30, 30 * i), mode="append", partition_by=parts,
-                                  configuration=conf if i == 0 else None)
-    if kind == "checkpointed":
-        deltalake.DeltaTable(str(path)).create_checkpoint()
+    make_dml_table(path, kind, _data, configuration)
 
 
 def _source() -> pa.Table:
