@@ -50,6 +50,21 @@ def with_materialized_names(configuration: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def columns_to_write(protocol: Any, table_configuration: Mapping[str, str], configuration: Mapping[str, str],
+                     where: str) -> tuple[str, str] | None:
+    """The physical (row id, row commit version) columns a rewrite writes for the rows it carries over, or
+    None when row tracking is off (in the table as read or in the commit's `configuration`). Raises
+    DeltaError when row tracking is on but the names are missing (`with_materialized_names` sets them)."""
+    if not (protocol.has_feature("rowTracking") and row_tracking_enabled(table_configuration)
+            and row_tracking_enabled(configuration)):
+        return None
+    id_col, version_col = materialized_names(configuration)
+    if id_col is None or version_col is None:
+        raise DeltaError(f"row tracking is enabled on {where} but the materialized column names "
+                         f"({ROW_ID_COLUMN_KEY}, {ROW_COMMIT_VERSION_COLUMN_KEY}) are not set")
+    return id_col, version_col
+
+
 def check_readable(protocol: Any, configuration: Mapping[str, str], column_names: list[str], where: str) -> None:
     """Refuse row-tracking reads on tables without row tracking, or whose columns clash with the output."""
     if not protocol.has_feature("rowTracking") or not row_tracking_enabled(configuration):
@@ -109,6 +124,7 @@ def _as_int64(arr: pa.Array | pa.ChunkedArray | None, n: int) -> pa.Array | None
 
 
 __all__ = [
+    "columns_to_write",
     "ENABLE_KEY",
     "METADATA_FIELDS",
     "ROW_COMMIT_VERSION",

@@ -433,15 +433,9 @@ class MergeRun:
         txn = self.txn
         configuration = row_tracking_configuration(txn)
         self.configuration = configuration
-        self.row_tracking = (self.snapshot.protocol.has_feature("rowTracking")
-                             and rt.row_tracking_enabled(configuration))
-        self.hidden: tuple[str, str] | None = None
-        if self.row_tracking:
-            id_col, ver_col = rt.materialized_names(configuration)
-            if id_col is None or ver_col is None:
-                raise DeltaError(f"row tracking is enabled on {self.storage.root_uri} but the materialized "
-                                 "column names are not set")
-            self.hidden = (id_col, ver_col)
+        self.hidden = rt.columns_to_write(self.snapshot.protocol, configuration, configuration,
+                                          self.storage.root_uri)
+        self.row_tracking = self.hidden is not None
         from .constraints import Enforcer
 
         enforcer = Enforcer(txn.metadata, txn.protocol)

@@ -21,7 +21,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DeltaError
 from ..kernel import row_tracking as rt
 from ..kernel.arrow_build import scalar
 from ..kernel.paths import resolve_key
@@ -100,18 +99,9 @@ class Rewriter:
         self.writer_properties = writer_properties
         self.change_data = change_data
         self.removed_change_type = removed_change_type
-        self.row_tracking = (snapshot.protocol.has_feature("rowTracking")
-                             and rt.row_tracking_enabled(snapshot.configuration)
-                             and rt.row_tracking_enabled(self.configuration))
-        self.hidden: tuple[str, str] | None = None
-        if self.row_tracking:
-            id_col, version_col = rt.materialized_names(self.configuration)
-            if id_col is None or version_col is None:
-                raise DeltaError(
-                    f"row tracking is enabled on {storage.root_uri} but the materialized column names "
-                    f"({rt.ROW_ID_COLUMN_KEY}, {rt.ROW_COMMIT_VERSION_COLUMN_KEY}) are not set"
-                )
-            self.hidden = (id_col, version_col)
+        self.hidden = rt.columns_to_write(snapshot.protocol, snapshot.configuration, self.configuration,
+                                          storage.root_uri)
+        self.row_tracking = self.hidden is not None
         self._scan = Scan(snapshot, row_tracking=self.row_tracking)
         self.result = RewriteResult()
 

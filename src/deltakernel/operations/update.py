@@ -37,7 +37,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConstraintViolationError, DeltaError, InvalidFilterError, SchemaError
+from ..errors import ConstraintViolationError, InvalidFilterError, SchemaError
 from ..kernel import row_tracking as rt
 from ..kernel.expressions.sql import SqlExpr, evaluate, parse_sql
 from ..kernel.log.actions import Metadata
@@ -225,16 +225,8 @@ class _Output:
         self.mode = snapshot.column_mapping_mode
         self.writer_properties = writer_properties
         conf = metadata.configuration
-        self.row_tracking = bool(snapshot.protocol.has_feature("rowTracking")
-                                 and rt.row_tracking_enabled(snapshot.configuration)
-                                 and rt.row_tracking_enabled(conf))
-        self.hidden: tuple[str, str] | None = None
-        if self.row_tracking:
-            id_col, version_col = rt.materialized_names(conf)
-            if id_col is None or version_col is None:
-                raise DeltaError(f"row tracking is enabled on {storage.root_uri} but the materialized column "
-                                 "names are not set")
-            self.hidden = (id_col, version_col)
+        self.hidden = rt.columns_to_write(snapshot.protocol, snapshot.configuration, conf, storage.root_uri)
+        self.row_tracking = self.hidden is not None
         self.adds: list[dict[str, Any]] = []
 
     def materialize(self, rows: pa.Table) -> pa.Table:
