@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..kernel.arrow_build import scalar
 from ..kernel.paths import resolve_key
 from ..kernel.schema.arrow import to_arrow_schema
 from ..kernel.schema.types import PrimitiveType, StructField, StructType
@@ -84,6 +85,21 @@ class ChangeDataWriter:
         self.rows = {t: 0 for t in CHANGE_TYPES}
         self.written: list[dict[str, Any]] = []
 
+    @classmethod
+    def for_commit(cls, storage: Storage, metadata: Any, column_mapping_mode: str, configuration: Mapping[str, str],
+                   writer_properties: Any = None) -> ChangeDataWriter | None:
+        """A writer for a commit with `metadata` (the transaction's), or None when its change data feed is off."""
+        if not cdf_enabled(metadata.configuration):
+            return None
+        return cls(storage, metadata.schema, list(metadata.partition_columns), column_mapping_mode, configuration,
+                   writer_properties)
+
+    def commit_into(self, txn: Any) -> int:
+        """Flush and add the `cdc` actions to `txn`; returns how many change files it references."""
+        actions = self.actions()
+        txn.add_cdc_files(actions)
+        return len(actions)
+
     @property
     def num_rows(self) -> int:
         return sum(self.rows.values())
@@ -94,7 +110,7 @@ class ChangeDataWriter:
             raise ValueError(f"unknown change type {change_type!r}")
         if rows.num_rows == 0:
             return
-        data = rows.append_column(CHANGE_TYPE, pa.repeat(pa.scalar(change_type), rows.num_rows)) \
+        data = rows.append_column(CHANGE_TYPE, pa.repeat(scalar(change_type), rows.num_rows)) \
             if CHANGE_TYPE not in rows.schema.names else rows
         data = conform_to(data, self.arrow_schema)
         self.buffer.append(data)

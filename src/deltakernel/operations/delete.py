@@ -35,9 +35,9 @@ from ..kernel.scan.scan import Scan
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
-from .change_data import ChangeDataWriter, cdf_enabled
+from .change_data import ChangeDataWriter
 from .dml_commit import FileChangeMetrics, ms_since, run_and_commit
-from .dv_writer import DeletionVectorWriter, deletion_vectors_writable, dv_add_action
+from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .properties import CommitProperties, PostCommitHookProperties
 from .rewrite import FILE_COLUMNS, FileChange, Rewriter, remove_action, row_tracking_configuration
 from .touched_rows import (
@@ -97,11 +97,8 @@ class _Delete:
         self.dv_writer: DeletionVectorWriter | None = None
 
     def _change_data(self, configuration: dict[str, str]) -> ChangeDataWriter | None:
-        md = self.txn.metadata
-        if not cdf_enabled(md.configuration):
-            return None
-        self.cdc = ChangeDataWriter(self.storage, md.schema, list(md.partition_columns),
-                                    self.snapshot.column_mapping_mode, configuration, self.writer_properties)
+        self.cdc = ChangeDataWriter.for_commit(self.storage, self.txn.metadata, self.snapshot.column_mapping_mode,
+                                               configuration, self.writer_properties)
         return self.cdc
 
     def _remove(self, row: dict[str, Any]) -> None:
@@ -151,18 +148,12 @@ class _Delete:
                 kept.append(t)
         self.metrics.scan_time_ms = ms_since(start)
         write_start = time.monotonic()
-        descriptors = self.dv_writer.write()
-        for t, d in zip(kept, descriptors):
-            self.txn.remove_files([remove_action(t.file, self.now)])
-            self.txn.add_files([dv_add_action(t.file, d)])
-            if t.existing.size:
-                self.metrics.num_deletion_vectors_updated += 1
-                self.metrics.num_deletion_vectors_removed += 1
-            self.metrics.num_deletion_vectors_added += 1
+        replaced = self.dv_writer.commit_into(self.txn, [t.file for t in kept], self.now)
+        self.metrics.num_deletion_vectors_added += len(kept)
+        self.metrics.num_deletion_vectors_updated += replaced
+        self.metrics.num_deletion_vectors_removed += replaced
         if cdc is not None:
-            actions = cdc.actions()
-            self.txn.add_cdc_files(actions)
-            self.metrics.num_added_change_files = len(actions)
+            self.metrics.num_added_change_files = cdc.commit_into(self.txn)
         self.metrics.rewrite_time_ms = ms_since(write_start)
 
     # ------------------------------------------------------------------ copy-on-write
@@ -197,13 +188,9 @@ class _Delete:
         m.num_deleted_rows += result.removed_rows
         m.num_copied_rows += result.copied_rows
         if rewriter.row_tracking:
-            tags = dict(self.txn.extra_commit_info.get("tags") or {})
-            tags["delta.rowTracking.preserved"] = "true"
-            self.txn.extra_commit_info["tags"] = tags
+            self.txn.set_commit_tag("delta.rowTracking.preserved", "true")
         if cdc is not None:
-            actions = cdc.actions()
-            self.txn.add_cdc_files(actions)
-            m.num_added_change_files = len(actions)
+            m.num_added_change_files = cdc.commit_into(self.txn)
         m.rewrite_time_ms = ms_since(write_start)
 
     def abort(self) -> None:

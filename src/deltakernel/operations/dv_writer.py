@@ -15,7 +15,7 @@ import json
 import random
 import string
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,16 @@ class DeletionVectorWriter:
         self.key = key
         return [DeletionVectorDescriptor.for_uuid(self.uuid, off, len(data), card, prefix=self.prefix)
                 for off, data, card in zip(offsets, self._bitmaps, self._cardinalities)]
+
+    def commit_into(self, txn: Any, files: Sequence[Mapping[str, Any]], now: int) -> int:
+        """Write the DV file and record, per queued file (`files`, in `add` order), a remove of the file row and
+        an add of the same path with its new descriptor. Returns how many of them replaced an existing DV."""
+        from .rewrite import remove_action
+
+        for row, descriptor in zip(files, self.write(), strict=True):
+            txn.remove_files([remove_action(row, now)])
+            txn.add_files([dv_add_action(row, descriptor)])
+        return sum(1 for row in files if row.get("deletion_vector"))
 
     def abort(self) -> None:
         """Delete the DV file written (only when the commit is known absent)."""

@@ -45,9 +45,9 @@ from ..kernel.schema.types import PrimitiveType, StructField, StructType
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
-from .change_data import ChangeDataWriter, cdf_enabled, conform_to
+from .change_data import ChangeDataWriter, conform_to
 from .dml_commit import ms_since
-from .dv_writer import DeletionVectorWriter, deletion_vectors_writable, dv_add_action
+from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .merge_plan import (
     BY_SOURCE_DELETE,
     BY_SOURCE_UPDATE,
@@ -484,9 +484,8 @@ class MergeRun:
         if not touched and not insert_rows.size:
             self.metrics.rewrite_time_ms = ms_since(write_start)
             return
-        self.cdc = ChangeDataWriter(self.storage, self.schema, list(txn.metadata.partition_columns),
-                                    self.snapshot.column_mapping_mode, configuration, self.writer_properties) \
-            if cdf_enabled(txn.metadata.configuration) else None
+        self.cdc = ChangeDataWriter.for_commit(self.storage, txn.metadata, self.snapshot.column_mapping_mode,
+                                               configuration, self.writer_properties)
         use_dv = deletion_vectors_writable(self.snapshot)
         if use_dv:
             self.dv_writer = DeletionVectorWriter(self.storage, configuration)
@@ -495,22 +494,15 @@ class MergeRun:
             self.parts = _Parts(self._write_files)
         self._write(self._output(touched, insert_rows, use_dv, dv_files))
         if self.dv_writer is not None:
-            for m, d in zip(dv_files, self.dv_writer.write()):
-                txn.remove_files([remove_action(m.file, self.now)])
-                txn.add_files([dv_add_action(m.file, d)])
-                self.metrics.num_deletion_vectors_added += 1
-                if m.existing.size:
-                    self.metrics.num_deletion_vectors_removed += 1
+            replaced = self.dv_writer.commit_into(txn, [m.file for m in dv_files], self.now)
+            self.metrics.num_deletion_vectors_added += len(dv_files)
+            self.metrics.num_deletion_vectors_removed += replaced
         if self.enforcer is not None and self.enforcer.identity_updates():
             txn.update_metadata(self.enforcer.updated_metadata())
         if self.row_tracking and touched:
-            tags = dict(txn.extra_commit_info.get("tags") or {})
-            tags["delta.rowTracking.preserved"] = "true"
-            txn.extra_commit_info["tags"] = tags
+            txn.set_commit_tag("delta.rowTracking.preserved", "true")
         if self.cdc is not None:
-            actions = self.cdc.actions()
-            txn.add_cdc_files(actions)
-            self.metrics.num_added_change_files = len(actions)
+            self.metrics.num_added_change_files = self.cdc.commit_into(txn)
         self.metrics.rewrite_time_ms = ms_since(write_start)
 
     def _materialize(self, data: pa.Table, ids: Any, versions: Any) -> Iterator[pa.RecordBatch]:

@@ -20,7 +20,7 @@ from ..kernel.schema.column_mapping import physical_name
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
-from .change_data import ChangeDataWriter, cdf_enabled
+from .change_data import ChangeDataWriter
 from .rewrite import FILE_COLUMNS as _FILE_COLUMNS
 from .rewrite import FileChange, Rewriter, read_written, remove_action, row_tracking_configuration
 
@@ -80,8 +80,7 @@ def _rewrite_matching(txn: KernelTransaction, snapshot: Snapshot, adds: list[dic
 
     configuration = row_tracking_configuration(txn)
     md = txn.metadata
-    cdc = ChangeDataWriter(storage, md.schema, list(md.partition_columns), snapshot.column_mapping_mode,
-                           configuration, writer_properties) if cdf_enabled(md.configuration) else None
+    cdc = ChangeDataWriter.for_commit(storage, md, snapshot.column_mapping_mode, configuration, writer_properties)
     rewriter = Rewriter(snapshot, storage, configuration=configuration, now=now,
                         writer_properties=writer_properties, change_data=cdc)
 
@@ -97,15 +96,13 @@ def _rewrite_matching(txn: KernelTransaction, snapshot: Snapshot, adds: list[dic
         txn.add_files(result.adds)
         txn.operation_metrics.update({"numDeletedRows": result.removed_rows, "numCopiedRows": result.copied_rows})
         if rewriter.row_tracking:
-            tags = dict(txn.extra_commit_info.get("tags") or {})
-            tags["delta.rowTracking.preserved"] = "true"
-            txn.extra_commit_info["tags"] = tags
+            txn.set_commit_tag("delta.rowTracking.preserved", "true")
         if cdc is not None and result.removed_rows:
             # once a commit has cdc files readers ignore its add/remove actions: record every inserted row too
             for table in read_written(storage, adds, md.schema, list(md.partition_columns),
                                       snapshot.column_mapping_mode, snapshot.version):
                 cdc.add(table, "insert")
-            txn.add_cdc_files(cdc.actions())
+            cdc.commit_into(txn)
     except BaseException:
         rewriter.abort()
         if cdc is not None:

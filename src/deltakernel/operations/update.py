@@ -47,10 +47,10 @@ from ..kernel.schema.types import PrimitiveType, StructField, StructType, schema
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
-from .change_data import ChangeDataWriter, cdf_enabled
+from .change_data import ChangeDataWriter
 from .constraints import GENERATION_EXPRESSION, IDENTITY_START, IDENTITY_STEP, Enforcer
 from .dml_commit import FileChangeMetrics, ms_since, run_and_commit
-from .dv_writer import DeletionVectorWriter, deletion_vectors_writable, dv_add_action
+from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .properties import CommitProperties, PostCommitHookProperties
 from .rewrite import FILE_COLUMNS, _without_stats_of, remove_action, row_tracking_configuration
 from .touched_rows import (
@@ -349,9 +349,8 @@ class _Update:
         configuration = row_tracking_configuration(self.txn)
         md = self.txn.metadata
         self.output = _Output(self.snapshot, self.storage, md, self.writer_properties)
-        if cdf_enabled(md.configuration):
-            self.cdc = ChangeDataWriter(self.storage, md.schema, list(md.partition_columns),
-                                        self.snapshot.column_mapping_mode, configuration, self.writer_properties)
+        self.cdc = ChangeDataWriter.for_commit(self.storage, md, self.snapshot.column_mapping_mode, configuration,
+                                               self.writer_properties)
         updater = _Updater(md, self.snapshot.protocol, self.assignments, self.strict)
 
         def all_touched() -> Iterator[TouchedFile]:
@@ -367,13 +366,9 @@ class _Update:
         m.num_added_bytes += sum(int(a.get("size") or 0) for a in self.output.adds)
         self.txn.add_files(self.output.adds)
         if self.output.row_tracking:
-            tags = dict(self.txn.extra_commit_info.get("tags") or {})
-            tags["delta.rowTracking.preserved"] = "true"
-            self.txn.extra_commit_info["tags"] = tags
+            self.txn.set_commit_tag("delta.rowTracking.preserved", "true")
         if self.cdc is not None:
-            actions = self.cdc.actions()
-            self.txn.add_cdc_files(actions)
-            m.num_added_change_files = len(actions)
+            m.num_added_change_files = self.cdc.commit_into(self.txn)
 
     def _changed(self, old: pa.Table, new: pa.Table) -> None:
         if self.cdc is not None:
@@ -418,13 +413,10 @@ class _Update:
         output.write(batches())
         m.scan_time_ms = ms_since(start)
         write_start = time.monotonic()
-        for t, d in zip(kept, dv_writer.write()):
-            self.txn.remove_files([remove_action(t.file, self.now)])
-            self.txn.add_files([dv_add_action(t.file, d)])
-            if t.existing.size:
-                m.num_deletion_vectors_updated += 1
-                m.num_deletion_vectors_removed += 1
-            m.num_deletion_vectors_added += 1
+        replaced = dv_writer.commit_into(self.txn, [t.file for t in kept], self.now)
+        m.num_deletion_vectors_added += len(kept)
+        m.num_deletion_vectors_updated += replaced
+        m.num_deletion_vectors_removed += replaced
         m.rewrite_time_ms = ms_since(write_start)
 
     # ------------------------------------------------------------------ copy-on-write

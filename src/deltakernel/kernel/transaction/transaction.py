@@ -151,6 +151,12 @@ class Transaction:
     def set_app_transaction(self, app_id: str, version: int, last_updated: int | None = None) -> None:
         self.app_txns[app_id] = Txn(app_id, int(version), last_updated)
 
+    def set_commit_tag(self, key: str, value: str) -> None:
+        """A `commitInfo.tags` entry (e.g. `delta.rowTracking.preserved`), kept beside the caller's own tags."""
+        tags = dict(self.extra_commit_info.get("tags") or {})
+        tags[key] = value
+        self.extra_commit_info["tags"] = tags
+
     def set_domain_metadata(self, domain: str, configuration: str, removed: bool = False) -> None:
         self.domains[domain] = {"domain": domain, "configuration": configuration, "removed": removed}
 
