@@ -104,3 +104,9 @@ def scalar(value: Any, type: pa.DataType | None = None) -> pa.Scalar:
     if isinstance(value, str) and (type is None or type in (pa.string(), pa.large_string())):
         return str_scalar(value, type if type is not None else _STRING)
     return pa.scalar(value, type)
+
+
+def broadcast(value: pa.Scalar, n: int) -> pa.Array:
+    """`n` copies of a scalar, built in C++ (no Python list of n values); `pa.repeat` refuses n=0 for nested
+    types, so an empty array of the type is returned then."""
+    return pa.repeat(value, n) if n else pa.nulls(0, value.type)

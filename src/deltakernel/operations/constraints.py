@@ -28,7 +28,8 @@ from typing import Any, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConstraintViolationError, DeltaError
+from ..errors import ConstraintViolationError, DeltaError, SchemaError
+from ..kernel.arrow_build import broadcast, scalar
 from ..kernel.expressions.sql import SqlExpr, evaluate, parse_sql
 from ..kernel.log.actions import Metadata, Protocol
 from ..kernel.protocol.select import features_in_effect
@@ -214,7 +215,7 @@ class Enforcer:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
             raise ConstraintViolationError(
                 f"column {f.name!r}: the value of {text!r} ({arr.type}) cannot be stored as {target}: {e}") from e
-        return out if isinstance(out, pa.Array) else pa.array([out.as_py()] * len(arr), target)
+        return out if isinstance(out, pa.Array) else broadcast(out, len(arr))
 
     def _generate_identity(self, name: str, n: int) -> pa.Array:
         ident = self._identities[name]
@@ -336,5 +337,47 @@ def _invariants(schema: StructType) -> list[tuple[tuple[str, ...], str]]:
     return out
 
 
-__all__ = ["CONSTRAINT_PREFIX", "ConstraintViolationError", "Enforcer", "check_constraints", "invariant_expression",
-           "sample_row"]
+
+_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+
+
+def cast_for_column(arr: pa.Array | pa.ChunkedArray, target: pa.DataType, column: str, *, strict: bool,
+                    what: str) -> pa.Array:
+    """New values (an UPDATE's SET, a MERGE's assignment) as column `column`'s type, with Spark's casts.
+
+    `strict` (deltalake's `error_on_type_mismatch`): a value that is not NULL but cannot be stored (it casts to
+    NULL, or does not fit) raises SchemaError naming the column and the value; otherwise such values become
+    NULL, one by one."""
+    from ..kernel.expressions.sql_eval import _Evaluator
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.type == target:
+        return arr
+    ev = _Evaluator(pa.table({}))
+    try:
+        out = ev.sql_cast(arr, target)
+    except _CAST_ERRORS as e:
+        numeric = pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type) or pa.types.is_decimal(arr.type)
+        if strict or not (pa.types.is_integer(target) and numeric):
+            raise SchemaError(f"{what}: cannot store the values of column {column!r} ({arr.type}) as {target}: {e}") \
+                from e
+        import numpy as np
+
+        info = np.iinfo(target.to_pandas_dtype())  # lenient: values that do not fit become NULL
+        fits = pc.and_(pc.greater_equal(arr, scalar(int(info.min)).cast(arr.type, safe=False)),
+                       pc.less_equal(arr, scalar(int(info.max)).cast(arr.type, safe=False)))
+        out = ev.sql_cast(pc.if_else(fits, arr, scalar(None, arr.type)), target)
+    if isinstance(out, pa.Scalar):
+        out = broadcast(out, len(arr))
+    if isinstance(out, pa.ChunkedArray):
+        out = out.combine_chunks()
+    if strict and out.null_count > arr.null_count:
+        bad = arr.filter(pc.and_(pc.is_valid(arr), pc.is_null(out)))[0].as_py()
+        raise SchemaError(f"{what}: cannot store the value {bad!r} in column {column!r} as {target} "
+                          "(pass error_on_type_mismatch=False to store NULL instead)")
+    return out
+
+
+__all__ = ["CONSTRAINT_PREFIX", "ConstraintViolationError", "Enforcer", "cast_for_column", "check_constraints",
+           "invariant_expression", "sample_row"]

@@ -35,8 +35,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DeltaError, InvalidFilterError, SchemaError
+from ..errors import DeltaError, SchemaError
 from ..kernel import row_tracking as rt
+from ..kernel.arrow_build import broadcast
 from ..kernel.expressions import predicate as ex
 from ..kernel.expressions.sql import evaluate, parse_sql, to_predicate
 from ..kernel.scan.scan import Scan
@@ -46,6 +47,7 @@ from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter, conform_to
+from .constraints import cast_for_column
 from .dml_commit import ms_since
 from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .merge_plan import (
@@ -111,28 +113,9 @@ class FileMatch:
         return bool(self.upd_pos.size or self.del_pos.size)
 
 
-def _cast_to(arr: Any, target: pa.DataType, column: str, text: str, strict: bool) -> pa.Array:
-    """An assignment's value as the target column's type (Spark's cast rules via the SQL evaluator)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if arr.type == target:
-        return arr
-    from ..kernel.expressions.sql_eval import _Evaluator
-
-    try:
-        out = _Evaluator(pa.table({})).sql_cast(arr, target)
-        out = out if isinstance(out, pa.Array) else pa.array([out.as_py()] * len(arr), target)
-        if strict and out.null_count > arr.null_count:  # Spark's cast gave NULL for a value: refuse
-            lost = pc.and_(pc.is_valid(arr), pc.is_null(out))
-            bad = arr.filter(lost)[0].as_py()
-            raise SchemaError(f"MERGE: the value {bad!r} of {text!r} cannot be cast to {target} for column "
-                              f"{column!r} (pass error_on_type_mismatch=False to store NULL instead)")
-        return out
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, InvalidFilterError) as e:
-        if strict or isinstance(e, (pa.ArrowNotImplementedError, pa.ArrowTypeError)):
-            raise SchemaError(f"MERGE: the value of {text!r} ({arr.type}) cannot be stored in column "
-                              f"{column!r} ({target}): {e}") from e
-        return pa.nulls(len(arr), target)  # error_on_type_mismatch=False: failed casts become NULL
+def _column(value: Any, n: int) -> Any:
+    """An evaluated expression as a column of `n` values (a constant broadcast in C++)."""
+    return broadcast(value, n) if isinstance(value, pa.Scalar) else value
 
 
 class _Parts:
@@ -226,7 +209,8 @@ class MergeRun:
             if c.predicate is not None:
                 as_mask(evaluate(c.predicate, both), c.predicate_text)
             for name, expr in c.updates.items():
-                _cast_to(evaluate(expr, both), self.arrow_schema.field(name).type, name, name, True)
+                cast_for_column(_column(evaluate(expr, both), both.num_rows), self.arrow_schema.field(name).type, name,
+                                strict=True, what="MERGE")
 
     def _source_keys(self) -> pa.Table:
         """Source join keys cast to the target's types, NULL keys dropped (they never match)."""
@@ -396,10 +380,9 @@ class MergeRun:
         both = _side_by_side(*parts) if parts else pa.table({"__n": pa.nulls(n)})
         out = {}
         for name, e in clause.updates.items():
-            value = evaluate(e, both)
-            if isinstance(value, pa.Scalar):
-                value = pa.array([value.as_py()] * n, value.type)
-            out[name] = _cast_to(value, self.arrow_schema.field(name).type, name, name, self.strict)
+            value = _column(evaluate(e, both), n)
+            out[name] = cast_for_column(value, self.arrow_schema.field(name).type, name, strict=self.strict,
+                                        what="MERGE")
         return out
 
     def _updated(self, clause: Clause, tgt: pa.Table, src: pa.Table | None) -> pa.Table:

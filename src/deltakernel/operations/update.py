@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 
 from ..errors import ConstraintViolationError, InvalidFilterError, SchemaError
 from ..kernel import row_tracking as rt
+from ..kernel.arrow_build import broadcast
 from ..kernel.expressions.sql import SqlExpr, evaluate, parse_sql
 from ..kernel.log.actions import Metadata
 from ..kernel.scan.scan import Scan
@@ -48,7 +49,7 @@ from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter
-from .constraints import GENERATION_EXPRESSION, IDENTITY_START, IDENTITY_STEP, Enforcer
+from .constraints import GENERATION_EXPRESSION, IDENTITY_START, IDENTITY_STEP, Enforcer, cast_for_column
 from .dml_commit import FileChangeMetrics, ms_since, run_and_commit
 from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .properties import CommitProperties, PostCommitHookProperties
@@ -65,7 +66,6 @@ from .touched_rows import (
 )
 
 _COLUMNS = [*FILE_COLUMNS, "modification_time"]
-_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 #: one SET value: a parsed SQL expression (`updates`) or a Python literal (`new_values`) as an Arrow scalar
 Assignment = Union[SqlExpr, pa.Scalar]
 
@@ -138,45 +138,8 @@ def _value(name: str, value: Assignment, rows: pa.Table, target: pa.DataType, *,
 
     out = value if isinstance(value, pa.Scalar) else _Evaluator(rows).eval(value)
     if isinstance(out, pa.Scalar):  # a constant: broadcast in C++ (no Python list of n values)
-        if out.type == pa.null():
-            arr = pa.nulls(rows.num_rows)
-        else:
-            arr = pa.repeat(out, rows.num_rows) if rows.num_rows else pa.nulls(0, out.type)
-    else:
-        arr = out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
-    return _cast(name, arr, target, strict)
-
-
-def _cast(name: str, arr: pa.Array, target: pa.DataType, strict: bool) -> pa.Array:
-    """Spark's cast to the column type. strict (error_on_type_mismatch): a value that is not NULL and
-    becomes NULL, or does not fit, raises SchemaError; lenient: it becomes NULL."""
-    if arr.type == target:
-        return arr
-    from ..kernel.expressions.sql_eval import _Evaluator
-
-    ev = _Evaluator(pa.table({}))
-    try:
-        out = ev.sql_cast(arr, target)
-    except _ARROW_ERRORS as e:
-        if strict or not (pa.types.is_integer(target) and (pa.types.is_integer(arr.type)
-                                                          or pa.types.is_floating(arr.type)
-                                                          or pa.types.is_decimal(arr.type))):
-            raise SchemaError(f"cannot store the new values of column {name!r} ({arr.type}) as {target}: {e}") \
-                from e
-        info = np.iinfo(target.to_pandas_dtype())
-        fits = pc.and_(pc.greater_equal(arr, pa.scalar(info.min).cast(arr.type, safe=False)),
-                       pc.less_equal(arr, pa.scalar(info.max).cast(arr.type, safe=False)))
-        out = ev.sql_cast(pc.if_else(fits, arr, pa.scalar(None, arr.type)), target)
-    if isinstance(out, pa.Scalar):
-        out = pa.repeat(out, len(arr))
-    if isinstance(out, pa.ChunkedArray):
-        out = out.combine_chunks()
-    if strict and out.null_count > arr.null_count:
-        lost = pc.and_(pc.is_valid(arr), pc.is_null(out))
-        bad = arr.filter(lost)[0].as_py()
-        raise SchemaError(f"cannot store the new value {bad!r} of column {name!r} as {target} "
-                          "(pass error_on_type_mismatch=False to store NULL instead)")
-    return out
+        out = broadcast(out, rows.num_rows)
+    return cast_for_column(out, target, name, strict=strict, what="UPDATE")
 
 
 class _Updater:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InvalidFilterError
-from ..arrow_build import bool_to_arrow, np_to_arrow, null_scalar, scalar, str_scalar
+from ..arrow_build import bool_to_arrow, broadcast, np_to_arrow, null_scalar, scalar, str_scalar
 from ..schema.arrow import to_arrow_type
 from ..schema.types import parse_type
 from .sql import Between, Binary, Case, Cast, Col, Func, InList, IsNull, Like, Lit, SqlExpr, Unary
@@ -35,7 +35,7 @@ def evaluate_expr(expr: SqlExpr, table: pa.Table | pa.RecordBatch) -> pa.Array:
     ev = _Evaluator(table)
     out = ev.eval(expr)
     if isinstance(out, pa.Scalar):
-        return pa.array([out.as_py()] * ev.n, type=out.type) if out.type != pa.null() else pa.nulls(ev.n)
+        return broadcast(out, ev.n)  # a constant: broadcast in C++, no Python list of n values
     if isinstance(out, pa.ChunkedArray):
         return out.combine_chunks()
     return out
@@ -109,7 +109,7 @@ class _Evaluator:
     # ------------------------------------------------------------------ values
     def arr(self, v: Value) -> pa.Array:
         if isinstance(v, pa.Scalar):
-            return pa.array([v.as_py()] * self.n, type=v.type)
+            return broadcast(v, self.n)
         return v
 
     def column(self, path: tuple[str, ...]) -> Value:
