@@ -389,3 +389,19 @@ def test_delete_does_not_import_pandas(tmp_path: Path, dvs: bool) -> None:
             "print(m['num_deleted_rows'], 'pandas' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["10", "False"]
+
+
+def test_copy_on_write_of_files_that_already_have_deletion_vectors(tmp_path: Path) -> None:
+    """A file with an old DV rewritten by copy-on-write (DVs switched off later): the rows matched among the
+    live rows are the ones removed — row positions shift past the old DV's deleted rows."""
+    p = str(tmp_path / "t")
+    write_deltalake(p, pa.table({"id": pa.array(range(20), pa.int64())}),
+                    configuration={"delta.enableDeletionVectors": "true"})
+    DeltaTable(p).delete("id % 3 = 0")  # a DV on the file
+    DeltaTable(p).alter.set_table_properties({"delta.enableDeletionVectors": "false"})
+    metrics = DeltaTable(p).delete("id % 2 = 0")
+    left = sorted(DeltaTable(p).to_pyarrow_table().column("id").to_pylist())
+    assert left == [i for i in range(20) if i % 3 and i % 2]
+    assert metrics["num_deleted_rows"] == len([i for i in range(20) if i % 3 and not i % 2])
+    files = DeltaTable(p).snapshot.files
+    assert files.column("deletion_vector").null_count == files.num_rows  # rewritten, not given a new DV

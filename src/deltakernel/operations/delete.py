@@ -158,7 +158,7 @@ class _Delete:
 
     # ------------------------------------------------------------------ copy-on-write
     def _copy_on_write(self, rows: list[dict[str, Any]], start: float) -> None:
-        touched = [t.file for t in find_touched_rows(self.snapshot, self.pred, rows)]
+        touched = list(find_touched_rows(self.snapshot, self.pred, rows))
         self.metrics.scan_time_ms = ms_since(start)
         if not touched:
             return
@@ -170,11 +170,13 @@ class _Delete:
                                             change_data=cdc)
         sql = self.pred.sql
 
-        def change(r: dict[str, Any]) -> FileChange:
-            data = rewriter.read(r)
-            mask = as_mask(evaluate(sql, data), self.pred.text) if data.num_rows and sql is not None \
-                else bool_to_arrow(np.ones(data.num_rows, dtype=bool))
-            return FileChange(r, data, mask)
+        def change(t: TouchedFile) -> FileChange:
+            data = rewriter.read(t.file)
+            mask = t.live_mask(data.num_rows)  # found already: no second evaluation
+            if mask is None:
+                mask = as_mask(evaluate(sql, data), self.pred.text) if data.num_rows and sql is not None \
+                    else bool_to_arrow(np.ones(data.num_rows, dtype=bool))
+            return FileChange(t.file, data, mask)
 
         result = rewriter.rewrite(prefetch(change, touched))
         self.txn.remove_files(result.removes)

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from ..errors import DeltaError, SchemaError
 from ..kernel import row_tracking as rt
-from ..kernel.arrow_build import broadcast
+from ..kernel.arrow_build import broadcast, np_to_arrow
 from ..kernel.expressions import predicate as ex
 from ..kernel.expressions.sql import evaluate, parse_sql, to_predicate
 from ..kernel.scan.scan import Scan
@@ -67,7 +67,7 @@ from .merge_plan import (
     unprefix,
 )
 from .rewrite import _without_stats_of, remove_action, row_tracking_configuration
-from .touched_rows import as_mask, existing_deleted, physical_task, prefetch
+from .touched_rows import as_mask, existing_deleted, live_positions, physical_task, prefetch
 
 _FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row_id",
                  "default_row_commit_version", "tags", "stats", "modification_time"]
@@ -512,8 +512,7 @@ class MergeRun:
             logical = conform_to(logical, self.arrow_schema)
 
             def live(pos: npt.NDArray[np.uint64], m: FileMatch = m) -> pa.Array:
-                idx = pos.astype(np.int64) - (np.searchsorted(m.existing, pos) if m.existing.size else 0)
-                return pa.array(np.asarray(idx, dtype=np.int64))
+                return np_to_arrow(live_positions(pos, m.existing))
 
             if m.del_pos.size:
                 m_.num_target_rows_deleted += int(m.del_pos.size)

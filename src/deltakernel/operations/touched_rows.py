@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidFilterError
-from ..kernel.arrow_build import arrow_to_np, scalar
+from ..kernel.arrow_build import arrow_to_np, bool_to_arrow, scalar
 from ..kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from ..kernel.expressions import predicate as ex
 from ..kernel.expressions.sql import Binary, SqlExpr, evaluate, parse_sql, referenced_columns, to_predicate
@@ -160,12 +160,28 @@ class TouchedFile:
         """Every row of the file is deleted once `matched` is."""
         return int(self.matched.size + self.existing.size) >= self.num_rows
 
+    def live_mask(self, live_rows: int) -> pa.Array | None:
+        """`matched` as a mask over the file's live rows (its old deletion vector applied), so a rewrite does not
+        evaluate the predicate again; None when `live_rows` disagrees with the DV (then evaluate)."""
+        if live_rows != self.num_rows - int(self.existing.size):
+            return None
+        values = np.zeros(live_rows, dtype=np.bool_)
+        values[live_positions(self.matched, self.existing)] = True
+        return bool_to_arrow(values)
+
     def deleted(self) -> npt.NDArray[np.uint64]:
         """The file's new deleted set (existing DV union matched), sorted."""
         if not self.existing.size:
             return self.matched
         out: npt.NDArray[np.uint64] = np.union1d(self.existing, self.matched).astype(np.uint64)
         return out
+
+
+def live_positions(physical: npt.NDArray[np.uint64], existing: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """Positions among the live rows (what a DV-applied read returns) of rows at `physical` positions, none of
+    them in the sorted `existing` deleted set."""
+    idx = physical.astype(np.int64)
+    return idx - np.searchsorted(existing, physical) if existing.size else idx
 
 
 def physical_task(file: Mapping[str, Any]) -> dict[str, Any]:

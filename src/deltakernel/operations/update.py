@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from ..errors import ConstraintViolationError, InvalidFilterError, SchemaError
 from ..kernel import row_tracking as rt
-from ..kernel.arrow_build import broadcast
+from ..kernel.arrow_build import bool_to_arrow, broadcast
 from ..kernel.expressions.sql import SqlExpr, evaluate, parse_sql
 from ..kernel.log.actions import Metadata
 from ..kernel.scan.scan import Scan
@@ -260,18 +260,6 @@ def _int64s(values: npt.NDArray[np.int64]) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
-def _mask_of(indexes: npt.NDArray[np.uint64], n: int) -> pa.Array:
-    """A boolean array of `n` values, True at `indexes`."""
-    values = np.zeros(n, dtype=np.bool_)
-    values[indexes.astype(np.int64)] = True
-    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(np.packbits(values, bitorder="little"))])
-
-
-def _all_true(n: int) -> pa.Array:
-    bits = np.packbits(np.ones(n, dtype=np.bool_), bitorder="little")
-    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
-
-
 # ----------------------------------------------------------------------------- the operation
 class _Update:
     """One UPDATE: collects actions into `txn`, remembers the files it wrote for `abort`."""
@@ -394,12 +382,10 @@ class _Update:
             """On a prefetch thread (overlapping the writer): read the live rows, update the matched ones
             and build the file's new content (copied and updated rows, in the original order)."""
             data = scan.read_file(t.file)
-            if not t.existing.size and data.num_rows == t.num_rows:  # no DV: live rows are the physical rows
-                mask = _mask_of(t.matched, data.num_rows)  # found already, no second evaluation
-            elif sql is not None and data.num_rows:
-                mask = as_mask(evaluate(sql, data), text)
-            else:
-                mask = _all_true(data.num_rows)
+            mask = t.live_mask(data.num_rows)  # found already: no second evaluation
+            if mask is None:
+                mask = as_mask(evaluate(sql, data), text) if sql is not None and data.num_rows \
+                    else bool_to_arrow(np.ones(data.num_rows, dtype=np.bool_))
             old = data.filter(mask)
             if old.num_rows == 0:
                 return t.file, data.num_rows, old, old, None
