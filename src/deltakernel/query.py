@@ -10,6 +10,11 @@ on the first `QueryBuilder()`, and a missing install is a `DeltaError` naming th
 `execute` returns a `pyarrow.RecordBatchReader` (deltalake returns arro3's; both offer `read_all()`,
 iteration, `schema` and the Arrow C stream interface, and `load_cdf` here also returns pyarrow's). The
 result is streamed by DataFusion partition by partition, not collected first.
+
+Beyond deltalake, `execute` also runs Delta DML in Spark SQL syntax on the registered tables — `INSERT INTO
+/ OVERWRITE`, `DELETE FROM`, `UPDATE`, `MERGE INTO` (`deltakernel.datafusion.dml`) — returning one row of
+delta-spark's metrics (`num_affected_rows`, ...) the same way, and re-pinning the registered table to the
+version committed so the next query sees it (the `DeltaTable` object that was registered keeps its version).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ class QueryBuilder:
         from deltakernel import DeltaTable, QueryBuilder
         qb = QueryBuilder().register("t", DeltaTable("path/to/table"))
         qb.execute("SELECT region, sum(amount) FROM t GROUP BY region").read_all()
+        qb.execute("DELETE FROM t WHERE amount < 0").read_all()   # Delta DML: [{'num_affected_rows': ...}]
     """
 
     def __init__(self, session_config: dict[str, str] | None = None) -> None:
@@ -52,7 +58,6 @@ class QueryBuilder:
         if session_config:
             config = datafusion.SessionConfig({str(k): str(v) for k, v in session_config.items()})
         self._ctx = session_context(config)
-        self._datasets: dict[str, Any] = {}
 
     @property
     def context(self) -> Any:
@@ -66,6 +71,7 @@ class QueryBuilder:
         `table_uri` and loaded `version()` (its storage options are not reachable: use deltakernel's).
         """
         from .datafusion import dataset
+        from .datafusion.dml import remember_table
 
         if not isinstance(table_name, str) or not table_name:
             raise DeltaError(f"table_name must be a non-empty string, got {table_name!r}")
@@ -78,12 +84,22 @@ class QueryBuilder:
         if self._ctx.table_exist(table_name):  # re-registering a name replaces it, as in deltalake
             self._ctx.deregister_table(table_name)
         self._ctx.register_dataset(table_name, ds)
-        self._datasets[table_name] = ds
+        remember_table(self._ctx, table_name, ds)
         return self
 
     def execute(self, sql: str) -> pa.RecordBatchReader:
         """Plan `sql` and stream its result. Planning errors (unknown column, syntax) raise `QueryError`
-        here; errors while reading raise `QueryError` (or the kernel's DeltaError) from the reader."""
+        here; errors while reading raise `QueryError` (or the kernel's DeltaError) from the reader.
+
+        Delta DML on a registered table (Spark SQL: `INSERT INTO|OVERWRITE`, `DELETE FROM`, `UPDATE`,
+        `MERGE INTO`) runs here and returns its metrics row; its errors are DeltaErrors
+        (`deltakernel.datafusion.DmlSyntaxError`, `DmlTargetError`, `DmlError`, or the operation's own such
+        as `InvalidFilterError`) and leave the table unchanged."""
+        from .datafusion.dml import execute_dml
+
+        metrics = execute_dml(self._ctx, sql)  # None: not Delta DML
+        if metrics is not None:
+            return metrics.to_reader()
         try:
             df = self._ctx.sql(sql)
             schema = df.schema()
@@ -91,7 +107,7 @@ class QueryBuilder:
         except DeltaError:
             raise
         except Exception as e:  # DataFusion raises plain Exception subclasses
-            from .datafusion.sql import udtf_error
+            from .datafusion.sql_tables import udtf_error
 
             original = udtf_error(e)
             if original is not None:  # delta_scan / delta_changes raised it: keep its type and message

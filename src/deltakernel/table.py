@@ -372,14 +372,15 @@ class DeltaTable:
         """MERGE `source` (any Arrow stream: pyarrow, pandas, polars, DataFusion, ...) into this table on the
         Spark SQL `predicate`; returns a `TableMerger` (add WHEN clauses, then `execute()`).
 
-        `streamed_exec` is accepted for deltalake compatibility (the target is always streamed file by
-        file; the source is read into memory). Deletion vectors when the table allows them, else the
-        touched files are rewritten.
+        `streamed_exec` is accepted for deltalake compatibility: the target is always streamed file by
+        file and the source read once as a stream when `execute()` runs (join keys kept in memory, rows
+        spilled to a local memory-mapped Arrow file past 256 MiB, `DELTAKERNEL_MERGE_SOURCE_MEMORY`).
+        Deletion vectors when the table allows them, else the touched files are rewritten.
         """
-        from .operations.inputs import to_reader
         from .operations.merge import TableMerger, merge
+        from .operations.merge_source import as_merge_source
 
-        data = to_reader(source).read_all()
+        data = as_merge_source(source)
 
         def run(clauses: list[Any]) -> dict[str, Any]:
             metrics, version = merge(

@@ -203,3 +203,18 @@ def test_missing_datafusion_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> 
 def test_exported_like_deltalake() -> None:
     assert deltakernel.QueryBuilder is QueryBuilder
     assert "QueryBuilder" in deltakernel.__all__
+
+
+def test_dml_on_a_registered_deltalake_table(tmp_path: Path) -> None:
+    """A `deltalake.DeltaTable` registration is a DML target too (by URI, at its loaded version): the
+    statement commits a version deltalake reads, and its metrics row comes back like a query result."""
+    uri = str(tmp_path / "t")
+    deltalake.write_deltalake(uri, pa.table({"id": pa.array(range(10), pa.int64()), "g": ["a", "b"] * 5}))
+    qb = QueryBuilder().register("t", deltalake.DeltaTable(uri))
+    result = qb.execute("DELETE FROM t WHERE g = 'a' AND id > 2")
+    assert isinstance(result, pa.RecordBatchReader)
+    assert result.read_all().to_pylist() == [{"num_affected_rows": 3}]
+    after = deltalake.DeltaTable(uri)
+    assert after.version() == 1
+    assert sorted(after.to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2, 3, 5, 7, 9]
+    assert rows(qb.execute("SELECT id FROM t WHERE g = 'a'").read_all()) == [(0,), (2,)]

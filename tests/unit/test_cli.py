@@ -88,6 +88,43 @@ def test_sql_csv_with_string_view_columns(table: str) -> None:
     assert rows == [["a", "s", "e"], ["1", "x", "x!"], ["2", "y", "y!"], ["3", "z", "z!"], ["4", "", "!"]]
 
 
+def _dml_table(path: Path) -> str:
+    uri = str(path / "dml")
+    write_deltalake(uri, pa.table({"a": pa.array([1, 2, 3, 4], pa.int64()), "s": ["x", "y", "z", None]}))
+    return uri
+
+
+def test_sql_dml_then_select_in_one_script(tmp_path: Path) -> None:
+    """`deltakernel sql` runs Delta DML (Spark SQL) and prints its metrics like a query result; the next
+    statement of the script sees the committed version."""
+    pytest.importorskip("datafusion")
+    uri = _dml_table(tmp_path)
+    script = ("DELETE FROM t WHERE a = 1; UPDATE t SET s = 'w' WHERE s IS NULL; "
+              "INSERT INTO t (a) VALUES (5); SELECT a, s FROM t ORDER BY a")
+    proc = cli("sql", script, "--table", f"t={uri}", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    assert rows == [["num_affected_rows"], ["1"], ["num_affected_rows"], ["1"],
+                    ["num_affected_rows", "num_inserted_rows"], ["1", "1"],
+                    ["a", "s"], ["2", "y"], ["3", "z"], ["4", "w"], ["5", ""]]
+    assert DeltaTable(uri).version() == 3
+    assert sorted(DeltaTable(uri).to_pyarrow_table().to_pylist(), key=lambda r: r["a"]) == [
+        {"a": 2, "s": "y"}, {"a": 3, "s": "z"}, {"a": 4, "s": "w"}, {"a": 5, "s": None}]
+
+
+@pytest.mark.parametrize(("statement", "fragments"), [
+    ("UPDATE t SET nope = 1", ("SchemaError", "nope")),
+    ("DELETE FROM t WHERE", ("DmlSyntaxError", "syntax error")),
+    ("MERGE INTO u USING t ON u.a = t.a WHEN MATCHED THEN DELETE", ("DmlTargetError", "unknown table 'u'")),
+])
+def test_sql_dml_error_is_one_error_line_and_table_unchanged(tmp_path: Path, statement: str,
+                                                             fragments: tuple[str, ...]) -> None:
+    pytest.importorskip("datafusion")
+    uri = _dml_table(tmp_path)
+    assert_clean_error(cli("sql", statement, "--table", f"t={uri}"), *fragments)
+    assert DeltaTable(uri).version() == 0
+
+
 def test_history_shows_iso_timestamps(table: str) -> None:
     import json
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -16,6 +19,7 @@ from deltakernel.kernel.expressions import predicate as ex
 from deltakernel.kernel.expressions.sql import (
     Binary,
     Col,
+    Func,
     Lit,
     evaluate,
     parse_sql,
@@ -194,3 +198,140 @@ def test_kleene_logic_matches_pyarrow(xs: list[int | None], ys: list[int | None]
     mod = evaluate("x % 7", t).to_pylist()
     for x, m in zip(xs[:n], mod):
         assert m == (None if x is None else int(abs(x) % 7) * (1 if x >= 0 else -1))
+
+
+# ----------------------------------------------------------------------------- sqlglot-based parser
+# Expected values below were checked against Spark 4 (pyspark, spark.sql.ansi.enabled=false,
+# session time zone UTC) on the same rows: `SELECT <expr> FROM t`.
+S = T.append_column("p", pa.array(["a_b", "axb", "a%b", "a\\b"]))
+
+
+@pytest.mark.parametrize("sql,expected", [
+    ("b ILIKE 'z%'", [False, False, None, True]),  # Spark: LIKE over lower(b), lower(pattern)
+    ("b NOT ILIKE 'Z%'", [True, True, None, False]),
+    ("a IS DISTINCT FROM 1", [False, True, True, True]),
+    ("a IS NOT DISTINCT FROM NULL", [False, False, True, False]),
+    ("`My Col` IS TRUE", [True, False, False, True]),
+    ("`My Col` IS NOT FALSE", [True, False, True, True]),
+    ("`My Col` IS UNKNOWN", [False, False, True, False]),
+    ("p LIKE 'a!_b' ESCAPE '!'", [True, False, False, False]),
+    ("p LIKE 'a!%b' ESCAPE '!'", [False, False, True, False]),
+    ("p LIKE 'a\\\\b' ESCAPE '!'", [False, False, False, True]),  # with another escape, \ is a plain char
+    ("p LIKE 'a\\_b'", [True, False, False, False]),  # Spark keeps the backslash of \_ and \% in strings
+    ("p LIKE 'a\\\\\\\\b'", [False, False, False, True]),
+    ("p LIKE 'a_b'", [True, True, True, True]),
+    ("!(a > 1)", [True, False, None, True]),
+    ("a > 1 -- a trailing comment", [False, True, None, False]),
+    ("/* a comment */ a > 1", [False, True, None, False]),
+    ("a IN (1, 2L, -7)", [True, True, None, True]),
+    ("b LIKE 'it\\'s'", [False, True, None, False]),
+])
+def test_new_predicate_forms_match_spark(sql: str, expected: list[Any]) -> None:
+    assert evaluate(sql, S).to_pylist() == expected
+
+
+@pytest.mark.parametrize("sql,expected,typ", [
+    ("EXTRACT(YEAR FROM ts)", [2024, 2024, 2024, None], pa.int32()),
+    ("EXTRACT(DAY FROM ts)", [5, 5, 5, None], pa.int32()),
+    ("TRY_CAST('12' AS bigint) + 1", [13] * 4, pa.int64()),
+    ("a::string", ["1", "2", None, "-7"], pa.string()),
+    ("'a' 'b'", ["ab"] * 4, pa.string()),  # adjacent literals are one string
+    ("r'a\\b'", ["a\\b"] * 4, pa.string()),  # raw string: no escapes
+    ("X'123'", [b"\x01#"] * 4, pa.binary()),  # odd digit count: leading 0
+    ("1S + a", [2, 3, None, -6], pa.int64()),
+    ("a + 1L", [2, 3, None, -6], pa.int64()),
+    ("length('\\u00e9')", [1] * 4, pa.int32()),
+    ("-128Y", [-128] * 4, pa.int8()),
+    ("1S", [1] * 4, pa.int16()),
+    ("1.5F", [1.5] * 4, pa.float32()),
+    ("1.5BD", [Decimal("1.5")] * 4, pa.decimal128(2, 1)),
+    ("1E3BD", [Decimal("1000")] * 4, pa.decimal128(4, 0)),
+    ("99999999999999999999", [Decimal("99999999999999999999")] * 4, pa.decimal128(20, 0)),
+    ("CAST(2 AS dec(5))", [Decimal("2")] * 4, pa.decimal128(5, 0)),
+    ("'x' || 1 + 2", [None] * 4, pa.float64()),  # || binds like +: ('x' || 1) + 2, and 'x1' is no number
+])
+def test_new_value_forms_match_spark(sql: str, expected: list[Any], typ: pa.DataType) -> None:
+    out = evaluate(sql, S)
+    assert out.to_pylist() == expected
+    assert out.type == typ
+
+
+@pytest.mark.parametrize("sql,lit", [
+    ("-2147483648", Lit(-2147483648, "integer")),  # the sign belongs to the literal, as in Spark
+    ("2147483648", Lit(2147483648, "long")),
+    ("-9223372036854775808L", Lit(-9223372036854775808, "long")),
+    ("1.5", Lit(1.5, "double")),  # Spark: DECIMAL(2,1); kept DOUBLE (see docs/decisions.md)
+    ("1e3", Lit(1000.0, "double")),
+    ("1.5D", Lit(1.5, "double")),
+    ("0.001BD", Lit(Decimal("0.001"), "decimal(3,3)")),
+    ("DATE '2024-01-02'", Lit(dt.date(2024, 1, 2), "date")),
+    ("TIMESTAMP_LTZ '2024-01-02'", Lit(dt.datetime(2024, 1, 2, tzinfo=UTC), "timestamp")),
+    ("TIMESTAMP_NTZ '2024-01-02 03:04'", Lit(dt.datetime(2024, 1, 2, 3, 4), "timestamp_ntz")),
+    ('"a""b"', Lit('a"b')),
+])
+def test_literal_typing(sql: str, lit: Lit) -> None:
+    assert parse_sql(sql) == lit
+
+
+def test_names_and_paths() -> None:
+    assert parse_sql("`a.b`.`c d`.`e``f`") == Col(("a.b", "c d", "e`f"))
+    assert parse_sql("a.b.c.d.e.f") == Col(("a", "b", "c", "d", "e", "f"))
+    assert parse_sql('"a b"."c" = "x"', double_quoted_identifiers=True) == Binary("=", Col(("a b", "c")), Col(("x",)))
+    assert parse_sql("'x'", double_quoted_identifiers=True) == Lit("x")
+    # common column names that are SQL keywords stay columns
+    t = pa.table({"date": ["2024-01-01"], "year": [2024], "timestamp": [1], "value": [2], "key": [3]})
+    assert evaluate("date = '2024-01-01' AND year > 2000 AND timestamp + value + key = 6", t).to_pylist() == [True]
+    # function names are kept as written (upper-cased) for the evaluator, not rewritten by sqlglot
+    assert parse_sql("substr(b, 1) = ucase(b)") == Binary("=", Func("SUBSTR", (Col(("b",)), Lit(1, "integer"))),
+                                                          Func("UCASE", (Col(("b",)),)))
+
+
+@pytest.mark.parametrize("bad", [
+    "a = 1;", "a; b", "SELECT 1", "a AS b", "*", "'abc", "a = `abc", "x'zz'", "INTERVAL 1 DAY", "a + INTERVAL '1' DAY",
+    "a DIV 2", "a & 1", "a[0]", "f(a).b", "count(*)", "count(DISTINCT a)", "sum(a) OVER ()", "x IN (SELECT 1)",
+    "EXISTS(SELECT 1)", "a IN ()", "a LIKE ANY ('x')", "a LIKE 'x!y' ESCAPE '!'", "INT '5'", "DATE 5",
+    "TIMESTAMP 'nope'", "EXTRACT(SECOND FROM ts)", "CAST(a AS ARRAY<INT>)", "CAST(a AS decimal(40, 2))", "$a", "?",
+    "a -> b", "128Y", "9223372036854775808L", "1e400", "1.5L", "transform(a, x -> x + 1)", "a BETWEEN SYMMETRIC 1 AND 2",
+    "(" * 200 + "a" + ")" * 200,
+])
+def test_unsupported_or_malformed_raise_typed_errors(bad: str) -> None:
+    with pytest.raises(InvalidFilterError):
+        parse_sql(bad)
+
+
+def test_syntax_errors_name_the_input_and_position() -> None:
+    with pytest.raises(InvalidFilterError, match=r"'a = = 1'.*column 5"):
+        parse_sql("a = = 1")
+    with pytest.raises(InvalidFilterError, match=r"line 2"):
+        parse_sql("a = 1\n AND (b")
+    with pytest.raises(InvalidFilterError, match=r"128Y.*BYTE"):
+        parse_sql("a > 128Y")
+
+
+def test_unsupported_function_fails_at_evaluation_with_typed_error() -> None:
+    assert parse_sql("b RLIKE 'x'") == Func("RLIKE", (Col(("b",)), Lit("x")))
+    with pytest.raises(InvalidFilterError, match="RLIKE"):
+        ev("b RLIKE 'x'")
+
+
+def test_long_generated_predicates_parse() -> None:
+    text = " OR ".join(f"a = {i}" for i in range(3000))
+    assert referenced_columns(parse_sql(text)) == {("a",)}
+    pred = to_predicate(parse_sql(" OR ".join(f"a = {i}" for i in range(50))), SCHEMA)
+    assert pred is not None
+    assert T.filter(ex.to_pyarrow(pred, SCHEMA)).column("a").to_pylist() == [1, 2]
+
+
+def test_parse_results_are_cached() -> None:
+    text = "a > 1 AND b LIKE 'x%'"
+    assert parse_sql(text) is parse_sql(text)
+    assert parse_sql('"b"', double_quoted_identifiers=True) == Col(("b",))
+    assert parse_sql('"b"') == Lit("b")  # the quoting mode is part of the cache key
+
+
+def test_importing_deltakernel_does_not_import_sqlglot() -> None:
+    code = ("import sys, deltakernel, deltakernel.table, deltakernel.operations.write, "
+            "deltakernel.kernel.expressions.sql, deltakernel.kernel.expressions.sql_eval; "
+            "assert not [m for m in sys.modules if m.split('.')[0] == 'sqlglot'], 'sqlglot imported'; "
+            "deltakernel.kernel.expressions.sql.parse_sql('a = 1'); assert 'sqlglot' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -97,6 +97,38 @@ def test_update_sets_matching_rows_only(tmp_path: Path, conf: dict) -> None:
 
 
 @pytest.mark.parametrize("conf", MODES)
+@pytest.mark.parametrize("updates", [{"v": "id", "s": "'const'"}, {"s": "p", "p": "s"}, {"v": "v * 2", "s": "s"}],
+                         ids=["unread-columns", "swap", "self-reference"])
+def test_assigned_columns_read_only_when_some_assignment_reads_them(tmp_path: Path, conf: dict,
+                                                                   updates: dict) -> None:
+    """Merge-on-read skips decoding assigned columns no assignment reads; a swap or self-reference reads them."""
+    path = tmp_path / "t"
+    data = pa.table({"id": pa.array(range(12), pa.int64()), "p": [f"p{i}" for i in range(12)],
+                     "v": pa.array([i * 10 for i in range(12)], pa.int32()),
+                     "s": [None if i % 4 == 0 else f"s{i}" for i in range(12)]})
+    write_deltalake(path, data, configuration=conf)
+    DeltaTable(str(path)).update(updates=updates, predicate="id % 2 = 0")
+
+    def new(r: dict) -> dict:
+        if r["id"] % 2:
+            return r
+        env = dict(r)
+        out = dict(r)
+        for col, text in updates.items():
+            if text == "id":
+                out[col] = env["id"]
+            elif text == "'const'":
+                out[col] = "const"
+            elif text == "v * 2":
+                out[col] = env["v"] * 2
+            else:
+                out[col] = env[text]
+        return out
+
+    assert _rows(path) == _expected(data, new)
+
+
+@pytest.mark.parametrize("conf", MODES)
 def test_update_without_predicate_and_with_no_match(tmp_path: Path, conf: dict) -> None:
     path = tmp_path / "t"
     write_deltalake(path, _data(10), configuration=conf)

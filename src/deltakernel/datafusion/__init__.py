@@ -9,6 +9,21 @@
                     # delta_changes('uri', start, end): the change data feed
     dkdf.register_catalog(ctx, "lake", "/data/warehouse")   # SELECT * FROM lake.public.sales
 
+Delta DML in SQL (Spark SQL syntax, as delta-spark users write it) goes through `sql(ctx, statement)`, not
+`ctx.sql` (DataFusion cannot write to a Delta table and its `ctx.sql` cannot be intercepted):
+
+    dkdf.sql(ctx, "DELETE FROM sales WHERE day < '2026-01-01'").show()   # one row: num_affected_rows
+    dkdf.sql(ctx, "UPDATE sales SET amount = amount * 2 WHERE region = 'EU'")
+    dkdf.sql(ctx, "INSERT INTO sales SELECT * FROM staging")     # also INSERT OVERWRITE, REPLACE WHERE
+    dkdf.sql(ctx, "MERGE INTO sales t USING (SELECT * FROM updates) s ON t.id = s.id "
+                  "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    dkdf.sql(ctx, "SELECT count(*) FROM sales")                  # anything else: exactly ctx.sql(...)
+
+Targets are the Delta tables registered through deltakernel in `ctx`: `register(...)`, `CREATE EXTERNAL
+TABLE ... STORED AS DELTA` on a session set up by `install` / `session_context`, and `register_catalog`
+tables. The statement runs at the registered version and the registration is re-pinned to the version it
+commits, so the next query sees the change; the result is a DataFrame of delta-spark's metrics. See `dml.py`.
+
 See `dataset.py` for how filters and projections reach the kernel and `docs/decisions.md` for why.
 """
 
@@ -18,7 +33,8 @@ from typing import Any
 
 from .changes import ChangesDataset, changes_dataset, table_changes
 from .dataset import DatasetMetrics, DeltaDataset, DeltaFragment, DeltaScanner
-from .sql import (
+from .dml import DmlError, DmlSyntaxError, DmlTargetError, delta_tables, execute_dml, metrics_dataframe, remember_table
+from .sql_tables import (
     DeltaCatalogProvider,
     DeltaSchemaProvider,
     DeltaTableFactory,
@@ -83,7 +99,20 @@ def register(
                  target_partitions=target_partitions, native_reader=native_reader, view_types=view_types,
                  row_tracking=row_tracking)
     ctx.register_dataset(name, ds)
+    remember_table(ctx, name, ds)
     return ds
+
+
+def sql(ctx: Any, statement: str, *args: Any, **kwargs: Any) -> Any:
+    """`ctx.sql(statement)`, except that Delta DML (`INSERT`, `DELETE`, `UPDATE`, `MERGE` in Spark SQL
+    syntax) on a Delta table registered through deltakernel runs here, eagerly, and returns a one-row
+    DataFrame of its metrics (delta-spark's names). Errors in DML are DeltaErrors (`DmlError`,
+    `DmlSyntaxError`, `DmlTargetError` or the operation's own: `InvalidFilterError`, `SchemaError`,
+    `MergeDuplicateMatchError`, ...); the table is then unchanged. Other arguments go to `ctx.sql`."""
+    metrics = execute_dml(ctx, statement)
+    if metrics is None:
+        return ctx.sql(statement, *args, **kwargs)
+    return metrics_dataframe(ctx, metrics)
 
 
 __all__ = [
@@ -95,13 +124,18 @@ __all__ = [
     "DeltaScanner",
     "DeltaSchemaProvider",
     "DeltaTableFactory",
+    "DmlError",
+    "DmlSyntaxError",
+    "DmlTargetError",
     "changes_dataset",
     "dataset",
     "delta_changes_udtf",
     "delta_scan_udtf",
+    "delta_tables",
     "install",
     "register",
     "register_catalog",
     "session_context",
+    "sql",
     "table_changes",
 ]

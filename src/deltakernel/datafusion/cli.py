@@ -1,6 +1,9 @@
 """`deltakernel sql "<query>" --table name=uri[@version] ...`: SQL over Delta tables in DataFusion.
 
 Queries may also use `delta_scan('uri', version)` and `delta_changes('uri', start, end)` (the change feed).
+Delta DML in Spark SQL syntax (`INSERT INTO|OVERWRITE`, `DELETE FROM`, `UPDATE`, `MERGE INTO`) on the
+`--table` / `--catalog` / `STORED AS DELTA` tables runs through `dml.py` and prints its metrics row like a
+query result; the following statements of the same script see the new version.
 
 Kept here (not in `deltakernel.cli`) so the base CLI imports nothing from datafusion until `sql` runs.
 """
@@ -92,7 +95,7 @@ def _execute(ctx: Any, statement: str) -> pa.Table:
     except DeltaError:
         raise
     except Exception as e:
-        from .sql import udtf_error
+        from .sql_tables import udtf_error
 
         original = udtf_error(e)
         if original is not None:  # delta_scan / delta_changes raised it: keep its type and message
@@ -129,6 +132,7 @@ def run(args: argparse.Namespace) -> None:
     """The `sql` subcommand (wired in `deltakernel.cli`)."""
     from ..storage import option_pairs
     from . import register, register_catalog, session_context
+    from .dml import execute_dml
 
     options = option_pairs(args.storage_option)
     ctx = session_context(storage_options=options)
@@ -142,7 +146,8 @@ def run(args: argparse.Namespace) -> None:
         register_catalog(ctx, name.strip(), uri, options)
     for statement in split_statements(args.query):
         start = time.perf_counter()
-        result = _execute(ctx, statement)
+        dml_result = execute_dml(ctx, statement)  # None: not Delta DML
+        result = dml_result if dml_result is not None else _execute(ctx, statement)
         elapsed = time.perf_counter() - start
         if result.num_columns == 0:
             continue
@@ -166,7 +171,8 @@ def add_parser(sub: Any) -> None:
     """Add the `sql` subparser to the main CLI's subparsers."""
     sp = sub.add_parser("sql", help="run SQL over Delta tables with DataFusion")
     sp.add_argument("query", help="SQL; several statements separated by ';' (DDL allowed: "
-                                  "CREATE EXTERNAL TABLE t STORED AS DELTA LOCATION '...'). Table functions: "
+                                  "CREATE EXTERNAL TABLE t STORED AS DELTA LOCATION '...'; Delta DML in Spark "
+                                  "SQL: INSERT INTO|OVERWRITE, DELETE FROM, UPDATE, MERGE INTO). Table functions: "
                                   "delta_scan('uri' [, version|'timestamp']) reads a table, "
                                   "delta_changes('uri' [, start [, end]]) its change data feed "
                                   "(start/end: versions or ISO-8601 timestamps)")

@@ -341,6 +341,37 @@ def _invariants(schema: StructType) -> list[tuple[tuple[str, ...], str]]:
 _CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
 
+def _renamed(src: pa.DataType, target: pa.DataType) -> pa.DataType:
+    """`src` with its struct fields (nested too) spelled as `target`'s where they match case-insensitively
+    (Delta names are case-insensitive; Arrow's struct cast matches names exactly)."""
+    if pa.types.is_struct(src) and pa.types.is_struct(target):
+        by_lower: dict[str, list[pa.Field]] = {}
+        for t in target:
+            by_lower.setdefault(t.name.lower(), []).append(t)
+        fields = []
+        for f in src:
+            match = by_lower.get(f.name.lower(), [])
+            if len(match) == 1:
+                t = match[0]
+                fields.append(pa.field(t.name, _renamed(f.type, t.type), f.nullable, f.metadata))
+            else:
+                fields.append(f)
+        return pa.struct(fields)
+    if (pa.types.is_list(src) or pa.types.is_large_list(src)) and \
+            (pa.types.is_list(target) or pa.types.is_large_list(target)):
+        value = src.value_field.with_type(_renamed(src.value_type, target.value_type))
+        return pa.list_(value) if pa.types.is_list(src) else pa.large_list(value)
+    if pa.types.is_map(src) and pa.types.is_map(target):
+        return pa.map_(src.key_field.with_type(_renamed(src.key_type, target.key_type)),
+                       src.item_field.with_type(_renamed(src.item_type, target.item_type)), src.keys_sorted)
+    return src
+
+
+def _with_target_field_names(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    renamed = _renamed(arr.type, target)
+    return arr if renamed == arr.type else arr.view(renamed)
+
+
 def cast_for_column(arr: pa.Array | pa.ChunkedArray, target: pa.DataType, column: str, *, strict: bool,
                     what: str) -> pa.Array:
     """New values (an UPDATE's SET, a MERGE's assignment) as column `column`'s type, with Spark's casts.
@@ -352,6 +383,7 @@ def cast_for_column(arr: pa.Array | pa.ChunkedArray, target: pa.DataType, column
 
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    arr = _with_target_field_names(arr, target)
     if arr.type == target:
         return arr
     ev = _Evaluator(pa.table({}))

@@ -32,44 +32,46 @@ from .merge_plan import (
     check_schema_names,
     resolve_clauses,
 )
+from .merge_source import MergeSource, as_merge_source
 from .properties import CommitProperties, PostCommitHookProperties
 
 
-def _plain_types(table: pa.Table) -> pa.Table:
-    """View types (polars, DuckDB) as their plain Arrow types: take/join kernels need those."""
-    def plain(t: pa.DataType) -> pa.DataType:
-        if t == pa.string_view():
-            return pa.large_string()
-        if t == pa.binary_view():
-            return pa.large_binary()
-        return t
-
-    schema = pa.schema([f.with_type(plain(f.type)) for f in table.schema])
-    return table.cast(schema) if schema != table.schema else table
-
-
-def merge(storage: Storage, snapshot: Snapshot, source: pa.Table, predicate: str, clauses: list[Clause], *,
+def merge(storage: Storage, snapshot: Snapshot, source: Any, predicate: str, clauses: list[Clause], *,
           source_alias: str | None = None, target_alias: str | None = None, merge_schema: bool = False,
           error_on_type_mismatch: bool = True, writer_properties: Any = None,
           commit_properties: CommitProperties | None = None,
           post_commithook_properties: PostCommitHookProperties | None = None) -> tuple[dict[str, int], int | None]:
-    """Run a MERGE; returns (metrics, committed version or None when nothing changed)."""
+    """Run a MERGE of `source` (a `MergeSource` or any Arrow input, read once as a stream); returns
+    (metrics, committed version or None when nothing changed)."""
+    source = as_merge_source(source)
+    try:
+        return _merge(storage, snapshot, source, predicate, clauses, source_alias=source_alias,
+                      target_alias=target_alias, merge_schema=merge_schema,
+                      error_on_type_mismatch=error_on_type_mismatch, writer_properties=writer_properties,
+                      commit_properties=commit_properties, post_commithook_properties=post_commithook_properties)
+    finally:
+        source.close()
+
+
+def _merge(storage: Storage, snapshot: Snapshot, source: MergeSource, predicate: str, clauses: list[Clause], *,
+           source_alias: str | None, target_alias: str | None, merge_schema: bool, error_on_type_mismatch: bool,
+           writer_properties: Any, commit_properties: CommitProperties | None,
+           post_commithook_properties: PostCommitHookProperties | None) -> tuple[dict[str, int], int | None]:
     start = time.monotonic()
     if not isinstance(predicate, str) or not predicate.strip():
         raise InvalidFilterError(f"a MERGE predicate must be a non-empty SQL string, got {predicate!r}")
     if not clauses:
         raise MergeError("MERGE needs at least one WHEN clause (when_matched_update, when_not_matched_insert, ...)")
     check_schema_names(source.schema, "the MERGE source")
-    source = _plain_types(source)
     txn = KernelTransaction(storage, snapshot, operation="MERGE", operation_parameters=_parameters(predicate, clauses))
     if merge_schema:
-        _evolve_schema(txn, source.schema)
+        _evolve_schema(txn, source.schema, clauses, target_alias)
     schema = txn.metadata.schema
     names = Names([f.name for f in schema.fields], source.schema.names, target_alias or "target",
                   source_alias or "source")
     resolve_clauses(clauses, names, schema, source.schema)
     op = MergeRun(storage, snapshot, txn, source, predicate, clauses, names, error_on_type_mismatch,
-                writer_properties)
+                  writer_properties, merge_schema=merge_schema)
     return run_and_commit(op, txn, start, commit_properties, post_commithook_properties)
 
 
@@ -91,32 +93,13 @@ def _parameters(predicate: str, clauses: list[Clause]) -> dict[str, Any]:
     }
 
 
-def _evolve_schema(txn: KernelTransaction, source: pa.Schema) -> None:
-    """merge_schema=True: top-level source columns the table lacks are appended (nullable, column-mapping
-    ids / physical names assigned, protocol raised for their types); existing columns keep their types."""
-    from ..kernel.log.actions import Metadata
-    from ..kernel.schema.arrow import from_arrow_schema
-    from ..kernel.schema.evolution import assign_column_mapping, max_column_id, merge_schemas
-    from ..kernel.schema.types import schema_to_json
-    from .write import protocol_for, required_features
+def _evolve_schema(txn: KernelTransaction, source: pa.Schema, clauses: list[Clause],
+                   target_alias: str | None) -> None:
+    """merge_schema=True: the target schema evolved by the source columns the clauses write (nested fields,
+    type widening; `merge_schema.py`)."""
+    from .merge_schema import evolve_schema
 
-    md = txn.metadata
-    schema = md.schema
-    known = {f.name.lower() for f in schema.fields}
-    new = [f for f in source if f.name.lower() not in known]
-    if not new:
-        return
-    merged = merge_schemas(schema, from_arrow_schema(pa.schema(new)))
-    configuration = dict(md.configuration)
-    if configuration.get("delta.columnMapping.mode", "none") in ("name", "id"):
-        start = int(configuration.get("delta.columnMapping.maxColumnId", "0"))
-        merged, new_max = assign_column_mapping(merged, max(start, max_column_id(merged)))
-        configuration["delta.columnMapping.maxColumnId"] = str(new_max)
-    txn.update_metadata(Metadata(md.id, schema_to_json(merged), md.partition_columns, configuration, md.name,
-                                 md.description, md.format, md.created_time))
-    protocol = protocol_for(required_features(merged, configuration), txn.protocol)
-    if protocol != txn.protocol:
-        txn.update_protocol(protocol)
+    evolve_schema(txn, source, clauses, target_alias)
 
 
 class TableMerger:

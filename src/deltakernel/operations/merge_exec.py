@@ -3,13 +3,16 @@
 Execution (see docs/decisions.md, "MERGE execution"):
 1. Plan (`merge_plan`): aliases resolved, clauses parsed and type-checked on empty tables, the join
    condition split into equi-join keys and a residual. Bad input raises here, before anything is written.
-2. The source is read into Arrow (it must fit in memory; the target never has to). Its join-key ranges
+2. The source is read once as a stream (`merge_source`): join keys and the columns conditions read stay in
+   memory, whole rows are spilled to a memory-mapped Arrow file past a budget. Its join-key ranges
    (min/max per key, the distinct values of partition keys) plus the condition's target-only conjuncts
    prune the target files (partition values + stats). With NOT MATCHED BY SOURCE clauses every file is a
    candidate.
 3. Find matches, one candidate file at a time (threads overlap reads): only the key and clause columns are
-   read, physical row positions attached, rows already deleted by a DV dropped, the file hash-joined with
-   the source keys (Arrow's hash join; NULL keys never match), the residual evaluated on the pairs.
+   read, physical row positions attached, rows already deleted by a DV dropped, the file joined with the
+   source keys (one integer/temporal key: binary search in the sorted source keys, so a 10M-row source is
+   not re-hashed per file; otherwise Arrow's hash join on the source keys in the file's key range; NULL
+   keys never match), the residual evaluated on the pairs.
    A target row matched twice for an update/delete raises `MergeDuplicateMatchError`. Each pair /
    unmatched row is assigned its first clause whose condition holds, vectorized per clause.
 4. Write: for each touched file its live rows are read once; updated rows are computed (assignments
@@ -24,9 +27,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,12 +43,13 @@ from ..kernel.expressions import predicate as ex
 from ..kernel.expressions.sql import evaluate, parse_sql, to_predicate
 from ..kernel.scan.scan import Scan
 from ..kernel.schema.arrow import to_arrow_schema
-from ..kernel.schema.types import PrimitiveType, StructField, StructType
+from ..kernel.schema.types import PrimitiveType, StructType
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter, conform_to
 from .constraints import cast_for_column
+from .data_output import DataFileOutput
 from .dml_commit import ms_since
 from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .merge_plan import (
@@ -66,7 +68,9 @@ from .merge_plan import (
     side_columns,
     unprefix,
 )
-from .rewrite import _without_stats_of, remove_action, row_tracking_configuration
+from .merge_schema import update_star_struct
+from .merge_source import MergeSource
+from .rewrite import remove_action, row_tracking_configuration
 from .touched_rows import as_mask, existing_deleted, live_positions, physical_task, prefetch
 
 _FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row_id",
@@ -118,53 +122,12 @@ def _column(value: Any, n: int) -> Any:
     return broadcast(value, n) if isinstance(value, pa.Scalar) else value
 
 
-class _Parts:
-    """Copy-on-write survivors of each touched file written as files of their own on a small pool (pyarrow
-    encodes without the GIL), at most `in_flight` files at a time; `adds` is filled as files complete, so
-    an abort finds every file written."""
-
-    def __init__(self, write: Callable[[Iterator[pa.RecordBatch]], list[dict[str, Any]]],
-                 in_flight: int = 2) -> None:
-        self._write = write
-        self._pool = ThreadPoolExecutor(max_workers=in_flight)
-        self._in_flight = in_flight
-        self._futures: deque[Future[None]] = deque()
-        self.adds: list[dict[str, Any]] = []
-
-    def _run(self, batches: Callable[[], Iterator[pa.RecordBatch]]) -> None:
-        self.adds.extend(self._write(batches()))
-
-    def submit(self, batches: Callable[[], Iterator[pa.RecordBatch]]) -> None:
-        """Write the batches `batches()` yields (computed on the pool too) as new files."""
-        while len(self._futures) >= self._in_flight:
-            self._futures.popleft().result()
-        self._futures.append(self._pool.submit(self._run, batches))
-
-    def finish(self) -> list[dict[str, Any]]:
-        while self._futures:
-            self._futures.popleft().result()
-        self._pool.shutdown()
-        return list(self.adds)
-
-    def abort(self) -> list[dict[str, Any]]:
-        """Wait for writes in progress (errors ignored) and return every file written."""
-        for f in self._futures:
-            try:
-                f.result()
-            except BaseException:  # the original error matters
-                pass
-        self._futures.clear()
-        self._pool.shutdown(wait=True)
-        out, self.adds = list(self.adds), []
-        return out
-
-
 class MergeRun:
     """One MERGE's matching and writing; actions go into `txn`, `abort` deletes what it wrote."""
 
-    def __init__(self, storage: Storage, snapshot: Snapshot, txn: KernelTransaction, source: pa.Table,
+    def __init__(self, storage: Storage, snapshot: Snapshot, txn: KernelTransaction, source: MergeSource,
                  predicate: str, clauses: list[Clause], names: Names, strict_types: bool,
-                 writer_properties: Any) -> None:
+                 writer_properties: Any, merge_schema: bool = False) -> None:
         self.storage = storage
         self.snapshot = snapshot
         self.txn = txn
@@ -174,14 +137,14 @@ class MergeRun:
         self.names = names
         self.strict = strict_types
         self.writer_properties = writer_properties
+        self.merge_schema = merge_schema
         self.schema: StructType = txn.metadata.schema
         self.arrow_schema = to_arrow_schema(self.schema, include_metadata=False)
         self.now = int(time.time() * 1000)
-        self.metrics = MergeMetrics(num_source_rows=source.num_rows)
+        self.metrics = MergeMetrics()
         self.cdc: ChangeDataWriter | None = None
         self.dv_writer: DeletionVectorWriter | None = None
-        self.adds: list[dict[str, Any]] = []
-        self.parts: _Parts | None = None
+        self.output: DataFileOutput | None = None
         self.enforcer: Any = None
         cond = names.qualify(parse_sql(predicate), predicate)
         self.join = plan_join(cond, predicate)
@@ -222,7 +185,7 @@ class MergeRun:
                 cols[f"__k{i}"] = col.cast(t_type) if col.type != t_type else col
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 raise SchemaError(f"MERGE: join key source.{s} cannot be cast to {t_type} (target.{t}): {e}") from e
-        cols["__src_row"] = pa.chunked_array([pa.array(np.arange(self.source.num_rows, dtype=np.int64))])
+        cols["__src_row"] = pa.chunked_array([np_to_arrow(np.arange(self.source.num_rows, dtype=np.int64))])
         keys = pa.table(cols)
         valid = None
         for i in range(len(self.join.keys)):
@@ -298,9 +261,42 @@ class MergeRun:
         hi = int(np.searchsorted(self._sorted_first_key, values.max(), "right"))
         return keys.slice(lo, hi - lo)
 
+    def _sorted_pairs(self, tgt: pa.Table, key: str) -> tuple[pa.Table, npt.NDArray[np.int64]] | None:
+        """(target rows repeated per matching source row, those source rows) for one integer or temporal
+        key, by binary search in the sorted source keys; None when the key's type does not allow it."""
+        sk, src_sorted = self._sorted_first_key, self._sorted_src_rows
+        if sk is None or src_sorted is None:
+            return None
+        col = tgt.column(key)
+        try:
+            if col.null_count:
+                valid = np.flatnonzero(pc.is_valid(col).to_numpy(zero_copy_only=False))
+                values = col.drop_null().to_numpy()
+            else:
+                valid = None
+                values = col.to_numpy()
+        except (pa.ArrowException, TypeError, ValueError):
+            return None
+        if values.dtype != sk.dtype:
+            return None
+        if values.size:  # only the source keys inside this file's range: a small, cache-resident search
+            first = int(np.searchsorted(sk, values.min(), "left"))
+            last = int(np.searchsorted(sk, values.max(), "right"))
+            sk, src_sorted = sk[first:last], src_sorted[first:last]
+        lo = np.searchsorted(sk, values, "left")
+        count = np.searchsorted(sk, values, "right") - lo
+        hit = np.flatnonzero(count)
+        count, lo = count[hit], lo[hit]
+        rows = np.repeat(hit, count)
+        offsets = np.arange(rows.size, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+        src_rows = src_sorted[np.repeat(lo, count) + offsets]
+        if valid is not None:
+            rows = valid[rows]
+        return tgt.take(np_to_arrow(rows.astype(np.int64))), src_rows.astype(np.int64)
+
     def _match_file(self, file: dict[str, Any], scan: Scan, keys: pa.Table, t_cols: list[str],
                     s_cols: list[str]) -> FileMatch:
-        data = scan.read_file(physical_task(file))
+        data = conform_to(scan.read_file(physical_task(file)), self._match_schema)  # evolved types
         n = data.num_rows
         existing = existing_deleted(self.snapshot, file)
         tgt = _prefixed(data, T_PREFIX, t_cols).append_column("__pos", pa.array(np.arange(n, dtype=np.int64)))
@@ -308,15 +304,19 @@ class MergeRun:
             keep = ~np.isin(np.arange(n, dtype=np.uint64), existing, assume_unique=True)
             tgt = tgt.filter(pa.array(keep))
         left_keys = [T_PREFIX + t for t, _ in self.join.keys]
-        right_keys = [f"__k{i}" for i in range(len(self.join.keys))]
-        keys = self._key_range(keys, tgt.column(left_keys[0]))
-        pairs = tgt.join(keys, keys=left_keys, right_keys=right_keys, join_type="inner",
-                         coalesce_keys=True, use_threads=False)
-        src_rows = pairs.column("__src_row").to_numpy().astype(np.int64) if pairs.num_rows else \
-            np.empty(0, np.int64)
+        found = self._sorted_pairs(tgt, left_keys[0]) if len(left_keys) == 1 else None
+        if found is not None:
+            pairs, src_rows = found
+        else:
+            right_keys = [f"__k{i}" for i in range(len(self.join.keys))]
+            keys = self._key_range(keys, tgt.column(left_keys[0]))
+            pairs = tgt.join(keys, keys=left_keys, right_keys=right_keys, join_type="inner",
+                             coalesce_keys=True, use_threads=False)
+            src_rows = pairs.column("__src_row").to_numpy().astype(np.int64) if pairs.num_rows else \
+                np.empty(0, np.int64)
         if s_cols and pairs.num_rows:
             for s in s_cols:
-                pairs = pairs.append_column(S_PREFIX + s, self.source.column(s).take(pa.array(src_rows)))
+                pairs = pairs.append_column(S_PREFIX + s, self.source.column(s).take(np_to_arrow(src_rows)))
         elif s_cols:
             for s in s_cols:
                 pairs = pairs.append_column(S_PREFIX + s, pa.nulls(0, self.source.schema.field(s).type))
@@ -381,8 +381,12 @@ class MergeRun:
         out = {}
         for name, e in clause.updates.items():
             value = _column(evaluate(e, both), n)
-            out[name] = cast_for_column(value, self.arrow_schema.field(name).type, name, strict=self.strict,
-                                        what="MERGE")
+            dtype = self.arrow_schema.field(name).type
+            if self.merge_schema and clause.all_columns and tgt is not None and src is not None \
+                    and pa.types.is_struct(dtype):
+                out[name] = update_star_struct(value, tgt.column(name), dtype, name, strict=self.strict)
+            else:
+                out[name] = cast_for_column(value, dtype, name, strict=self.strict, what="MERGE")
         return out
 
     def _updated(self, clause: Clause, tgt: pa.Table, src: pa.Table | None) -> pa.Table:
@@ -416,21 +420,31 @@ class MergeRun:
         txn = self.txn
         configuration = row_tracking_configuration(txn)
         self.configuration = configuration
-        self.hidden = rt.columns_to_write(self.snapshot.protocol, configuration, configuration,
-                                          self.storage.root_uri)
+        self.output = DataFileOutput(self.snapshot, self.storage, txn.metadata.schema, txn.metadata.partition_columns,
+                                     configuration, self.writer_properties)
+        self.hidden = self.output.hidden
         self.row_tracking = self.hidden is not None
         from .constraints import Enforcer
 
         enforcer = Enforcer(txn.metadata, txn.protocol)
         self.enforcer = enforcer if enforcer.needed else None
 
+        t_cols: set[str] = {t for t, _ in self.join.keys} | side_columns(self.join.residual, T_PREFIX)
+        s_cols: set[str] = side_columns(self.join.residual, S_PREFIX)
+        for i in self.matched + self.by_source:
+            t_cols |= side_columns(self.clauses[i].predicate, T_PREFIX)
+            s_cols |= side_columns(self.clauses[i].predicate, S_PREFIX)
+        self.source.load([s for _, s in self.join.keys] + sorted(s_cols))
+        self.metrics.num_source_rows = self.source.num_rows
         keys = self._source_keys()
         self._sorted_first_key: npt.NDArray[Any] | None = None
+        self._sorted_src_rows: npt.NDArray[np.int64] | None = None
         try:  # sorted on the first key, so each file joins only the source keys in its own key range
             keys = keys.sort_by("__k0")
             first = keys.column("__k0").to_numpy()
             if first.dtype.kind in "iumM":  # not floats: NaN has no place in a min/max range
                 self._sorted_first_key = first
+                self._sorted_src_rows = keys.column("__src_row").to_numpy()
         except (pa.ArrowException, TypeError, ValueError):
             pass
         pruning = self._pruning(keys)
@@ -445,14 +459,11 @@ class MergeRun:
         rows = files.select(_FILE_COLUMNS).to_pylist() if files.num_rows else []
         txn.read_files([r["path"] for r in rows])
 
-        t_cols: set[str] = {t for t, _ in self.join.keys} | side_columns(self.join.residual, T_PREFIX)
-        s_cols: set[str] = side_columns(self.join.residual, S_PREFIX)
-        for i in self.matched + self.by_source:
-            t_cols |= side_columns(self.clauses[i].predicate, T_PREFIX)
-            s_cols |= side_columns(self.clauses[i].predicate, S_PREFIX)
         t_list = [f.name for f in self.schema.fields if f.name in t_cols]
         s_list = sorted(s_cols)
-        scan = Scan(self.snapshot, columns=t_list)
+        # files are read with the snapshot's schema; a MERGE that evolved it matches on the new types
+        scan = Scan(self.snapshot, columns=[c for c in t_list if self.snapshot.schema.has(c)])
+        self._match_schema = pa.schema([self.arrow_schema.field(c) for c in t_list])
         source_matched = np.zeros(self.source.num_rows, dtype=bool)
         touched: list[FileMatch] = []
         work = keys if keys.num_rows or self.by_source else None
@@ -473,8 +484,6 @@ class MergeRun:
         if use_dv:
             self.dv_writer = DeletionVectorWriter(self.storage, configuration)
         dv_files: list[FileMatch] = []
-        if not use_dv and len(touched) > 1:
-            self.parts = _Parts(self._write_files)
         self._write(self._output(touched, insert_rows, use_dv, dv_files))
         if self.dv_writer is not None:
             replaced = self.dv_writer.commit_into(txn, [m.file for m in dv_files], self.now)
@@ -525,7 +534,7 @@ class MergeRun:
                 if self.hidden is not None:
                     tgt = tgt.append_column(rt.ROW_ID, data.column(rt.ROW_ID).take(li))
                 src_idx = m.upd_src[sel]
-                src = self.source.take(pa.array(src_idx)) if self.clauses[ci].kind == MATCHED_UPDATE else None
+                src = self.source.take(src_idx) if self.clauses[ci].kind == MATCHED_UPDATE else None
                 post = self._updated(self.clauses[int(ci)], tgt, src)
                 m_.num_target_rows_updated += post.num_rows
                 if self.cdc is not None:
@@ -552,12 +561,13 @@ class MergeRun:
             m_.num_target_rows_copied += int(mask.sum())
 
             kept = functools.partial(self._kept, logical, data, pa.array(mask))
-            if self.parts is not None:  # each file's survivors: a file of their own, filtered and written in parallel
-                self.parts.submit(kept)
+            assert self.output is not None
+            if self.output.worth_a_file(int(mask.sum())):  # a file of its own, filtered and encoded in parallel
+                self.output.submit_file(kept)
             else:
                 yield from kept()
         for lo in range(0, int(insert_rows.size), _INSERT_CHUNK):
-            chunk = self.source.take(pa.array(insert_rows[lo:lo + _INSERT_CHUNK]))
+            chunk = self.source.take(insert_rows[lo:lo + _INSERT_CHUNK])
             which = self._first_clause(_prefixed(chunk, S_PREFIX), self.not_matched)
             for ci in self.not_matched:
                 sel = which == ci
@@ -570,42 +580,15 @@ class MergeRun:
                 yield from self._materialize(rows, None, None)
 
     def _write(self, batches: Iterator[pa.RecordBatch]) -> None:
-        adds = self._write_files(batches)
-        if self.parts is not None:
-            adds = self.parts.finish() + adds
-        self.adds = adds
+        assert self.output is not None
+        self.output.write(batches)
+        adds = self.output.finish()
         self.txn.add_files(adds)
         self.metrics.num_target_files_added += len(adds)
         self.metrics.num_added_bytes += sum(int(a.get("size") or 0) for a in adds)
 
-    def _write_files(self, batches: Iterator[pa.RecordBatch]) -> list[dict[str, Any]]:
-        from .file_writer import write_data_files
-
-        schema = self.schema
-        if self.hidden is not None:
-            long = PrimitiveType("long")
-            schema = StructType((*schema.fields, StructField(self.hidden[0], long),
-                                 StructField(self.hidden[1], long)))
-        adds = write_data_files(
-            self.storage, batches, schema=schema, partition_columns=list(self.txn.metadata.partition_columns),
-            column_mapping_mode=self.snapshot.column_mapping_mode, configuration=self.configuration,
-            writer_properties=self.writer_properties,
-        )
-        if self.hidden is not None:
-            adds = [_without_stats_of(a, self.hidden) for a in adds]
-        return adds
-
     def abort(self) -> None:
-        from ..kernel.paths import resolve_key
-
-        if self.parts is not None:
-            self.adds = self.adds + self.parts.abort()
-        for a in self.adds:
-            try:
-                self.storage.delete(resolve_key(self.storage.root_uri, a["path"]))
-            except Exception:  # best effort: never-committed files are harmless orphans
-                pass
-        for part in (self.cdc, self.dv_writer):
+        for part in (self.output, self.cdc, self.dv_writer):
             if part is not None:
                 part.abort()
 

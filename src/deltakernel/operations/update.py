@@ -40,20 +40,21 @@ import pyarrow.compute as pc
 from ..errors import ConstraintViolationError, InvalidFilterError, SchemaError
 from ..kernel import row_tracking as rt
 from ..kernel.arrow_build import bool_to_arrow, broadcast
-from ..kernel.expressions.sql import SqlExpr, evaluate, parse_sql
+from ..kernel.expressions.sql import SqlExpr, evaluate, parse_sql, referenced_columns
 from ..kernel.log.actions import Metadata
 from ..kernel.scan.scan import Scan
 from ..kernel.schema.arrow import to_arrow_schema, to_arrow_type
-from ..kernel.schema.types import PrimitiveType, StructField, StructType, schema_to_json
+from ..kernel.schema.types import StructField, StructType, schema_to_json
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage
 from .change_data import ChangeDataWriter
 from .constraints import GENERATION_EXPRESSION, IDENTITY_START, IDENTITY_STEP, Enforcer, cast_for_column
+from .data_output import DataFileOutput
 from .dml_commit import FileChangeMetrics, ms_since, run_and_commit
 from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .properties import CommitProperties, PostCommitHookProperties
-from .rewrite import FILE_COLUMNS, _without_stats_of, remove_action, row_tracking_configuration
+from .rewrite import FILE_COLUMNS, remove_action, row_tracking_configuration
 from .touched_rows import (
     DmlPredicate,
     TouchedFile,
@@ -162,8 +163,21 @@ class _Updater:
         self.changed = {*assignments, *(self.regenerate if self.enforcer.needed else ()), rt.ROW_COMMIT_VERSION}
         self.arrow = to_arrow_schema(self.schema, include_metadata=False)
 
+    def unread_columns(self) -> set[str]:
+        """Assigned columns that no assignment reads: their old values are never needed (unless change data
+        records pre-images), so merge-on-read does not decode them."""
+        read: set[str] = set()
+        for value in self.assignments.values():
+            if not isinstance(value, pa.Scalar):
+                read |= {path[0].lower() for path in referenced_columns(value)}
+        return {n for n in self.assignments if n.lower() not in read}
+
     def apply(self, old: pa.Table) -> pa.Table:
-        """The updated rows of `old` (logical columns, in schema order)."""
+        """The updated rows of `old` (logical columns, in schema order; columns of `unread_columns` may be
+        missing from `old`)."""
+        for name in self.assignments:
+            if name not in old.schema.names:  # not read: overwritten below, never looked at
+                old = old.append_column(self.arrow.field(name), pa.nulls(old.num_rows, self.arrow.field(name).type))
         logical = old.select([f.name for f in self.schema.fields])
         new = logical
         for name, value in self.assignments.items():
@@ -179,54 +193,6 @@ class _Updater:
 
 
 # ----------------------------------------------------------------------------- writing updated rows
-class _Output:
-    """Writes updated (and copied) rows as new data files, row ids in the materialized columns."""
-
-    def __init__(self, snapshot: Snapshot, storage: Storage, metadata: Metadata, writer_properties: Any) -> None:
-        self.storage = storage
-        self.metadata = metadata
-        self.mode = snapshot.column_mapping_mode
-        self.writer_properties = writer_properties
-        conf = metadata.configuration
-        self.hidden = rt.columns_to_write(snapshot.protocol, snapshot.configuration, conf, storage.root_uri)
-        self.row_tracking = self.hidden is not None
-        self.adds: list[dict[str, Any]] = []
-
-    def materialize(self, rows: pa.Table) -> pa.Table:
-        """Logical rows with `_row_id` / `_row_commit_version` -> the hidden materialized columns."""
-        if self.hidden is None:
-            return rows
-        ids, versions = rows.column(rt.ROW_ID), rows.column(rt.ROW_COMMIT_VERSION)
-        out = rows.drop_columns([rt.ROW_ID, rt.ROW_COMMIT_VERSION])
-        return out.append_column(self.hidden[0], ids).append_column(self.hidden[1], versions)
-
-    def write(self, batches: Iterator[pa.RecordBatch]) -> list[dict[str, Any]]:
-        from .file_writer import write_data_files
-
-        schema = self.metadata.schema
-        if self.hidden is not None:
-            long = PrimitiveType("long")
-            schema = StructType((*schema.fields, StructField(self.hidden[0], long), StructField(self.hidden[1], long)))
-        adds = write_data_files(self.storage, batches, schema=schema,
-                                partition_columns=list(self.metadata.partition_columns),
-                                column_mapping_mode=self.mode, configuration=self.metadata.configuration,
-                                writer_properties=self.writer_properties)
-        if self.hidden is not None:
-            adds = [_without_stats_of(a, self.hidden) for a in adds]
-        self.adds += adds
-        return adds
-
-    def abort(self) -> None:
-        from ..kernel.paths import resolve_key
-
-        for a in self.adds:
-            try:
-                self.storage.delete(resolve_key(self.storage.root_uri, a["path"]))
-            except Exception:  # best effort: never-committed files are harmless orphans
-                pass
-        self.adds = []
-
-
 def _with_new_versions(updated: pa.Table, old: pa.Table) -> pa.Table:
     """Updated rows keep the old `_row_id`; their `_row_commit_version` is NULL (= the new file's version)."""
     return updated.append_column(rt.ROW_ID, old.column(rt.ROW_ID)).append_column(
@@ -276,7 +242,7 @@ class _Update:
         self.now = int(time.time() * 1000)
         self.metrics = UpdateMetrics()
         self.cdc: ChangeDataWriter | None = None
-        self.output: _Output | None = None
+        self.output: DataFileOutput | None = None
         self.dv_writer: DeletionVectorWriter | None = None
 
     def run(self) -> None:
@@ -299,7 +265,8 @@ class _Update:
             return
         configuration = row_tracking_configuration(self.txn)
         md = self.txn.metadata
-        self.output = _Output(self.snapshot, self.storage, md, self.writer_properties)
+        self.output = DataFileOutput(self.snapshot, self.storage, md.schema, md.partition_columns, configuration,
+                                     self.writer_properties)
         self.cdc = ChangeDataWriter.for_commit(self.storage, md, self.snapshot.column_mapping_mode, configuration,
                                                self.writer_properties)
         updater = _Updater(md, self.snapshot.protocol, self.assignments, self.strict)
@@ -337,7 +304,9 @@ class _Update:
     def _with_deletion_vectors(self, touched: Iterator[TouchedFile], updater: _Updater, start: float) -> None:
         assert self.output is not None
         output = self.output
-        scan = Scan(self.snapshot, row_tracking=output.row_tracking)
+        unread = updater.unread_columns() if self.cdc is None else set()
+        scan = Scan(self.snapshot, columns=[f.name for f in self.snapshot.schema.fields if f.name not in unread],
+                    row_tracking=output.row_tracking)
         self.dv_writer = dv_writer = DeletionVectorWriter(self.storage, self.txn.metadata.configuration)
         kept: list[TouchedFile] = []
         m = self.metrics
@@ -406,6 +375,7 @@ class _Update:
 
         write_start = time.monotonic()
         output.write(batches())
+        output.finish()
         m.scan_time_ms = ms_since(start)
         m.rewrite_time_ms = ms_since(write_start)
 

@@ -115,7 +115,22 @@ def required_features(schema: StructType, configuration: dict[str, str]) -> set[
 def protocol_for(features: set[str], current: Protocol | None = None) -> Protocol:
     from ..kernel.protocol.select import minimal_protocol
 
+    if "typeWidening" in features and current is not None and current.has_feature("typeWidening-preview") \
+            and not current.has_feature("typeWidening"):
+        # a table that enabled type widening during its preview keeps that feature (same spec, as delta-spark)
+        features = (set(features) - {"typeWidening"}) | {"typeWidening-preview"}
     return minimal_protocol(features, current)
+
+
+def schema_merge_options(configuration: dict[str, str]) -> dict[str, bool]:
+    """`merge_schemas` options a table's properties imply (shared by writes and MERGE): type widening only
+    with `delta.enableTypeWidening=true` (PROTOCOL.md: writers must reject widening otherwise), restricted to
+    Iceberg V2's changes under IcebergCompatV1/V2."""
+    def on(key: str) -> bool:
+        return str(configuration.get(key, "false")).strip().lower() == "true"
+
+    return {"allow_widening": on("delta.enableTypeWidening"),
+            "iceberg_compat": on("delta.enableIcebergCompatV1") or on("delta.enableIcebergCompatV2")}
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -404,8 +419,8 @@ def _plan_metadata(
     changed = False
     schema = snapshot.schema
     if schema_mode == "merge":
-        allow = md.configuration.get("delta.enableTypeWidening", "false").lower() == "true"
-        merged = merge_schemas(schema, incoming, allow_widening=allow)
+        merged = merge_schemas(schema, incoming, partition_columns=md.partition_columns,
+                               **schema_merge_options(md.configuration))
         generated = [n for n, f in added_fields(schema, merged) if "delta.generationExpression" in f.metadata]
         if generated and snapshot.num_files > 0:
             raise SchemaError(

@@ -1,22 +1,33 @@
-"""Schema evolution for writers: merging an incoming schema into the table's, widening rules, and
-column-mapping id / physical-name assignment for new fields."""
+"""Schema evolution for writers: merging an incoming schema into the table's (nested fields too), the
+type-widening rules (PROTOCOL.md "Type Widening"), the `delta.typeChanges` history, and column-mapping id /
+physical-name assignment for new fields.
+
+One merge (:func:`merge_schemas`) serves `write_deltalake(schema_mode="merge")` and MERGE with
+`merge_schema=True`; they differ only in what happens to a type the table cannot take (`implicit_casts`)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from ...errors import SchemaError
 from .types import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField, StructType
 
 CM_ID = "delta.columnMapping.id"
 CM_NAME = "delta.columnMapping.physicalName"
+TYPE_CHANGES = "delta.typeChanges"
+#: metadata keys that belong to the table a field lives in; never copied from incoming data
+_TABLE_OWNED_KEYS = (CM_ID, CM_NAME, "delta.columnMapping.nested.ids", "parquet.field.nested.ids", TYPE_CHANGES)
 
 _INT_ORDER = ["byte", "short", "integer", "long"]
+_INT_DIGITS = {"byte": 3, "short": 5, "integer": 10, "long": 20}
 
 
 def is_widening(old: DataType, new: DataType) -> bool:
-    """Type changes the typeWidening feature allows (PROTOCOL.md "Type Widening")."""
+    """Type changes the typeWidening feature allows (PROTOCOL.md "Type Widening"): what readers must
+    be able to read and what ALTER may apply."""
     if old == new:
         return True
     if isinstance(old, PrimitiveType) and isinstance(new, PrimitiveType):
@@ -31,46 +42,109 @@ def is_widening(old: DataType, new: DataType) -> bool:
             return True
         return False
     if isinstance(old, PrimitiveType) and isinstance(new, DecimalType):
-        digits = {"byte": 3, "short": 5, "integer": 10, "long": 20}.get(old.name)
+        digits = _INT_DIGITS.get(old.name)
         return digits is not None and new.precision - new.scale >= digits
     if isinstance(old, DecimalType) and isinstance(new, DecimalType):
         return new.scale >= old.scale and (new.precision - new.scale) >= (old.precision - old.scale)
     return False
 
 
-def _type_change_metadata(f: StructField, new_type: DataType) -> dict[str, object]:
-    md = dict(f.metadata)
-    changes = list(md.get("delta.typeChanges") or [])
-    changes.append({"fromType": f.type.to_json(), "toType": new_type.to_json()})
-    md["delta.typeChanges"] = changes
-    return md
+def is_evolution_widening(old: DataType, new: DataType, *, iceberg_compat: bool = False,
+                          partition_column: bool = False) -> bool:
+    """The widenings schema evolution applies by itself (writes with schema_mode="merge", MERGE with
+    merge_schema=True), as delta-spark's `TypeWidening.isTypeChangeSupportedForSchemaEvolution`: integer
+    widening, float -> double, decimal -> wider decimal, date -> timestamp_ntz. Integer -> double and
+    integer -> decimal are valid type changes (readers handle them) but are never applied implicitly.
+    With Iceberg compatibility on, only the changes Iceberg V2 allows (no date -> timestamp_ntz, no decimal
+    scale increase), as the protocol's writer requirements say. A partition column never goes from date to
+    timestamp_ntz: its existing partition values (`2024-01-01`) are not timestamp_ntz serializations, and
+    readers such as delta-kernel-rs refuse them."""
+    if old == new or not is_widening(old, new):
+        return old == new
+    if isinstance(old, PrimitiveType) and isinstance(new, PrimitiveType):
+        if old.name in _INT_ORDER and new.name in _INT_ORDER:
+            return True
+        if (old.name, new.name) == ("float", "double"):
+            return True
+        if (old.name, new.name) == ("date", "timestamp_ntz"):
+            return not iceberg_compat and not partition_column
+        return False
+    if isinstance(old, DecimalType) and isinstance(new, DecimalType):
+        return not iceberg_compat or new.scale == old.scale
+    return False
 
 
-def merge_types(old: DataType, new: DataType, path: str, allow_widening: bool) -> DataType:
+def type_change_entry(old: DataType, new: DataType, field_path: str | None = None) -> dict[str, Any]:
+    """One `delta.typeChanges` item (PROTOCOL.md "Type Change Metadata")."""
+    entry: dict[str, Any] = {"fromType": old.to_json(), "toType": new.to_json()}
+    if field_path:
+        entry["fieldPath"] = field_path
+    return entry
+
+
+class _Opts:
+    __slots__ = ("allow_widening", "iceberg_compat", "implicit_casts", "partition_columns")
+
+    def __init__(self, allow_widening: bool, implicit_casts: bool, iceberg_compat: bool,
+                 partition_columns: frozenset[str]) -> None:
+        self.allow_widening = allow_widening
+        self.implicit_casts = implicit_casts
+        self.iceberg_compat = iceberg_compat
+        self.partition_columns = partition_columns
+
+
+def _merge_type(old: DataType, new: DataType, path: str, rel: str, opts: _Opts,
+                changes: list[dict[str, Any]]) -> DataType:
+    """`old` merged with `new`. Type changes of `old` itself or of array elements / map keys / values
+    below it (not inside nested structs, whose fields record their own) go to `changes`, with `rel` (the
+    path from the nearest struct field: "", "element", "key", "value.element", ...) as their fieldPath."""
     if isinstance(old, StructType) and isinstance(new, StructType):
-        return merge_schemas(old, new, allow_widening=allow_widening, _prefix=path + ".")
+        return _merge_struct(old, new, path + ".", opts)
     if isinstance(old, ArrayType) and isinstance(new, ArrayType):
-        return ArrayType(merge_types(old.element_type, new.element_type, path + ".element", allow_widening),
+        sub = f"{rel}.element" if rel else "element"
+        return ArrayType(_merge_type(old.element_type, new.element_type, path + ".element", sub, opts, changes),
                          old.contains_null or new.contains_null)
     if isinstance(old, MapType) and isinstance(new, MapType):
-        return MapType(merge_types(old.key_type, new.key_type, path + ".key", allow_widening),
-                       merge_types(old.value_type, new.value_type, path + ".value", allow_widening),
+        k = f"{rel}.key" if rel else "key"
+        v = f"{rel}.value" if rel else "value"
+        return MapType(_merge_type(old.key_type, new.key_type, path + ".key", k, opts, changes),
+                       _merge_type(old.value_type, new.value_type, path + ".value", v, opts, changes),
                        old.value_contains_null or new.value_contains_null)
-    if old == new:
-        return old
-    if is_widening(new, old):
-        return old  # narrower data into a wider column: cast on write
-    if allow_widening and is_widening(old, new):
+    if old == new or new == PrimitiveType("void"):
+        return old  # NULL-typed data fits any column
+    if opts.allow_widening and is_evolution_widening(old, new, iceberg_compat=opts.iceberg_compat,
+                                                     partition_column=path.lower() in opts.partition_columns):
+        changes.append(type_change_entry(old, new, rel or None))
         return new
-    raise SchemaError(
-        f"cannot merge column {path!r}: table type {old.to_json()} vs data type {new.to_json()}"
-        + ("" if allow_widening else " (enable delta.enableTypeWidening for widening type changes)")
-    )
+    if is_widening(new, old) or opts.implicit_casts:
+        return old  # narrower data into a wider column (or MERGE's implicit cast): values are cast on write
+    if opts.allow_widening and is_widening(old, new):
+        hint = (" (delta-spark applies this type change only explicitly, not through schema evolution; "
+                "cast the data or widen the column first)")
+    elif is_widening(old, new):
+        hint = " (enable delta.enableTypeWidening for widening type changes)"
+    else:
+        hint = ""
+    raise SchemaError(f"cannot merge column {path!r}: table type {old.to_json()} vs data type {new.to_json()}{hint}")
 
 
-def merge_schemas(table: StructType, incoming: StructType, *, allow_widening: bool = False,
-                  _prefix: str = "") -> StructType:
-    """The table schema with the incoming schema's new fields appended (nested too) and types widened."""
+def _without_table_keys(f: StructField) -> StructField:
+    """An incoming new field without metadata owned by another table (column-mapping ids, type history)."""
+    md = {k: v for k, v in f.metadata.items() if k not in _TABLE_OWNED_KEYS}
+    return replace(f, type=_strip_type(f.type), metadata=md)
+
+
+def _strip_type(t: DataType) -> DataType:
+    if isinstance(t, StructType):
+        return StructType(tuple(_without_table_keys(f) for f in t.fields))
+    if isinstance(t, ArrayType):
+        return ArrayType(_strip_type(t.element_type), t.contains_null)
+    if isinstance(t, MapType):
+        return MapType(_strip_type(t.key_type), _strip_type(t.value_type), t.value_contains_null)
+    return t
+
+
+def _merge_struct(table: StructType, incoming: StructType, prefix: str, opts: _Opts) -> StructType:
     out: list[StructField] = []
     incoming_by_lower = {f.name.lower(): f for f in incoming.fields}
     for f in table.fields:
@@ -78,15 +152,58 @@ def merge_schemas(table: StructType, incoming: StructType, *, allow_widening: bo
         if g is None:
             out.append(f)
             continue
-        new_type = merge_types(f.type, g.type, _prefix + f.name, allow_widening)
+        changes: list[dict[str, Any]] = []
+        new_type = _merge_type(f.type, g.type, prefix + f.name, "", opts, changes)
         md = f.metadata
-        if not isinstance(f.type, (StructType, ArrayType, MapType)) and new_type != f.type:
-            md = _type_change_metadata(f, new_type)
+        if changes:
+            md = dict(md)
+            md[TYPE_CHANGES] = [*list(md.get(TYPE_CHANGES) or []), *changes]
         out.append(replace(f, type=new_type, metadata=md))
     for g in incoming.fields:
-        if g.name.lower() in incoming_by_lower:
-            out.append(replace(g, nullable=True))
+        if g.name.lower() in incoming_by_lower and g.type != PrimitiveType("void"):
+            out.append(replace(_without_table_keys(g), nullable=True))
     return StructType(tuple(out))
+
+
+def merge_schemas(table: StructType, incoming: StructType, *, allow_widening: bool = False,
+                  implicit_casts: bool = False, iceberg_compat: bool = False,
+                  partition_columns: Iterable[str] = ()) -> StructType:
+    """The table schema with the incoming schema's new fields appended (nullable, at the end of their
+    struct, nested ones too: structs, and structs inside arrays and map keys / values) and, with
+    `allow_widening` (the table has `delta.enableTypeWidening=true`), types widened where schema evolution
+    may (:func:`is_evolution_widening`), each change appended to the field's `delta.typeChanges`.
+
+    Names match case-insensitively; the table's spelling, nullability and metadata are kept. A type the
+    table cannot take raises SchemaError (writes) or, with `implicit_casts` (MERGE, as delta-spark's
+    `allowImplicitConversions`), keeps the table's type: the values are cast to it when written. Data of a
+    narrower type than the column's always keeps the column's type. NULL-typed incoming fields add nothing."""
+    parts = frozenset(p.lower() for p in partition_columns)
+    return _merge_struct(table, incoming, "", _Opts(allow_widening, implicit_casts, iceberg_compat, parts))
+
+
+def type_changes(table: StructType, merged: StructType) -> list[str]:
+    """Dotted paths of the fields whose `delta.typeChanges` grew between `table` and `merged`."""
+    out: list[str] = []
+
+    def walk(old: DataType, new: DataType, path: str) -> None:
+        if isinstance(old, StructType) and isinstance(new, StructType):
+            prev = {f.name.lower(): f for f in old.fields}
+            for f in new.fields:
+                p = prev.get(f.name.lower())
+                if p is None:
+                    continue
+                name = f"{path}.{f.name}" if path else f.name
+                if len(f.metadata.get(TYPE_CHANGES) or []) > len(p.metadata.get(TYPE_CHANGES) or []):
+                    out.append(name)
+                walk(p.type, f.type, name)
+        elif isinstance(old, ArrayType) and isinstance(new, ArrayType):
+            walk(old.element_type, new.element_type, path + ".element")
+        elif isinstance(old, MapType) and isinstance(new, MapType):
+            walk(old.key_type, new.key_type, path + ".key")
+            walk(old.value_type, new.value_type, path + ".value")
+
+    walk(table, merged, "")
+    return out
 
 
 def max_column_id(schema: StructType) -> int:

@@ -13,11 +13,15 @@ mapping behave identically whichever way a table enters the session.
 - Catalog: a directory (local or object store) whose child directories holding a `_delta_log` are
   tables of schema `public`; child directories without one that hold tables become schemas. Tables load
   lazily on first reference and stay pinned for the provider's life (`refresh()` forgets them).
+
+Tables created by the DDL factory of `install(ctx)` and the catalog's tables are recorded as DML targets of
+their session (`dml.py`): SQL DML through deltakernel re-pins them to the version it commits.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 import datafusion
@@ -41,8 +45,10 @@ def _parse_version(value: str | int | None) -> int | str | None:
 class DeltaTableFactory(TableProviderFactory):
     """`CREATE EXTERNAL TABLE name STORED AS DELTA LOCATION 'uri' [OPTIONS ('version' '3', 'aws_region' ...)]`."""
 
-    def __init__(self, storage_options: dict[str, str] | None = None) -> None:
+    def __init__(self, storage_options: dict[str, str] | None = None, ctx: SessionContext | None = None) -> None:
         self.storage_options = dict(storage_options or {})
+        # the session the factory is installed in (weakly): tables it creates become DML targets there
+        self._ctx = weakref.ref(ctx) if ctx is not None else None
 
     def create(self, cmd: Any) -> Table:
         from . import dataset
@@ -59,6 +65,11 @@ class DeltaTableFactory(TableProviderFactory):
                 version = _parse_version(options.pop(key))
         storage_options = {**self.storage_options, **options}
         ds = dataset(locations[0], version=version, storage_options=storage_options or None)
+        ctx = self._ctx() if self._ctx is not None else None
+        if ctx is not None:
+            from .dml import remember_table
+
+            remember_table(ctx, cmd.name(), ds, normalized=True)
         return Table(ds)
 
 
@@ -134,7 +145,7 @@ def delta_changes_udtf(name: str = "delta_changes", storage_options: dict[str, s
 
 def install(ctx: SessionContext, storage_options: dict[str, str] | None = None) -> SessionContext:
     """Enable `STORED AS DELTA` DDL and the `delta_scan` / `delta_changes` table functions on `ctx`."""
-    ctx.register_table_factory("DELTA", DeltaTableFactory(storage_options))
+    ctx.register_table_factory("DELTA", DeltaTableFactory(storage_options, ctx))
     ctx.register_udtf(delta_scan_udtf(storage_options=storage_options))
     ctx.register_udtf(delta_changes_udtf(storage_options=storage_options))
     return ctx
@@ -156,6 +167,7 @@ class DeltaSchemaProvider(SchemaProvider):
         self.storage_options = storage_options
         self._table_dirs = table_dirs
         self._tables: dict[str, Table] = {}
+        self._datasets: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def _dirs(self) -> dict[str, str]:
@@ -171,16 +183,30 @@ class DeltaSchemaProvider(SchemaProvider):
         return name in self._dirs()
 
     def table(self, name: str) -> Table | None:
+        with self._lock:
+            if name not in self._tables and self._load(name) is None:
+                return None
+            return self._tables[name]
+
+    def _load(self, name: str) -> Any:
         from . import dataset
 
+        uri = self._dirs().get(name)
+        if uri is None:
+            return None
+        ds = dataset(uri, storage_options=self.storage_options)
+        self._datasets[name], self._tables[name] = ds, Table(ds)
+        return ds
+
+    def delta_dataset(self, name: str) -> Any:
+        """The pinned `DeltaDataset` of table `name` (loaded on first use, as `table`); None if unknown."""
         with self._lock:
-            if name in self._tables:
-                return self._tables[name]
-            uri = self._dirs().get(name)
-            if uri is None:
-                return None
-            self._tables[name] = Table(dataset(uri, storage_options=self.storage_options))
-            return self._tables[name]
+            return self._datasets[name] if name in self._datasets else self._load(name)
+
+    def repin(self, name: str, ds: Any) -> None:
+        """Serve `ds` (a newer snapshot of table `name`) from now on: SQL DML through deltakernel calls it."""
+        with self._lock:
+            self._datasets[name], self._tables[name] = ds, Table(ds)
 
     def register_table(self, name: str, table: Any) -> None:
         raise DeltaError("the Delta directory catalog is read-only; write with deltakernel.write_deltalake")
@@ -192,6 +218,7 @@ class DeltaSchemaProvider(SchemaProvider):
         """Forget loaded snapshots and the directory listing (next reference loads the latest version)."""
         with self._lock:
             self._tables.clear()
+            self._datasets.clear()
             self._table_dirs = None
 
 
@@ -224,8 +251,11 @@ class DeltaCatalogProvider(CatalogProvider):
 def register_catalog(ctx: SessionContext, name: str, uri: str,
                      storage_options: dict[str, str] | None = None) -> DeltaCatalogProvider:
     """Expose a directory of Delta tables as catalog `name` (`SELECT * FROM name.public.table`)."""
+    from .dml import remember_catalog
+
     provider = DeltaCatalogProvider(uri, storage_options)
     ctx.register_catalog_provider(name, provider)
+    remember_catalog(ctx, name, provider)
     return provider
 
 
