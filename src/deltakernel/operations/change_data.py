@@ -18,7 +18,6 @@ from typing import Any
 import pyarrow as pa
 
 from ..kernel.arrow_build import scalar
-from ..kernel.paths import resolve_key
 from ..kernel.schema.arrow import to_arrow_schema
 from ..kernel.schema.types import PrimitiveType, StructField, StructType
 from ..storage import Storage
@@ -139,11 +138,9 @@ class ChangeDataWriter:
 
     def abort(self) -> None:
         self.buffer, self.buffered = [], 0
-        for a in self.written:
-            try:
-                self.storage.delete(resolve_key(self.storage.root_uri, a["path"]))
-            except Exception:  # best effort: never-committed files are harmless orphans
-                pass
+        from .data_output import delete_quietly
+
+        delete_quietly(self.storage, [a["path"] for a in self.written])
         self.written = []
 
 

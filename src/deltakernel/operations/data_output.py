@@ -32,6 +32,16 @@ from ..storage import Storage
 PARALLEL_MIN_ROWS = 65536  # kept rows of one file worth a file (and an encoding thread) of their own
 
 
+def delete_quietly(storage: Storage, paths: Iterable[str]) -> None:
+    """Best-effort delete of files an operation wrote and never committed (log-relative or absolute paths):
+    an orphan left behind is harmless, the original error matters more."""
+    for p in paths:
+        try:
+            storage.delete(resolve_key(storage.root_uri, p))
+        except Exception:
+            pass
+
+
 class DataFileOutput:
     """Writes a DML's new data files; `adds` lists every file written so far (also after an error)."""
 
@@ -115,11 +125,7 @@ class DataFileOutput:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        for a in self.adds:
-            try:
-                self.storage.delete(resolve_key(self.storage.root_uri, a["path"]))
-            except Exception:  # best effort: never-committed files are harmless orphans
-                pass
+        delete_quietly(self.storage, [a["path"] for a in self.adds])
         self.adds = []
 
 
@@ -137,4 +143,4 @@ def without_stats_of(add: dict[str, Any], columns: tuple[str, ...]) -> dict[str,
     return {**add, "stats": json.dumps(doc, separators=(",", ":"))}
 
 
-__all__ = ["PARALLEL_MIN_ROWS", "DataFileOutput", "without_stats_of"]
+__all__ = ["PARALLEL_MIN_ROWS", "DataFileOutput", "delete_quietly", "without_stats_of"]

@@ -103,18 +103,11 @@ class _Delete:
 
     def _remove(self, row: dict[str, Any]) -> None:
         self.txn.remove_files([remove_action(row, self.now)])
-        self.metrics.num_removed_files += 1
-        self.metrics.num_removed_bytes += int(row["size"] or 0)
-        if row.get("deletion_vector"):
-            self.metrics.num_deletion_vectors_removed += 1
+        self.metrics.count_removed(row)
 
     def run(self) -> None:
         start = time.monotonic()
-        files = candidate_files(self.snapshot, self.pred)
-        if self.pred.pruning is not None:
-            self.txn.read_predicate(self.pred.pruning)
-        else:
-            self.txn.read_whole_table()
+        files = candidate_files(self.snapshot, self.pred, self.txn)
         if self.pred.partition_only:  # includes "no predicate": whole files go, nothing is read
             victims = files.filter(partition_matches(self.snapshot, self.pred, files)).select(_COLUMNS).to_pylist()
             self.txn.read_files([r["path"] for r in victims])

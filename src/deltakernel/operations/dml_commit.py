@@ -36,6 +36,13 @@ class FileChangeMetrics:
     #: (attribute, delta-spark operationMetrics name) of the operation's own row counter
     ROW_COUNTER: ClassVar[tuple[str, str]] = ("", "")
 
+    def count_removed(self, row: Any) -> None:
+        """A whole file removed (a file-table row: `size`, `deletion_vector`)."""
+        self.num_removed_files += 1
+        self.num_removed_bytes += int(row.get("size") or 0)
+        if row.get("deletion_vector"):
+            self.num_deletion_vectors_removed += 1
+
     def as_dict(self) -> dict[str, int]:
         """deltalake's keys (num_added_files, ..., rewrite_time_ms) plus the deletion-vector counts."""
         out = {"num_added_files": self.num_added_files, "num_removed_files": self.num_removed_files}

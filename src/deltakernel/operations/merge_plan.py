@@ -14,14 +14,14 @@ a MERGE is refused with a typed error (documented in docs/decisions.md).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from ..errors import DeltaError, InvalidFilterError, SchemaError
-from ..kernel.expressions.sql import Binary, Col, SqlExpr, parse_sql, referenced_columns
+from ..kernel.expressions.sql import Binary, Col, SqlExpr, conjuncts, parse_sql, referenced_columns
 from ..kernel.schema.types import StructType
 
 T_PREFIX = "__t__"
@@ -137,14 +137,6 @@ def _map_columns(e: Any, fn: Any) -> Any:
     return e
 
 
-def _conjuncts(e: SqlExpr) -> Iterator[SqlExpr]:
-    if isinstance(e, Binary) and e.op == "AND":
-        yield from _conjuncts(e.left)
-        yield from _conjuncts(e.right)
-    else:
-        yield e
-
-
 def _and(parts: list[SqlExpr]) -> SqlExpr | None:
     out: SqlExpr | None = None
     for p in parts:
@@ -170,7 +162,7 @@ def plan_join(predicate: SqlExpr, text: str) -> JoinPlan:
     keys: list[tuple[str, str]] = []
     rest: list[SqlExpr] = []
     target_only: list[SqlExpr] = []
-    for c in _conjuncts(predicate):
+    for c in conjuncts(predicate):
         if isinstance(c, Binary) and c.op == "=" and isinstance(c.left, Col) and isinstance(c.right, Col) \
                 and len(c.left.path) == 1 and len(c.right.path) == 1:
             a, b = c.left.path[0], c.right.path[0]

@@ -29,7 +29,7 @@ from ..errors import InvalidFilterError
 from ..kernel.arrow_build import arrow_to_np, bool_to_arrow, scalar
 from ..kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from ..kernel.expressions import predicate as ex
-from ..kernel.expressions.sql import Binary, SqlExpr, evaluate, parse_sql, referenced_columns, to_predicate
+from ..kernel.expressions.sql import SqlExpr, conjuncts, evaluate, parse_sql, referenced_columns, to_predicate
 from ..kernel.scan.partition_values import partition_columns_table
 from ..kernel.scan.scan import Scan
 from ..kernel.schema.arrow import to_arrow_schema
@@ -73,14 +73,6 @@ class DmlPredicate:
     partition_only: bool
 
 
-def _conjuncts(e: SqlExpr) -> Iterator[SqlExpr]:
-    if isinstance(e, Binary) and e.op == "AND":
-        yield from _conjuncts(e.left)
-        yield from _conjuncts(e.right)
-    else:
-        yield e
-
-
 def plan_predicate(text: str | None, snapshot: Snapshot) -> DmlPredicate:
     """Parse and check `text` against the table; raises InvalidFilterError (a DeltaError) when invalid."""
     if text is None:
@@ -91,7 +83,7 @@ def plan_predicate(text: str | None, snapshot: Snapshot) -> DmlPredicate:
     schema = snapshot.schema
     exact = to_predicate(sql, schema)  # InvalidFilterError on an unknown column
     parts: list[ex.Expr] = []
-    for c in _conjuncts(sql):
+    for c in conjuncts(sql):
         p = to_predicate(c, schema)
         if p is not None:
             parts.append(p)
@@ -111,10 +103,13 @@ def plan_predicate(text: str | None, snapshot: Snapshot) -> DmlPredicate:
     return DmlPredicate(text, sql, exact, pruning, tuple(sorted(names)), partition_only)
 
 
-def candidate_files(snapshot: Snapshot, pred: DmlPredicate) -> pa.Table:
-    """Live files that may hold matching rows (partition pruning + stats skipping on `pred.pruning`)."""
+def candidate_files(snapshot: Snapshot, pred: DmlPredicate, txn: Any) -> pa.Table:
+    """Live files that may hold matching rows (partition pruning + stats skipping on `pred.pruning`); the
+    transaction records what was read (the pruning predicate, or the whole table) for conflict checks."""
     if pred.pruning is None:
+        txn.read_whole_table()
         return snapshot.files
+    txn.read_predicate(pred.pruning)
     return Scan(snapshot, predicate=pred.pruning).plan()
 
 

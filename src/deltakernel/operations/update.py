@@ -247,11 +247,7 @@ class _Update:
 
     def run(self) -> None:
         start = time.monotonic()
-        files = candidate_files(self.snapshot, self.pred)
-        if self.pred.pruning is not None:
-            self.txn.read_predicate(self.pred.pruning)
-        else:
-            self.txn.read_whole_table()
+        files = candidate_files(self.snapshot, self.pred, self.txn)
         pred = self.pred
         if pred.partition_only and pred.sql is not None:  # decided exactly on partition values
             files = files.filter(partition_matches(self.snapshot, pred, files))
@@ -295,10 +291,7 @@ class _Update:
 
     def _remove(self, row: dict[str, Any]) -> None:
         self.txn.remove_files([remove_action(row, self.now)])
-        self.metrics.num_removed_files += 1
-        self.metrics.num_removed_bytes += int(row["size"] or 0)
-        if row.get("deletion_vector"):
-            self.metrics.num_deletion_vectors_removed += 1
+        self.metrics.count_removed(row)
 
     # ------------------------------------------------------------------ merge-on-read
     def _with_deletion_vectors(self, touched: Iterator[TouchedFile], updater: _Updater, start: float) -> None:

@@ -36,6 +36,7 @@ from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..storage import Storage, storage_for_uri
 from .alter_properties import split_protocol_requests
+from .data_output import delete_quietly
 from .inputs import to_reader
 from .overwrite import plan_overwrite
 from .properties import CommitProperties, PostCommitHookProperties
@@ -325,7 +326,7 @@ def write_deltalake(
         # only a commit known to be absent lets go of its files: a landed (or possibly landed) commit
         # references them, and deleting them would make the table unreadable
         if not txn.may_have_committed:
-            _delete_quietly(storage, list(dict.fromkeys([a["path"] for a in [*adds, *txn.adds, *txn.cdcs]])))
+            delete_quietly(storage, list(dict.fromkeys([a["path"] for a in [*adds, *txn.adds, *txn.cdcs]])))
         raise
     finally:
         if txn.committed_version is not None and _is_table(table_or_uri):
@@ -497,16 +498,6 @@ def _check_replace_where(batch: pa.RecordBatch, expr: Any, text: str) -> None:
         raise ConstraintViolationError(
             f"replaceWhere: written data does not satisfy the predicate {text!r}; e.g. row {row}"
         )
-
-
-def _delete_quietly(storage: Storage, paths: list[str]) -> None:
-    from ..kernel.paths import resolve_key
-
-    for p in paths:
-        try:
-            storage.delete(resolve_key(storage.root_uri, p))
-        except Exception:
-            pass
 
 
 def create_table(

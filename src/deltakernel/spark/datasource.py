@@ -264,19 +264,14 @@ class DeltaSourceWriter(DataSourceArrowWriter):
         write_deltalake(kwargs.pop("table_or_uri"), self.arrow_schema.empty_table(), _write_files=files, **kwargs)
 
     def abort(self, messages: list[Any]) -> None:
-        from ..kernel.paths import resolve_key
+        from ..operations.data_output import delete_quietly
         from ..storage import storage_for_uri
 
         if getattr(self, "_commit_attempted", False):
             return
 
         storage = storage_for_uri(self.plan.table_uri, self.plan.storage_options)
-        for m in messages:
-            for a in (m.adds if m is not None else []):
-                try:
-                    storage.delete(resolve_key(storage.root_uri, a["path"]))
-                except Exception:
-                    pass
+        delete_quietly(storage, [a["path"] for m in messages for a in (m.adds if m is not None else [])])
 
 
 class _Planned(Exception):

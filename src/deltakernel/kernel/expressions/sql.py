@@ -630,6 +630,15 @@ def children(e: SqlExpr) -> Iterator[SqlExpr]:
         yield from e.args
 
 
+def conjuncts(e: SqlExpr) -> Iterator[SqlExpr]:
+    """The parts of a top-level AND chain (the expression itself when it is not an AND)."""
+    if isinstance(e, Binary) and e.op == "AND":
+        yield from conjuncts(e.left)
+        yield from conjuncts(e.right)
+    else:
+        yield e
+
+
 def referenced_columns(expr: SqlExpr) -> set[tuple[str, ...]]:
     """Column paths the expression reads, as written (generated columns and constraints need them)."""
     out: set[tuple[str, ...]] = set()
