@@ -317,6 +317,27 @@ def test_rolls_by_size(tmp_path: Path) -> None:
     assert 2 <= len(conf_adds) <= 4
 
 
+def test_big_partition_encodes_in_two_lanes_small_write_stays_one_file(tmp_path: Path) -> None:
+    """A stream with several full row groups alternates between two files (encoded side by side); every row
+    lands once, row groups keep their size; row groups below the lane threshold keep one file."""
+    n = 5 * file_writer._LANE_MIN_ROWS
+    rng = np.random.default_rng(11)
+    table = pa.table({"id": pa.array(np.arange(n, dtype=np.int64)), "x": pa.array(rng.random(n))})
+    props = WriterProperties(max_row_group_size=file_writer._LANE_MIN_ROWS)
+    adds = _write(tmp_path / "big", table, chunk=10_000, writer_properties=props)
+    assert len(adds) == file_writer.LANES
+    counts = [json.loads(a["stats"])["numRecords"] for a in adds]
+    assert sum(counts) == n and min(counts) >= file_writer._LANE_MIN_ROWS
+    for a in adds:
+        meta = pq.read_metadata(tmp_path / "big" / a["path"])
+        assert all(meta.row_group(i).num_rows <= file_writer._LANE_MIN_ROWS for i in range(meta.num_row_groups))
+    helpers.assert_same_rows(deltakernel.DeltaTable(str(tmp_path / "big")).to_pyarrow_table(), table, "deltakernel")
+    small = table.slice(0, 3 * 10_000)
+    adds = _write(tmp_path / "small", small, chunk=1_000, writer_properties=WriterProperties(max_row_group_size=10_000))
+    assert len(adds) == 1
+    assert pq.read_metadata(tmp_path / "small" / adds[0]["path"]).num_row_groups == 3
+
+
 def test_many_partitions_bounded_open_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(file_writer, "MAX_OPEN_FILES", 4)
     n = 3000

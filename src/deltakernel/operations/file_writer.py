@@ -6,6 +6,8 @@ Why it looks like this:
   group, then encoded on a small pool (row groups of different files encode concurrently: pyarrow releases
   the GIL); the total buffered bytes and the number of open Parquet writers are capped, so input larger
   than memory works. Buffering matters because each pyarrow `write_table` call starts new row groups.
+  A partition with more than one full row group is written as two files (lanes) so its row groups encode
+  on two cores; the buffering thread never waits for the encoder except on back-pressure and rolling.
 - stats: null counts and NaN flags from the data (`kernel.stats_collect`), min/max folded from the footer
   of each file written (the encoder computes them anyway).
 - dictionary encoding is chosen per column from a sample of the first batch (nearly-unique columns are
@@ -57,9 +59,11 @@ DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024  # deltalake's default; Spark's del
 MAX_OPEN_FILES = 64
 MEMORY_BUDGET = 256 * 1024 * 1024  # uncompressed bytes buffered across all partitions
 MAX_ROW_GROUP_BYTES = 128 * 1024 * 1024  # uncompressed bytes of one buffered row group
-_DICT_SAMPLE_ROWS = 65536  # rows looked at to decide dictionary encoding per column
+_DICT_SAMPLE_ROWS = 32768  # rows looked at to decide dictionary encoding per column
 _DICT_SAMPLE_MIN_ROWS = 16384  # smaller first batches keep pyarrow's default (dictionary everywhere)
 _PARALLEL_STATS_ROWS = 65536  # below this a thread hand-off costs more than it hides
+LANES = 2  # files written side by side per partition once it has a full row group (see _FileWriter.add)
+_LANE_MIN_ROWS = 65536  # a flushed row group smaller than this does not open a second file
 
 
 # ----------------------------------------------------------------------------- the writer
@@ -92,18 +96,25 @@ class _CountingFile:
 class _OpenFile:
     """One Parquet file being written for one partition."""
 
-    def __init__(self, key: str, values: tuple[str | None, ...], sink: Any, writer: pq.ParquetWriter,
+    def __init__(self, key: str, slot: tuple[tuple[str | None, ...], int], sink: Any, writer: pq.ParquetWriter,
                  stats: StatsCollector) -> None:
         self.key = key
-        self.values = values
+        self.slot = slot  # (partition values, lane)
+        self.values = slot[0]
         self.sink = sink
         self.writer = writer
         self.stats = stats
-        self.rows = 0  # rows already encoded
+        self.rows = 0  # rows handed to the encoder (encoded or being encoded)
         self.buffer: list[pa.RecordBatch] = []
         self.buffered_rows = 0
         self.buffered_bytes = 0
         self.pending: Future[None] | None = None  # the row group being encoded on the encode pool
+        self.pending_bytes = 0  # uncompressed bytes of that row group
+        self.encoded_size = 0  # bytes in the sink after the last finished row group (set by the encoder)
+
+    def estimated_size(self, ratio: float) -> float:
+        """The file's size once pending and buffered rows are encoded, without waiting for the encoder."""
+        return self.encoded_size + (self.pending_bytes + self.buffered_bytes) * ratio
 
     def wait(self) -> None:
         if self.pending is not None:
@@ -138,7 +149,8 @@ class _FileWriter:
         self.footer_stats = self.options["write_statistics"] is True and not self.dotted_names
         self.dictionary_planned = False
         self.prefix_length = random_prefix_length(mode, configuration)
-        self.open: OrderedDict[tuple[str | None, ...], _OpenFile] = OrderedDict()
+        self.open: OrderedDict[tuple[tuple[str | None, ...], int], _OpenFile] = OrderedDict()
+        self.lane: dict[tuple[str | None, ...], int] = {}  # the lane a partition's next rows go to
         self.created_keys: list[str] = []
         self.adds: list[dict[str, Any]] = []
         self.buffered_total = 0
@@ -159,8 +171,9 @@ class _FileWriter:
         Parquet writers try a dictionary for every column and fall back to plain once it outgrows the
         dictionary page (1 MiB); for high-cardinality numbers and timestamps that attempt is pure cost
         (a third of pyarrow's encoding CPU on the benchmark data) and leaves a useless dictionary page in
-        every column chunk. Above 90 % distinct in a 64k-row sample the column has > ~300k distinct values,
-        so a dictionary would overflow in any row group of ordinary size anyway. Only when the caller left
+        every column chunk. Above 90 % distinct in a 32k-row sample the column has > ~150k distinct values,
+        so a dictionary of 8-byte values (or longer strings) would overflow in a row group of ordinary size
+        anyway. (A 32k sample costs ~15 ms on the first batch; 64k cost twice that.) Only when the caller left
         dictionary encoding on for all columns, and only for top-level primitive columns.
         """
         if self.dictionary_planned:
@@ -189,7 +202,8 @@ class _FileWriter:
     def _path(self, key: str) -> str:
         return f"{self.base.rstrip('/')}/{key}" if self.base else key
 
-    def _open(self, values: tuple[str | None, ...]) -> _OpenFile:
+    def _open(self, slot: tuple[tuple[str | None, ...], int]) -> _OpenFile:
+        values = slot[0]
         if len(self.open) >= MAX_OPEN_FILES:
             _, oldest = self.open.popitem(last=False)
             self._close(oldest)
@@ -212,8 +226,8 @@ class _FileWriter:
         writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **self.options)
         stats = StatsCollector(self.layout.data_schema, self.mode, self.configuration,
                                tight_bounds=self.tight_bounds, footer_min_max=self.footer_stats)
-        f = _OpenFile(key, values, sink, writer, stats)
-        self.open[values] = f
+        f = _OpenFile(key, slot, sink, writer, stats)
+        self.open[slot] = f
         return f
 
     def _flush(self, f: _OpenFile) -> None:
@@ -231,13 +245,14 @@ class _FileWriter:
         buffered_bytes, buffered_rows = f.buffered_bytes, f.buffered_rows
         self.buffered_total -= buffered_bytes
         f.buffer, f.buffered_rows, f.buffered_bytes = [], 0, 0
+        f.rows += buffered_rows
         while len(self.in_flight) >= self.encode_workers * 2:  # bound the memory held by queued jobs
             self.in_flight.popleft().result()
-        f.pending = self.encode_pool.submit(self._encode, f, table, physical, buffered_bytes, buffered_rows)
+        f.pending_bytes = buffered_bytes
+        f.pending = self.encode_pool.submit(self._encode, f, table, physical, buffered_bytes)
         self.in_flight.append(f.pending)
 
-    def _encode(self, f: _OpenFile, table: pa.Table, physical: pa.Table, buffered_bytes: int,
-                buffered_rows: int) -> None:
+    def _encode(self, f: _OpenFile, table: pa.Table, physical: pa.Table, buffered_bytes: int) -> None:
         before = int(f.sink.tell())
         # stats on another thread while Parquet encodes (both release the GIL): hides the stats cost
         pending = self.pool.submit(f.stats.update, table) if table.num_rows >= _PARALLEL_STATS_ROWS else None
@@ -248,10 +263,11 @@ class _FileWriter:
         finally:
             if pending is not None:
                 pending.result()
-        written = int(f.sink.tell()) - before
+        after = int(f.sink.tell())
+        written = after - before
         if buffered_bytes > 0 and written > 0:
             self.ratio = 0.5 * self.ratio + 0.5 * (written / buffered_bytes)
-        f.rows += buffered_rows
+        f.encoded_size, f.pending_bytes = after, 0
 
     def _close(self, f: _OpenFile) -> None:
         self._flush(f)
@@ -275,16 +291,26 @@ class _FileWriter:
 
     def _roll(self, f: _OpenFile) -> None:
         self._close(f)
-        del self.open[f.values]
+        del self.open[f.slot]
 
     # -------------------------------------------------------------- rows
     def add(self, values: tuple[str | None, ...], batch: pa.RecordBatch) -> None:
+        """Buffer `batch` for partition `values`; flush full row groups to the encode pool.
+
+        Lanes: pyarrow encodes one file on one thread, so a single big partition (an unpartitioned write or
+        rewrite) would encode on one core. Once a partition flushes a full row group its next rows go to a
+        second file (lane) while the first encodes, and back: two files of that partition encode side by side.
+        Small writes (no row group of `_LANE_MIN_ROWS`) stay one file. Nothing here waits for the encoder
+        except flushing a file whose previous row group is still encoding (the back-pressure) and rolling.
+        """
         while batch.num_rows:
-            f = self.open.get(values)
+            lane = self.lane.get(values, 0)
+            slot = (values, lane)
+            f = self.open.get(slot)
             if f is None:
-                f = self._open(values)
+                f = self._open(slot)
             else:
-                self.open.move_to_end(values)
+                self.open.move_to_end(slot)
             take = min(batch.num_rows, self.rg_rows - f.buffered_rows)
             if self.max_rows is not None:
                 take = min(take, self.max_rows - f.rows - f.buffered_rows)
@@ -296,12 +322,15 @@ class _FileWriter:
             f.buffered_bytes += nbytes
             self.buffered_total += nbytes
             full_file = self.max_rows is not None and f.rows + f.buffered_rows >= self.max_rows
-            near_target = f.size() + f.buffered_bytes * self.ratio >= self.target
+            near_target = f.estimated_size(self.ratio) >= self.target
             if full_file or f.buffered_rows >= self.rg_rows or f.buffered_bytes >= MAX_ROW_GROUP_BYTES \
                     or near_target:
+                flushed = f.buffered_rows
                 self._flush(f)
-                if full_file or f.size() >= self.target:
+                if full_file or f.estimated_size(self.ratio) >= self.target:
                     self._roll(f)
+                elif flushed >= _LANE_MIN_ROWS:
+                    self.lane[values] = (lane + 1) % LANES
         while self.buffered_total > MEMORY_BUDGET and self.open:
             largest = max(self.open.values(), key=lambda o: o.buffered_bytes)
             if not largest.buffered_bytes:
