@@ -14,6 +14,7 @@ import sys
 import time
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -128,7 +129,7 @@ def test_sql_dml_error_is_one_error_line_and_table_unchanged(tmp_path: Path, sta
 def test_history_shows_iso_timestamps(table: str) -> None:
     import json
 
-    proc = cli("history", table)
+    proc = cli("history", table, "--json")
     assert proc.returncode == 0, proc.stderr
     entries = [json.loads(line) for line in proc.stdout.splitlines()]
     expected = {e["version"]: e["timestamp"] for e in DeltaTable(table).history()}
@@ -181,3 +182,44 @@ def test_head_in_a_terminal_ends_the_progress_bar_before_the_rows(table: str) ->
     lines = [ln for ln in rest.replace("\r", "").split("\n") if ln.strip()]
     assert "a" in lines[0].split() and "s" in lines[0].split(), repr(out)  # the header on its own line
     assert "files" not in rest, repr(out)
+
+
+# ----------------------------------------------------------------------------- detail and maintenance commands
+def _json(proc: subprocess.CompletedProcess[str]) -> Any:
+    import json
+
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_detail_matches_the_snapshot(table: str) -> None:
+    got = _json(cli("detail", table, "--json"))
+    dt = DeltaTable(table)
+    sizes = sum(a["size_bytes"] for a in dt.get_add_actions().to_pylist())
+    assert got["numFiles"] == 3 and got["sizeInBytes"] == sizes and got["format"] == "delta"
+    assert got["id"] == dt.metadata().id and got["version"] == 2
+    assert ISO_MS.match(got["lastModified"]) and ISO_MS.match(got["createdAt"])
+    people = cli("detail", table)
+    assert people.returncode == 0 and re.search(r"^numFiles\s+3$", people.stdout, re.M), people.stdout
+
+
+def test_delete_is_a_dry_run_unless_asked(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    write_deltalake(uri, pa.table({"a": pa.array(range(10), pa.int64())}))
+    write_deltalake(uri, pa.table({"a": pa.array(range(10, 20), pa.int64())}), mode="append")
+    plan = _json(cli("delete", uri, "a % 3 = 0", "--json"))
+    assert plan == {"dry_run": True, "version": 1, "rows_to_delete": 7, "files_touched": 2}
+    assert DeltaTable(uri).version() == 1 and DeltaTable(uri).count() == 20
+    people = cli("delete", uri, "a % 3 = 0")
+    assert people.returncode == 0 and "--no-dry-run" in people.stdout and DeltaTable(uri).version() == 1
+    done = _json(cli("delete", uri, "a % 3 = 0", "--no-dry-run", "--json"))
+    assert done["dry_run"] is False and done["num_deleted_rows"] == 7 and done["version"] == 2
+    assert sorted(DeltaTable(uri).to_pyarrow_table().column("a").to_pylist()) == [
+        i for i in range(20) if i % 3]
+
+
+def test_delete_with_a_bad_predicate_is_one_error_line(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    write_deltalake(uri, pa.table({"a": pa.array([1], pa.int64())}))
+    assert_clean_error(cli("delete", uri, "nope = 1", "--no-dry-run"), "nope")
+    assert DeltaTable(uri).version() == 0

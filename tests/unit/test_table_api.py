@@ -109,12 +109,16 @@ def test_is_deltatable(parted: str, tmp_path: Path) -> None:
 
 
 def test_cli(parted: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["info", parted]) == 0
+    assert cli_main(["info", parted, "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["version"] == 3 and info["partition_columns"] == ["p"] and info["num_files"] == 4
-    assert cli_main(["history", parted, "--limit", "2"]) == 0
+    assert cli_main(["history", parted, "--limit", "2", "--json"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert [json.loads(x)["version"] for x in lines] == [3, 2]
+    assert cli_main(["history", parted, "--limit", "2"]) == 0  # for people: a header, then one line per commit
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split()[:3] == ["version", "timestamp", "operation"]
+    assert [int(x.split()[0]) for x in lines[1:]] == [3, 2]
     assert cli_main(["files", parted]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 4
     assert cli_main(["schema", parted, "--json"]) == 0

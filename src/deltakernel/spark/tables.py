@@ -109,20 +109,10 @@ class DeltaTable:
 
     def detail(self) -> Any:
         """One row describing the table (delta-spark's DESCRIBE DETAIL columns)."""
-        snap = self._snapshot()
-        md, proto = snap.metadata, snap.protocol
-        files = snap.files
-        feats = sorted(set(proto.reader_features or ()) | set(proto.writer_features or ()))
-        last = KernelTable(self._uri).history(1)
-        row = {
-            "format": "delta", "id": md.id, "name": md.name, "description": md.description,
-            "location": snap.storage.root_uri,
-            "createdAt": _ts(md.created_time), "lastModified": _ts(last[0].get("timestamp") if last else None),
-            "partitionColumns": list(md.partition_columns), "clusteringColumns": [],
-            "numFiles": files.num_rows, "sizeInBytes": int(pa.compute.sum(files.column("size")).as_py() or 0),
-            "properties": dict(md.configuration), "minReaderVersion": proto.min_reader_version,
-            "minWriterVersion": proto.min_writer_version, "tableFeatures": feats,
-        }
+        from ..kernel.detail import table_detail
+
+        row = table_detail(self._snapshot())
+        row["createdAt"], row["lastModified"] = _ts(row["createdAt"]), _ts(row["lastModified"])
         schema = pa.schema([
             ("format", pa.string()), ("id", pa.string()), ("name", pa.string()), ("description", pa.string()),
             ("location", pa.string()), ("createdAt", pa.timestamp("us", tz="UTC")),
