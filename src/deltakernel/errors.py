@@ -11,6 +11,21 @@ class DeltaError(Exception):
     """Root of every deltakernel error."""
 
 
+# ----------------------------------------------------------------------------- deltalake's names
+# `deltalake.exceptions` raises four classes; ours are placed under them so `except <deltalake name>`
+# in ported code catches the same failures (see docs/decisions.md "deltalake's exception names").
+class DeltaProtocolError(DeltaError):
+    """The table or the data violates the Delta protocol: corrupt log, unsupported feature, constraint."""
+
+
+class CommitFailedError(DeltaError):
+    """A commit did not land (a concurrent commit conflicts); the table is unchanged by this transaction."""
+
+
+class SchemaMismatchError(DeltaError):
+    """A schema does not match: data vs table, or a schema that cannot be parsed or converted."""
+
+
 # ----------------------------------------------------------------------------- table / log
 class TableNotFoundError(DeltaError):
     """The URI holds no Delta table (no `_delta_log` with a commit or checkpoint)."""
@@ -20,7 +35,7 @@ class VersionNotFoundError(DeltaError):
     """A requested version or timestamp is not available in the log."""
 
 
-class CorruptLogError(DeltaError):
+class CorruptLogError(DeltaProtocolError):
     """The transaction log is damaged: unparsable JSON, a gap in versions, a missing checkpoint part."""
 
 
@@ -44,7 +59,7 @@ class DeletionVectorError(DeltaError):
     """A deletion vector is malformed: bad magic, size or checksum."""
 
 
-class SchemaError(DeltaError):
+class SchemaError(SchemaMismatchError):
     """A schema cannot be parsed or converted, or data does not match it."""
 
 
@@ -52,7 +67,7 @@ class InvalidFilterError(DeltaError, ValueError):
     """A filter or predicate is malformed or names an unknown column."""
 
 
-class UnsupportedFeatureError(DeltaError):
+class UnsupportedFeatureError(DeltaProtocolError):
     """The table needs a protocol feature this version of deltakernel does not implement."""
 
     def __init__(self, feature: str, message: str | None = None) -> None:
@@ -74,7 +89,7 @@ class FileAlreadyExistsError(StorageError):
 
 
 # ----------------------------------------------------------------------------- commits
-class CommitConflictError(DeltaError):
+class CommitConflictError(CommitFailedError):
     """A concurrent commit conflicts with this transaction (mirrors Spark's exceptions)."""
 
 
@@ -110,5 +125,21 @@ class CommitStateUnknownError(DeltaError):
     """The outcome of a commit put could not be determined."""
 
 
-class ConstraintViolationError(DeltaError):
+class ConstraintViolationError(DeltaProtocolError):
     """Data violates a table constraint (CHECK, NOT NULL, invariant, generated column)."""
+
+
+class VacuumRetentionError(DeltaError, ValueError):
+    """VACUUM was asked for a retention shorter than the table's `delta.deletedFileRetentionDuration`."""
+
+
+class RestoreError(DeltaError, ValueError):
+    """The restore target is not an earlier version of the table."""
+
+
+class FeatureDropWaitError(DeltaError):
+    """The feature is gone from the current state but still in the history: truncate it (after the wait)."""
+
+    def __init__(self, feature: str, message: str) -> None:
+        self.feature = feature
+        super().__init__(message)

@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import DeltaError, InvalidFilterError, TableNotFoundError, UnsupportedFeatureError
-from .kernel.log.actions import Metadata, Protocol
 from .kernel.log.replay import commit_infos_for
 from .kernel.log.segment import LOG_DIR, list_commits
 from .kernel.log.time_travel import commit_timestamps
@@ -19,7 +18,21 @@ from .kernel.paths import file_uri, resolve_file
 from .kernel.scan.scan import Scan
 from .kernel.schema.types import StructType
 from .kernel.snapshot import Snapshot
+from .schema import Schema
 from .storage import Storage, storage_for_uri
+from .table_info import (  # noqa: F401  (deltalake.table's module-level names)
+    FSCK_METRICS_FILES_REMOVED_LABEL,
+    MAX_SUPPORTED_PYARROW_WRITER_VERSION,
+    MAX_SUPPORTED_READER_VERSION,
+    NOT_SUPPORTED_PYARROW_WRITER_VERSIONS,
+    NOT_SUPPORTED_READER_VERSION,
+    SUPPORTED_READER_FEATURES,
+    SUPPORTED_WRITER_FEATURES,
+    DeltaTableConfig,
+    Metadata,
+    ProtocolVersions,
+    TableFeatures,
+)
 
 FilterLike = Any  # list[tuple] | list[list[tuple]] | pyarrow.compute.Expression | kernel expression
 
@@ -53,13 +66,20 @@ class DeltaTable:
         configuration: dict[str, str | None] | None = None,
         storage_options: dict[str, str] | None = None,
         commit_properties: Any = None,
+        cluster_by: list[str] | None = None,
     ) -> DeltaTable:
-        """Create an empty table with `schema` (a pyarrow Schema or a Delta StructType)."""
-        from .operations.write import create_table
+        """Create an empty table with `schema` (a pyarrow Schema or a Delta StructType).
 
+        `cluster_by` (ours; deltalake has none): a clustered table (writer feature `clustering`, its columns
+        in the `delta.clustering` domain); `optimize.compact()` then clusters it by those columns."""
+        from .operations.write import create_table
+        from .schema import to_kernel_schema
+
+        if not isinstance(schema, (pa.Schema, StructType)):  # deltalake's Schema, or any Arrow-exportable schema
+            schema = to_kernel_schema(schema) or pa.schema(schema)
         create_table(table_uri, schema, mode=mode, partition_by=partition_by, name=name, description=description,
                      configuration=configuration, storage_options=storage_options,
-                     commit_properties=commit_properties)
+                     commit_properties=commit_properties, cluster_by=cluster_by)
         return cls(table_uri, storage_options=storage_options)
 
     @staticmethod
@@ -95,14 +115,44 @@ class DeltaTable:
         return commit_timestamps(self._storage, self._snapshot.ict_enablement_version)
 
     # ------------------------------------------------------------------ metadata
-    def schema(self) -> StructType:
-        return self._snapshot.schema
+    def schema(self) -> Schema:
+        """deltalake's `Schema` (JSON string `to_json()`, Arrow export); `snapshot.schema` is the kernel's."""
+        return Schema._of(self._snapshot.schema)  # type: ignore[no-any-return]
 
     def metadata(self) -> Metadata:
-        return self._snapshot.metadata
+        """deltalake's `Metadata` (partition_columns a list); kernel metaData attributes stay reachable."""
+        return Metadata(self._snapshot.metadata)
 
-    def protocol(self) -> Protocol:
-        return self._snapshot.protocol
+    def protocol(self) -> ProtocolVersions:
+        """deltalake's `ProtocolVersions` (sorted feature lists); equal to the kernel `Protocol` it reflects."""
+        return ProtocolVersions.of(self._snapshot.protocol)
+
+    @property
+    def table_config(self) -> DeltaTableConfig:
+        """Deprecated in deltalake; the effective load options (defaults)."""
+        from .table_info import table_config
+
+        return table_config()
+
+    def partitions(self, partition_filters: FilterLike | None = None, *,
+                   file_pruning_predicate: FilterLike | None = None) -> list[dict[str, str | None]]:
+        """The distinct partitions of the live files (filtered), e.g. `[{'year': '2020', 'month': '1'}]`."""
+        from .table_info import partitions
+
+        filters = partition_filters if partition_filters is not None else file_pruning_predicate
+        return partitions(self._snapshot, self._planned_files(filters))
+
+    def transaction_version(self, app_id: str) -> int | None:
+        """The latest `txn` version of application `app_id`, or None."""
+        from .table_info import transaction_version
+
+        return transaction_version(self._snapshot, app_id)
+
+    def deletion_vectors(self) -> pa.RecordBatchReader:
+        """(filepath, selection_vector) for each live file with a deletion vector; True = row kept."""
+        from .table_info import deletion_vectors
+
+        return deletion_vectors(self._snapshot)
 
     def partition_columns(self) -> list[str]:
         return self._snapshot.partition_columns
@@ -138,12 +188,13 @@ class DeltaTable:
         from .kernel.expressions import predicate as ex
 
         if isinstance(filters, pc.Expression):
-            converted = ex.from_pyarrow(filters, self.schema())
+            converted = ex.from_pyarrow(filters, self._snapshot.schema)
             return (converted, None) if converted is not None else (None, filters)
         if isinstance(filters, (list, tuple)):
             if rows:
-                return ex.from_dnf(filters, self.schema(), empty_string_is_null=False, not_in_keeps_nulls=True), None
-            return ex.from_dnf(filters, self.schema()), None
+                return ex.from_dnf(filters, self._snapshot.schema, empty_string_is_null=False,
+                                   not_in_keeps_nulls=True), None
+            return ex.from_dnf(filters, self._snapshot.schema), None
         if isinstance(filters, ex.EXPR_TYPES):
             return filters, None
         raise InvalidFilterError(f"unsupported filter type: {type(filters).__name__}")
@@ -175,8 +226,9 @@ class DeltaTable:
 
     def get_add_actions(self, flatten: bool = False) -> pa.Table:
         from .kernel.scan.add_actions import add_actions_table
+        from .table_info import restrict_add_actions
 
-        return add_actions_table(self._snapshot, flatten=flatten)
+        return restrict_add_actions(self._snapshot, add_actions_table(self._snapshot, flatten=flatten), flatten)
 
     # ------------------------------------------------------------------ data
     def scan(
@@ -234,8 +286,19 @@ class DeltaTable:
     def count(self, filters: FilterLike | None = None) -> int:
         return self.scan(filters=filters).count()
 
-    def to_pyarrow_dataset(self, partitions: FilterLike | None = None) -> Any:
-        """A `pyarrow.dataset.Dataset` over the live files.
+    def to_pyarrow_dataset(
+        self,
+        partitions: FilterLike | None = None,
+        filesystem: Any = None,
+        parquet_read_options: Any = None,
+        schema: pa.Schema | None = None,
+        as_large_types: bool = False,
+        file_pruning_predicate: FilterLike | None = None,
+    ) -> Any:
+        """A `pyarrow.dataset.Dataset` over the live files (deltalake's keywords).
+
+        Each fragment's `partition_expression` holds its partition values and what its statistics
+        guarantee (null counts, min/max), so pyarrow and DuckDB skip files a filter cannot match.
 
         Plain Parquet datasets cannot drop deleted rows, rename physical columns or widen types, so
         tables whose live files need any of that are refused with UnsupportedFeatureError rather than
@@ -244,7 +307,7 @@ class DeltaTable:
         import pyarrow.dataset as ds
 
         snap = self._snapshot
-        files = self._planned_files(partitions)
+        files = self._planned_files(partitions if partitions is not None else file_pruning_predicate)
         if files.column("deletion_vector").null_count != files.num_rows:
             raise UnsupportedFeatureError("deletionVectors", "to_pyarrow_dataset cannot apply deletion vectors; "
                                           "use to_pyarrow_table() or to_batches()")
@@ -254,26 +317,25 @@ class DeltaTable:
         if snap.protocol.has_feature("typeWidening") or snap.protocol.has_feature("typeWidening-preview"):
             raise UnsupportedFeatureError("typeWidening", "to_pyarrow_dataset cannot widen column types; "
                                           "use to_pyarrow_table() or to_batches()")
-        from .kernel.scan.partition_values import parse_partition_value
         from .kernel.schema.arrow import to_arrow_schema
+        from .table_info import fragment_expressions
 
         fs, _ = self._storage.arrow_filesystem()
-        schema = to_arrow_schema(snap.schema, include_metadata=False)
-        data_schema = pa.schema([f for f in schema if f.name not in snap.partition_columns])
-        paths = [_arrow_path(self._storage, fs, p) for p in files.column("path").to_pylist()]
-        pvs = files.column("partition_values").to_pylist()
-        exprs = []
-        for pv in pvs:
-            e = pc.scalar(True)
-            for f in snap.partition_fields:
-                v = parse_partition_value((pv or {}).get(f.name), f.type)
-                e = e & (pc.field(f.name).is_null() if v is None else (pc.field(f.name) == pc.scalar(v)))
-            exprs.append(e)
-        fmt = ds.ParquetFileFormat()
+        if schema is None:
+            schema = Schema._of(snap.schema).to_arrow(as_large_types) if as_large_types else \
+                to_arrow_schema(snap.schema, include_metadata=False)
+        if filesystem is not None:  # deltalake: a filesystem rooted at the table; keys are the log's paths
+            from urllib.parse import unquote
+
+            fs = filesystem
+            paths = [unquote(p) for p in files.column("path").to_pylist()]
+        else:
+            paths = [_arrow_path(self._storage, fs, p) for p in files.column("path").to_pylist()]
+        exprs = fragment_expressions(snap, files, schema)
+        fmt = ds.ParquetFileFormat(read_options=parquet_read_options,
+                                   default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
         frags = [fmt.make_fragment(p, filesystem=fs, partition_expression=e) for p, e in zip(paths, exprs)]
-        dataset = ds.FileSystemDataset(frags, schema=schema, format=fmt, filesystem=fs)
-        del data_schema
-        return dataset
+        return ds.FileSystemDataset(frags, schema=schema, format=fmt, filesystem=fs)
 
     # ------------------------------------------------------------------ change data feed
     def load_cdf(
@@ -309,6 +371,13 @@ class DeltaTable:
 
         return TableAlterer(self)
 
+    @property
+    def optimize(self) -> Any:
+        """Compaction and Z-order (deltalake's `TableOptimizer`: `compact()`, `z_order(columns)`)."""
+        from .operations.optimize import TableOptimizer
+
+        return TableOptimizer(self)
+
     def delete(
         self,
         predicate: str | None = None,
@@ -323,6 +392,7 @@ class DeltaTable:
         """
         from .operations.delete import delete
 
+        predicate = self._spark_sql(predicate)
         metrics, version = delete(self._storage, self._snapshot, predicate, writer_properties=writer_properties,
                                   commit_properties=commit_properties,
                                   post_commithook_properties=post_commithook_properties)
@@ -348,6 +418,9 @@ class DeltaTable:
         """
         from .operations.update import update
 
+        predicate = self._spark_sql(predicate)
+        if updates is not None:
+            updates = {k: self._spark_sql(v) if isinstance(v, str) else v for k, v in updates.items()}
         metrics, version = update(self._storage, self._snapshot, updates, new_values, predicate,
                                   writer_properties=writer_properties, error_on_type_mismatch=error_on_type_mismatch,
                                   commit_properties=commit_properties,
@@ -393,6 +466,110 @@ class DeltaTable:
             return metrics
 
         return TableMerger(run)
+
+    def vacuum(
+        self,
+        retention_hours: float | None = None,
+        dry_run: bool = True,
+        enforce_retention_duration: bool = True,
+        post_commithook_properties: Any = None,
+        commit_properties: Any = None,
+        full: bool = False,
+        keep_versions: list[int] | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[str]:
+        """Delete files no longer referenced by any retained version; returns their paths relative to the
+        table root (those that would be deleted on a dry run). See `operations/vacuum.py` for lite / full."""
+        from .operations.vacuum import vacuum
+
+        files, self._snapshot = vacuum(
+            self._storage, self._snapshot, retention_hours=retention_hours, dry_run=dry_run,
+            enforce_retention_duration=enforce_retention_duration, commit_properties=commit_properties,
+            post_commithook_properties=post_commithook_properties, full=full, keep_versions=keep_versions,
+            progress=progress)
+        return files
+
+    def restore(
+        self,
+        target: int | dt.datetime | str,
+        *,
+        ignore_missing_files: bool = False,
+        protocol_downgrade_allowed: bool = False,
+        commit_properties: Any = None,
+        post_commithook_properties: Any = None,
+    ) -> dict[str, Any]:
+        """Make an earlier version (int, datetime or ISO-8601 string) the current state in one new commit;
+        returns deltalake's metrics (`numRemovedFile`, `numRestoredFile`). The table is left at the new version."""
+        from .operations.restore import restore
+
+        metrics, version = restore(self._storage, self._snapshot, target, ignore_missing_files=ignore_missing_files,
+                                   protocol_downgrade_allowed=protocol_downgrade_allowed,
+                                   commit_properties=commit_properties,
+                                   post_commithook_properties=post_commithook_properties)
+        self._snapshot = Snapshot.load(self._storage, version)
+        return metrics
+
+    def repair(
+        self,
+        dry_run: bool = False,
+        *,
+        commit_properties: Any = None,
+        post_commithook_properties: Any = None,
+    ) -> dict[str, Any]:
+        """FSCK: remove the live files missing from storage; deltalake's metrics
+        (`{"dry_run": ..., "files_removed": [paths relative to the root]}`). No commit when none is missing."""
+        from .operations.repair import repair
+
+        metrics, version = repair(self._storage, self._snapshot, dry_run=dry_run, commit_properties=commit_properties,
+                                  post_commithook_properties=post_commithook_properties)
+        if version is not None:
+            self._snapshot = Snapshot.load(self._storage, version)
+        return metrics
+
+    def _spark_sql(self, text: str | None) -> str | None:
+        """deltalake's SQL spelling -> Spark's: `"col"` naming a column is an identifier (decisions.md)."""
+        if not isinstance(text, str):
+            return text
+        from .kernel.expressions.sql import quote_column_identifiers
+
+        return quote_column_identifiers(text, self._snapshot.schema.names)
+
+    def clone(
+        self,
+        target: str,
+        shallow: bool = True,
+        version: int | None = None,
+        timestamp: str | dt.datetime | None = None,
+        replace: bool = False,
+        properties: dict[str, str | None] | None = None,
+        storage_options: dict[str, str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> DeltaTable:
+        """Clone this table (its loaded version, or `version` / `timestamp`) into `target`, as delta-spark's
+        `clone` / `cloneAtVersion` / `cloneAtTimestamp`; returns the target. Shallow: the target references
+        this table's files by absolute path (keep them: VACUUM here breaks the clone); deep: files are copied.
+        `replace=True` replaces a table already at `target`; `properties` override the configuration. The
+        CLONE commit's metrics (sourceTableSize, numCopiedFiles, ...) are in the target's history."""
+        from .operations.clone import clone_table
+
+        if version is not None and timestamp is not None:
+            raise DeltaError("pass version or timestamp, not both")
+        source = self._snapshot
+        if version is not None or timestamp is not None:
+            source = Snapshot.load_at(self._storage, version if version is not None else timestamp,
+                                      reference=self._snapshot)
+        _, _ = clone_table(self._storage, source, target, shallow=shallow, replace=replace, properties=properties,
+                           storage_options=storage_options, progress=progress)
+        return DeltaTable(target, storage_options=storage_options)
+
+    def compact_logs(self, start_version: int | None = None, end_version: int | None = None) -> str | None:
+        """Write `_delta_log/<start>.<end>.compacted.json` (PROTOCOL.md "Log Compaction Files"): the reconciled
+        actions of commits start..end (default: after the last checkpoint up to the loaded version). Returns
+        the file's key, or None when the range holds fewer than two commits."""
+        from .kernel.log.compaction import compact_logs
+
+        return compact_logs(self._storage, self._snapshot, start_version, end_version)
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.table_uri!r}, version={self.version()})"

@@ -77,3 +77,61 @@ def test_protocol_upgrade_and_features(spark, table):
     assert p.min_reader_version == 3 and p.min_writer_version == 7
     assert "deletionVectors" in p.reader_features and "deletionVectors" in p.writer_features
     assert dt.toDF().count() == 15
+
+
+def test_builder_cluster_by_then_optimize_clusters(spark, tmp_path):
+    """`clusterBy` makes a clustered table (`delta.clustering` domain); the embedded OPTIMIZE clusters it and
+    Spark reads the same rows; `detail()` shows the clustering columns."""
+    import json
+
+    import pyarrow as pa
+
+    from deltakernel import write_deltalake
+
+    path = str(tmp_path / "clustered")
+    DeltaTable.create(spark).location(path).addColumn("id", "BIGINT").addColumn("k", "STRING") \
+        .clusterBy("id").execute()
+    k = KernelTable(path)
+    assert "clustering" in (k.protocol().writer_features or [])
+    domain = k.snapshot.domain_metadata["delta.clustering"]
+    assert json.loads(domain.configuration)["clusteringColumns"] == [["id"]]
+    for i in range(4):
+        ids = pa.array(range(i, 400, 4), pa.int64())
+        write_deltalake(path, pa.table({"id": ids, "k": pa.array([f"k{v}" for v in ids.to_pylist()])}), mode="append")
+    KernelTable(path).optimize.compact()
+    assert sorted(r.id for r in DeltaTable.forPath(spark, path).toDF().collect()) == list(range(400))
+    d = DeltaTable.forPath(spark, path).detail().collect()[0]
+    assert d.clusteringColumns == ["id"] and d.numFiles == len(KernelTable(path).files())
+    with pytest.raises(DeltaError, match="clusterBy and partitionedBy"):
+        DeltaTable.create(spark).location(str(tmp_path / "both")).addColumn("id", "BIGINT") \
+            .partitionedBy("id").clusterBy("id").execute()
+
+
+def test_spark_reads_after_embedded_maintenance(spark, tmp_path):
+    """OPTIMIZE, Z-order, DELETE with deletion vectors, RESTORE and VACUUM on the embedded engine: after each,
+    Spark reads exactly the rows the kernel reads."""
+    import pyarrow as pa
+
+    from deltakernel import write_deltalake
+
+    path = str(tmp_path / "m")
+    for i in range(5):
+        write_deltalake(path, pa.table({"id": pa.array(range(i * 100, i * 100 + 100), pa.int64()),
+                                        "g": pa.array([str(v % 3) for v in range(100)])}), mode="append",
+                        configuration={"delta.enableDeletionVectors": "true"} if i == 0 else None)
+
+    def same() -> None:
+        ours = sorted(KernelTable(path).to_pyarrow_table().column("id").to_pylist())
+        theirs = sorted(r.id for r in spark.read.format("delta").load(path).select("id").collect())
+        assert ours == theirs
+
+    KernelTable(path).optimize.compact()
+    same()
+    KernelTable(path).delete("id % 7 = 0")
+    same()
+    KernelTable(path).optimize.z_order(["id", "g"])
+    same()
+    KernelTable(path).restore(1)
+    same()
+    KernelTable(path).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    same()

@@ -179,7 +179,7 @@ def test_add_feature(tmp_path: Path) -> None:
     assert _proto(p) == (3, 7, {"deletionVectors"}, {"deletionVectors", "appendOnly", "invariants"})
     t.alter.add_feature(["changeDataFeed", TableFeatures.DomainMetadata])  # no version increase now
     assert _proto(p)[3] == {"deletionVectors", "appendOnly", "invariants", "changeDataFeed", "domainMetadata"}
-    assert t.history(1)[0]["operation"] == "UPGRADE PROTOCOL"
+    assert t.history(1)[0]["operation"] == "ADD FEATURE"  # deltalake's name
     v = t.version()
     t.alter.add_feature("appendOnly")  # already there: nothing to commit
     assert t.version() == v

@@ -63,7 +63,8 @@ class Progress:
         if self.bar is None:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, file=self.stream, ascii=".#", leave=True, ncols=_size(self.stream)[0], nrows=_size(self.stream)[1],
+            columns, lines = _size(self.stream)
+            self.bar = tqdm(total=total, file=self.stream, ascii=".#", leave=True, ncols=columns, nrows=lines,
                             bar_format="{elapsed} [{bar:30}] {n_fmt}/{total_fmt} " + self.unit)
         if total != self.bar.total:
             self.bar.total = total

@@ -61,11 +61,11 @@ def cmd_schema(args: argparse.Namespace) -> None:
 
     t = open_table(args)
     if args.json:
-        print(json.dumps(t.schema().to_json(), indent=2))
+        print(json.dumps(t.snapshot.schema.to_json(), indent=2))
     else:
         from ..kernel.schema.arrow import to_arrow_schema
 
-        print(to_arrow_schema(t.schema(), include_metadata=False))
+        print(to_arrow_schema(t.snapshot.schema, include_metadata=False))
 
 
 def cmd_head(args: argparse.Namespace) -> None:

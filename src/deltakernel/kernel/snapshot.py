@@ -37,6 +37,10 @@ class Snapshot:
         start = time.perf_counter()
         segment = build_log_segment(storage, version)
         snap = cls(storage, segment, replay(segment))
+        if segment.checksum is not None:  # N.crc listed: compare (PROTOCOL.md "State Validation")
+            from .checksum import verify_snapshot
+
+            verify_snapshot(snap)
         log.debug(
             "loaded %s at version %d: checkpoint=%s, %d commits replayed, %d live files in %.3fs",
             storage.root_uri, snap.version, segment.checkpoint.version if segment.checkpoint else None,

@@ -17,7 +17,7 @@ from typing import Any
 from typing import Protocol as TypingProtocol
 
 from ..errors import ConstraintViolationError, DeltaError, SchemaError
-from ..kernel.expressions.sql import evaluate, parse_sql, referenced_columns
+from ..kernel.expressions.sql import evaluate, parse_sql, quote_column_identifiers, referenced_columns
 from ..kernel.log.actions import Metadata, Protocol
 from ..kernel.protocol.features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
 from ..kernel.protocol.select import (
@@ -115,6 +115,9 @@ class TableAlterer:
         snap = self._table.snapshot
         conf = dict(snap.configuration)
         existing = {k.lower() for k in check_constraints(conf)}
+        # deltalake's `"col"` identifiers are stored in Spark's form (`col`), so Spark reads the same constraint
+        constraints = {name: quote_column_identifiers(text, snap.schema.names) if isinstance(text, str) else text
+                       for name, text in constraints.items()}
         parsed = {}
         for name, text in constraints.items():
             if not name or not isinstance(text, str):
@@ -322,15 +325,120 @@ class TableAlterer:
                 f"adding {sorted(names)} needs protocol {need} (table is at reader "
                 f"{proto.min_reader_version}, writer {proto.min_writer_version}); pass "
                 "allow_protocol_versions_increase=True to upgrade")
-        txn = self._txn("UPGRADE PROTOCOL", {"newProtocol": json.dumps(new.to_json())}, custom_metadata)
+        # deltalake's operation name and parameters (Spark's ALTER TABLE ... SET TBLPROPERTIES says
+        # "SET TBLPROPERTIES"; its `addFeatureSupport` API "ADD FEATURE" too)
+        txn = self._txn("ADD FEATURE", {"name": json.dumps(sorted(names), separators=(",", ":"))},
+                        custom_metadata)
         txn.update_protocol(new)
+        self._commit(txn)
+
+    def drop_feature(self, feature: Any, allow_protocol_versions_increase: bool = False, *,
+                     truncate_history: bool = False, custom_metadata: dict[str, str] | None = None) -> None:
+        """Remove table features from the protocol (delta-spark's DROP FEATURE [TRUNCATE HISTORY]); see
+        `operations/drop_feature.py` for which features can go and the history-truncation rule."""
+        from .drop_feature import drop_feature
+
+        self._table.update_incremental()
+        try:
+            drop_feature(self._table.snapshot.storage, self._table.snapshot, feature,
+                         allow_protocol_versions_increase=allow_protocol_versions_increase,
+                         truncate_history=truncate_history, custom_metadata=custom_metadata)
+        finally:
+            self._table.update_incremental()
+
+    # ------------------------------------------------------------------ table and column metadata
+    def set_table_name(self, name: str, *, commit_properties: Any = None, post_commithook_properties: Any = None,
+                       custom_metadata: dict[str, str] | None = None) -> None:
+        """Set `metaData.name` (deltalake's operation "UPDATE TABLE METADATA")."""
+        self._update_table_metadata({"name": name}, _custom(commit_properties, custom_metadata))
+
+    def set_table_description(self, description: str, *, commit_properties: Any = None,
+                              post_commithook_properties: Any = None,
+                              custom_metadata: dict[str, str] | None = None) -> None:
+        """Set `metaData.description` (deltalake's operation "UPDATE TABLE METADATA")."""
+        self._update_table_metadata({"description": description}, _custom(commit_properties, custom_metadata))
+
+    def _update_table_metadata(self, change: dict[str, str], custom_metadata: dict[str, str] | None) -> None:
+        for key, value in change.items():
+            if not isinstance(value, str):
+                raise DeltaError(f"table {key} must be a string, got {type(value).__name__}")
+        update = {"name": change.get("name"), "description": change.get("description")}
+        txn = self._txn("UPDATE TABLE METADATA", {"metadataUpdate": json.dumps(update, separators=(",", ":"))},
+                        custom_metadata)
+        txn.update_metadata(replace(self._metadata, **change))  # type: ignore[arg-type]
+        self._commit(txn)
+
+    def set_column_metadata(self, column: str, metadata: dict[str, str], *, commit_properties: Any = None,
+                            post_commithook_properties: Any = None,
+                            custom_metadata: dict[str, str] | None = None) -> None:
+        """Insert or overwrite metadata keys of one (possibly nested, dotted) column."""
+        self._table.update_incremental()
+        md = self._metadata
+        if not md.schema.has(column.split(".")[0]):
+            raise SchemaError(f"No field with the name {column!r} in the schema")
+        path = _resolve_path(md.schema, tuple(column.split(".")), "set_column_metadata")
+        reserved = sorted(k for k in metadata if k.startswith("delta.columnMapping.") or k == "delta.identity.start")
+        if reserved:
+            raise DeltaError(f"set_column_metadata cannot change protocol-owned keys {reserved}")
+        schema = _update_field(md.schema, path, lambda f: StructField(f.name, f.type, f.nullable,
+                                                                      {**f.metadata, **metadata}))
+        fields = json.dumps([f.to_json() for f in schema.fields], separators=(",", ":"))
+        txn = self._txn("UPDATE FIELD METADATA", {"fields": fields}, _custom(commit_properties, custom_metadata))
+        txn.update_metadata(replace(md, schema_string=schema_to_json(schema)))
+        self._commit(txn)
+
+    def drop_column_not_null(self, column_name: str, commit_properties: Any = None,
+                             post_commithook_properties: Any = None,
+                             custom_metadata: dict[str, str] | None = None) -> None:
+        """Make a NOT NULL column nullable (ALTER COLUMN ... DROP NOT NULL; deltalake's "CHANGE COLUMN")."""
+        self._table.update_incremental()
+        md = self._metadata
+        if not md.schema.has(column_name.split(".")[0]):
+            raise SchemaError(f"No column with the name {column_name!r} in the schema")
+        path = _resolve_path(md.schema, tuple(column_name.split(".")), "drop_column_not_null")
+        changed: list[StructField] = []
+
+        def relax(f: StructField) -> StructField:
+            if f.nullable:
+                raise DeltaError(f"Column {column_name!r} is already nullable")
+            changed.append(StructField(f.name, f.type, True, f.metadata))
+            return changed[-1]
+
+        schema = _update_field(md.schema, path, relax)
+        txn = self._txn("CHANGE COLUMN", {"column": json.dumps(changed[0].to_json(), separators=(",", ":"))},
+                        _custom(commit_properties, custom_metadata))
+        txn.update_metadata(replace(md, schema_string=schema_to_json(schema)))
         self._commit(txn)
 
 
 # ----------------------------------------------------------------------------- schema helpers
+def _custom(commit_properties: Any, custom_metadata: dict[str, str] | None) -> dict[str, str] | None:
+    """commitInfo fields from deltalake's `CommitProperties.custom_metadata` and/or `custom_metadata`."""
+    merged = dict(getattr(commit_properties, "custom_metadata", None) or {})
+    merged.update(custom_metadata or {})
+    return merged or None
+
+
+def _update_field(struct: StructType, path: tuple[str, ...], fn: Any) -> StructType:
+    """`struct` with the field at `path` (resolved names) replaced by `fn(field)`."""
+    fields = []
+    for g in struct.fields:
+        if g.name == path[0]:
+            if len(path) == 1:
+                g = fn(g)
+            else:
+                assert isinstance(g.type, StructType)
+                g = StructField(g.name, _update_field(g.type, path[1:], fn), g.nullable, g.metadata)
+        fields.append(g)
+    return StructType(tuple(fields))
+
+
 def _as_field(f: Any) -> StructField:
     if isinstance(f, StructField):
         return f
+    kernel = getattr(f, "_kernel", None)  # deltakernel.schema.Field (engine layer; not imported here)
+    if isinstance(kernel, StructField):
+        return kernel
     to_json = getattr(f, "to_json", None)
     if callable(to_json):  # deltalake.schema.Field
         raw = to_json()

@@ -136,7 +136,7 @@ class _FileWriter:
         self.mode = mode
         self.configuration = configuration
         self.props = props
-        self.options = props.parquet_options()
+        self.options = props.parquet_options(layout)
         self.target = max(1, target_file_size)
         self.max_rows = max_rows_per_file if max_rows_per_file and max_rows_per_file > 0 else None
         self.rg_rows = max(1, props.max_row_group_size)

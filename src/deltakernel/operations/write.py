@@ -191,6 +191,7 @@ def write_deltalake(
     progress: Callable[[int, int], None] | None = None,
     _operation: str = "WRITE",
     _write_files: Any = None,
+    _domain_metadata: Any = None,
 ) -> None:
     """Write Arrow data to a Delta table (deltalake's `write_deltalake`).
 
@@ -255,6 +256,9 @@ def write_deltalake(
         txn.update_metadata(metadata)
     if snapshot is None or protocol != snapshot.protocol:
         txn.update_protocol(protocol)
+    if _domain_metadata is not None:  # `_domain_metadata(metadata) -> {domain: configuration}` (clustered create)
+        for domain, domain_conf in _domain_metadata(metadata).items():
+            txn.set_domain_metadata(domain, domain_conf)
 
     table_schema = metadata.schema
     target = to_arrow_schema(table_schema, include_metadata=False)
@@ -511,8 +515,18 @@ def create_table(
     configuration: dict[str, str | None] | None = None,
     storage_options: dict[str, str] | None = None,
     commit_properties: CommitProperties | None = None,
+    cluster_by: list[str] | None = None,
 ) -> None:
-    """Create an empty table (deltalake's `DeltaTable.create`)."""
+    """Create an empty table (deltalake's `DeltaTable.create`); `cluster_by`: a clustered table
+    (`operations/clustering.py`: the `clustering` feature and the `delta.clustering` domain)."""
+    domains: Any = None
+    if cluster_by is not None:
+        from functools import partial
+
+        from .clustering import CLUSTERING_FEATURE, creation_domain
+
+        configuration = {**(configuration or {}), f"delta.feature.{CLUSTERING_FEATURE}": "supported"}
+        domains = partial(creation_domain, columns=list(cluster_by))
     if isinstance(schema, StructType):
         arrow = to_arrow_schema(schema)
     else:
@@ -523,6 +537,7 @@ def create_table(
         configuration=configuration, storage_options=storage_options, commit_properties=commit_properties,
         schema_mode="overwrite" if mode == "overwrite" else None,
         _operation="CREATE TABLE" if mode != "overwrite" else "CREATE OR REPLACE TABLE",
+        _domain_metadata=domains,
     )
 
 

@@ -161,7 +161,7 @@ def _ts(ms: Any) -> Any:
 
 
 class DeltaTableBuilder:
-    """delta-spark's `DeltaTableBuilder`: location, columns, partitioning, properties, comment."""
+    """delta-spark's `DeltaTableBuilder`: location, columns, partitioning or clustering, properties, comment."""
 
     def __init__(self, spark: Any, mode: str) -> None:
         self._spark = spark
@@ -169,6 +169,7 @@ class DeltaTableBuilder:
         self._location: str | None = None
         self._fields: list[dict[str, Any]] = []
         self._partitions: list[str] = []
+        self._clustering: list[str] = []
         self._properties: dict[str, str] = {}
         self._comment: str | None = None
         self._name: str | None = None
@@ -209,6 +210,13 @@ class DeltaTableBuilder:
         self._partitions = list(cols)
         return self
 
+    def clusterBy(self, *cols: Any) -> DeltaTableBuilder:
+        """A clustered table (protocol "Clustered Table"): OPTIMIZE clusters its files by these columns."""
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            cols = tuple(cols[0])
+        self._clustering = [str(c) for c in cols]
+        return self
+
     def property(self, key: str, value: str) -> DeltaTableBuilder:
         self._properties[key] = str(value)
         return self
@@ -224,12 +232,16 @@ class DeltaTableBuilder:
         uri = table_uri(self._location)
         schema = parse_schema_string(json.dumps({"type": "struct", "fields": self._fields}))
         exists = KernelTable.is_deltatable(uri)
+        if self._clustering and self._partitions:
+            raise DeltaError("clusterBy and partitionedBy cannot be used together "
+                             "(a clustered table has no partitions)")
         if self._mode == "replace" and not exists:
             raise DeltaError(f"cannot replace: no Delta table at {self._location}")
         mode = {"error": "error", "ignore": "ignore", "overwrite": "overwrite", "replace": "overwrite"}[self._mode]
         if not (mode == "ignore" and exists):
             create_table(uri, schema, mode=mode, partition_by=self._partitions or None, name=self._name,
-                         description=self._comment, configuration=dict(self._properties) or None)
+                         description=self._comment, configuration=dict(self._properties) or None,
+                         cluster_by=self._clustering or None)
         return DeltaTable(self._spark, self._location)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,29 @@ class Storage(ABC):
                 break
             out.append(m)
         return out
+
+    def walk(self, prefix: str = "", skip_dir: Callable[[str], bool] | None = None) -> Iterator[list[ObjectMeta]]:
+        """Every object below the directory key `prefix` ('' = the root), recursively, in pages of no
+        particular order, streamed (VACUUM lists whole tables: never the full listing at once).
+        `skip_dir(dir_key)` True prunes that directory and everything below it. This default lists
+        through `list_from`; backends stream."""
+        base = f"{prefix.rstrip('/')}/" if prefix.strip("/") else ""
+        cache: dict[str, bool] = {}
+        page = [m for m in self.list_from(base, recursive=True) if not under_skipped_dir(m.key, base, skip_dir, cache)]
+        if page:
+            yield page
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        """Delete every key (missing ones are not an error). Remote stores overlap the requests."""
+        if len(keys) <= 2 or self.sequential_reads:
+            for k in keys:
+                self.delete(k)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(16, len(keys))) as pool:
+            for _ in pool.map(self.delete, keys):
+                pass
 
     @abstractmethod
     def read(self, key: str, start: int | None = None, end: int | None = None) -> bytes:
@@ -166,6 +189,24 @@ class Storage(ABC):
             found = storage_for_uri(uri, getattr(self, "storage_options", None))
             cache[(scheme, netloc)] = found
         return found
+
+
+def under_skipped_dir(
+    key: str, base: str, skip_dir: Callable[[str], bool] | None, cache: dict[str, bool]
+) -> bool:
+    """Whether a directory of `key` below `base` is pruned by `skip_dir` (answers cached per directory)."""
+    if skip_dir is None:
+        return False
+    parts = key[len(base):].split("/")[:-1]
+    d = base.rstrip("/")
+    for part in parts:
+        d = f"{d}/{part}" if d else part
+        hit = cache.get(d)
+        if hit is None:
+            hit = cache[d] = bool(skip_dir(d))
+        if hit:
+            return True
+    return False
 
 
 def _split_root(storage: Storage) -> tuple[str, str, str]:

@@ -11,13 +11,17 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import re
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from deltakernel.errors import FileAlreadyExistsError, InvalidPathError, ObjectNotFoundError, StorageError
 from deltakernel.storage.base import ObjectMeta, Storage, check_range, normalize_store_path
+
+#: a key `delete_many` must not join to the root as is ('.'/'..' segments, absolute, '//', NUL)
+_UNSAFE_KEY = re.compile(r"(^|/)\.\.?(/|$)|^/|//|\x00")
 
 #: suffix of the temp files `put_if_absent` writes; listings hide them
 _TMP_SUFFIX = ".dktmp"
@@ -180,6 +184,40 @@ class LocalStorage(Storage):
             except FileNotFoundError:
                 continue
 
+    def walk(self, prefix: str = "", skip_dir: Callable[[str], bool] | None = None) -> Iterator[list[ObjectMeta]]:
+        """Files below `prefix`, depth first, one page per directory (at most 1,000 entries); pruned
+        directories are never entered, symlinked directories never followed (nothing outside the root)."""
+        start = self._normalize_key(prefix.strip("/")) if prefix.strip("/") else ""
+        stack = [start]
+        while stack:
+            dir_key = stack.pop()
+            dir_path = self._path(dir_key)
+            try:
+                with os.scandir(dir_path) as it:
+                    entries = list(it)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                raise StorageError(f"cannot list {dir_path}: {exc}") from exc
+            page: list[ObjectMeta] = []
+            for entry in entries:
+                if _is_temp_name(entry.name):
+                    continue
+                key = f"{dir_key}/{entry.name}" if dir_key else entry.name
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if skip_dir is None or not skip_dir(key):
+                            stack.append(key)
+                    elif entry.is_file():
+                        page.append(ObjectMeta(key, *self._size_mtime(entry.stat())))
+                except FileNotFoundError:
+                    continue  # removed while listing
+                if len(page) >= 1000:
+                    yield page
+                    page = []
+            if page:
+                yield page
+
     @staticmethod
     def _size_mtime(st: os.stat_result) -> tuple[int, int]:
         return st.st_size, _mtime_ms(st)
@@ -308,6 +346,21 @@ class LocalStorage(Storage):
             pass
         except OSError as exc:
             raise StorageError(f"cannot delete {path}: {exc}") from exc
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        """A tight unlink loop (threads only contend on the directory lock); keys that need normalizing
+        take the checked `delete` path."""
+        root = self.root_path
+        for key in keys:
+            if os.sep != "/" or not key or _UNSAFE_KEY.search(key):
+                self.delete(key)
+                continue
+            try:
+                os.unlink(f"{root}/{key}")
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+            except OSError as exc:
+                raise StorageError(f"cannot delete {root}/{key}: {exc}") from exc
 
     # ------------------------------------------------------------------ arrow / children
     def arrow_filesystem(self) -> tuple[Any, str]:

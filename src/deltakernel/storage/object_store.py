@@ -9,7 +9,7 @@ Commits rely on `put(mode="create")`, i.e. S3 `If-None-Match: *` / GCS and Azure
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -23,6 +23,7 @@ from deltakernel.storage.base import (
     check_range,
     foreign_paths_allowed,
     normalize_store_path,
+    under_skipped_dir,
     without_deltakernel_options,
 )
 from deltakernel.storage.obstore_fs import (
@@ -311,6 +312,28 @@ class ObjectStoreStorage(Storage):
         found.sort(key=lambda m: m.key)
         return found
 
+    def walk(self, prefix: str = "", skip_dir: Callable[[str], bool] | None = None) -> Iterator[list[ObjectMeta]]:
+        """One flat listing under `prefix`, streamed page by page (1,000 keys); object stores have no
+        directories to prune, so `skip_dir` filters the keys of each page instead."""
+        import obstore
+
+        base = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
+        list_prefix = self._path(base) if base else self.prefix
+        cache: dict[str, bool] = {}
+        try:
+            for chunk in obstore.list(self._store, list_prefix or None, chunk_size=1000):
+                page = []
+                for meta in chunk:
+                    key = self._key(meta["path"])
+                    if key.startswith(base) and not under_skipped_dir(key, base, skip_dir, cache):
+                        page.append(ObjectMeta(key, int(meta["size"]), int(meta["last_modified"].timestamp() * 1000)))
+                if page:
+                    yield page
+        except _obstore_errors() as exc:
+            if _is_not_found(exc):
+                return
+            raise StorageError(f"listing {self.full_uri(prefix)} failed: {exc}") from exc
+
     # ------------------------------------------------------------------ reads
     def read(self, key: str, start: int | None = None, end: int | None = None) -> bytes:
         import obstore
@@ -415,6 +438,31 @@ class ObjectStoreStorage(Storage):
             if _is_not_found(exc):
                 return
             raise self._wrap(exc, "delete of", key) from exc
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        """Bulk deletes (S3 DeleteObjects, 1,000 keys a request), a few requests in flight at once."""
+        import obstore
+
+        if any(not k.strip("/") for k in keys):
+            raise InvalidPathError("cannot delete the storage root")
+        batches = [[self._path(k) for k in keys[i : i + 1000]] for i in range(0, len(keys), 1000)]
+
+        def run(paths: list[str]) -> None:
+            try:
+                obstore.delete(self._store, paths)
+            except _obstore_errors() as exc:
+                if not _is_not_found(exc):
+                    raise StorageError(f"bulk delete under {self.root_uri} failed: {exc}") from exc
+
+        if len(batches) <= 1:
+            for b in batches:
+                run(b)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, len(batches))) as pool:
+            for _ in pool.map(run, batches):
+                pass
 
     # ------------------------------------------------------------------ arrow / children
     def arrow_filesystem(self) -> tuple[Any, str]:

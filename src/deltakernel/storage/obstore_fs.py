@@ -57,6 +57,8 @@ class _Writer:
         self.closed = False
 
     def write(self, data: Any) -> int:
+        if not isinstance(data, (bytes, bytearray, memoryview)):  # e.g. pa.Buffer: obstore takes bytes-likes only
+            data = memoryview(data).cast("B")
         return int(self._inner.write(data))
 
     def flush(self) -> None:

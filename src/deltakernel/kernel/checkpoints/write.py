@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from ...errors import DeltaError, FileAlreadyExistsError
 from ...storage.base import Storage
+from ..arrow_build import int_scalar, scalar
 from ..log.retention import DEFAULT_TOMBSTONE_RETENTION, parse_interval_ms
 from ..log.retention import flag as _flag
 from ..log.retention import interval_conf as _interval_conf
@@ -53,6 +54,8 @@ SIDECAR_THRESHOLD = 100_000
 SIDECAR_ROWS = 1_000_000
 #: spooled Parquet output stays in memory up to this size, then moves to a temp file
 SPOOL_MEMORY = 64 << 20
+
+_TRUE, _FALSE = scalar(True), scalar(False)  # Arrow scalars: Python literals make pyarrow import pandas
 
 
 STR_MAP = pa.map_(pa.string(), pa.string())
@@ -270,7 +273,7 @@ def _stats_parsed(files: pa.Table, plan: _Plan) -> pa.Array:
     if has_struct:
         missing = pc.and_(missing, pc.is_null(_column(files, "stats_parsed")))
     return pa.StructArray.from_arrays([cols[f.name].cast(f.type) for f in typ], fields=list(typ),
-                                      mask=pc.fill_null(missing, True))
+                                      mask=pc.fill_null(missing, _TRUE))
 
 
 def _remove_struct(tombs: pa.Table) -> pa.StructArray:
@@ -365,7 +368,7 @@ def _live_tombstones(snapshot: Snapshot, now_ms: int) -> pa.Table:
     if not tombs.num_rows:
         return tombs
     assert retention is not None
-    keep = pc.fill_null(pc.greater(tombs.column("deletion_timestamp"), now_ms - retention), False)
+    keep = pc.fill_null(pc.greater(tombs.column("deletion_timestamp"), int_scalar(now_ms - retention)), _FALSE)
     return tombs.filter(keep)
 
 

@@ -25,7 +25,7 @@ import datetime as dt
 import functools
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar, Union
@@ -280,6 +280,49 @@ def parse_sql(text: str, *, double_quoted_identifiers: bool = False) -> SqlExpr:
     if not isinstance(text, str):
         raise InvalidFilterError(f"a SQL expression must be a string, got {type(text).__name__}")
     return _parse_cached(text, bool(double_quoted_identifiers))
+
+
+def quote_column_identifiers(text: str, column_names: Iterable[str]) -> str:
+    """deltalake-facing SQL -> Spark SQL: a double-quoted token naming an existing column (case-insensitive)
+    becomes a backticked identifier; every other double-quoted token stays a Spark string literal.
+
+    deltalake (DataFusion) reads `"high price" >= 0` as a column; Spark reads double quotes as a string.
+    Rewriting only the tokens that name a column accepts both spellings, and what is stored (constraints)
+    is Spark's form, which Spark and every Delta reader parse the same way.
+    """
+    if '"' not in text:
+        return text
+    names = {n.lower() for n in column_names}
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in ("'", "`", '"'):
+            j = i + 1
+            chars: list[str] = []
+            while j < n:
+                if text[j] == "\\" and c != "`" and j + 1 < n:
+                    chars.append(text[j + 1])
+                    j += 2
+                    continue
+                if text[j] == c:
+                    if j + 1 < n and text[j + 1] == c:  # doubled quote: one literal quote
+                        chars.append(c)
+                        j += 2
+                        continue
+                    break
+                chars.append(text[j])
+                j += 1
+            token = text[i:j + 1]
+            content = "".join(chars)
+            if c == '"' and j < n and content.lower() in names:
+                token = "`" + content.replace("`", "``") + "`"
+            out.append(token)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 class _Translator:
@@ -766,5 +809,5 @@ def to_pyarrow_filter(text: str, schema: StructType, *, double_quoted_identifier
 
 __all__ = [
     "Between", "Binary", "Case", "Cast", "Col", "Func", "InList", "IsNull", "Like", "Lit", "SqlExpr", "Unary",
-    "evaluate", "parse_sql", "referenced_columns", "to_predicate", "to_pyarrow_filter",
+    "evaluate", "parse_sql", "quote_column_identifiers", "referenced_columns", "to_predicate", "to_pyarrow_filter",
 ]

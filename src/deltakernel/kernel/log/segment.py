@@ -54,6 +54,8 @@ class LogSegment:
     version: int
     checkpoint: Checkpoint | None
     commits: list[ObjectMeta] = field(default_factory=list)  # ascending, checkpoint.version < v <= version
+    #: the version checksum file (`N.crc`) of `version`, when the listing saw one
+    checksum: ObjectMeta | None = None
 
     @property
     def commit_versions(self) -> list[int]:
@@ -230,4 +232,5 @@ def _segment_from(
             f"gap in the Delta log of {storage.root_uri}: commit file(s) missing for version(s) "
             f"{missing[:10]} (needed to reach version {target})"
         )
-    return LogSegment(storage, target, checkpoint, [listing.commits[v] for v in expected])
+    return LogSegment(storage, target, checkpoint, [listing.commits[v] for v in expected],
+                      checksum=listing.crcs.get(target))

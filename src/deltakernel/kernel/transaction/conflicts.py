@@ -51,7 +51,7 @@ class WinningCommit:
     app_ids: set[str] = field(default_factory=set)
     domains: dict[str, dict[str, Any]] = field(default_factory=dict)
     added: list[dict[str, Any]] = field(default_factory=list)  # add actions with dataChange
-    removed_paths: set[str] = field(default_factory=set)  # remove actions with dataChange
+    removed_paths: set[str] = field(default_factory=set)  # every remove action's path
     commit_info: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -76,8 +76,9 @@ class WinningCommit:
                 if action["add"].get("dataChange", True):
                     out.added.append(action["add"])
             elif "remove" in action:
-                if action["remove"].get("dataChange", True):
-                    out.removed_paths.add(action["remove"]["path"])
+                # every remove, also dataChange=false (OPTIMIZE): the file is gone either way, and a loser
+                # that read or removes it would resurrect rows (delta-spark's removedFiles has them all)
+                out.removed_paths.add(action["remove"]["path"])
             elif "commitInfo" in action:
                 out.commit_info = action["commitInfo"] or {}
         out.is_blind_append = bool(out.commit_info.get("isBlindAppend", False))

@@ -331,7 +331,7 @@ class Transaction:
             while winner is not None:
                 if winner.commit_info.get("txnId") == self.txn_id:
                     # an earlier attempt of ours landed after all (only possible with a late, delayed put)
-                    return self._committed(winner.version, actions, retries, post_commit)
+                    return self._committed(winner.version, actions, retries, post_commit, checksum=False)
                 try:
                     check_conflicts(
                         winner=winner,
@@ -360,12 +360,25 @@ class Transaction:
         return self._committed(version, actions, retries, post_commit)
 
     def _committed(self, version: int, actions: list[dict[str, Any]], retries: int,
-                   post_commit: bool) -> CommitResult:
+                   post_commit: bool, checksum: bool = True) -> CommitResult:
         self.committed_version = version
         self.commit_state = COMMITTED
+        if checksum:  # `actions` are the landed bytes (not so for a late-landed earlier attempt)
+            self._write_checksum(version, actions)
         if post_commit:
             self._post_commit(version)
         return CommitResult(version, actions, retries)
+
+    def _write_checksum(self, version: int, actions: list[dict[str, Any]]) -> None:
+        """`N.crc` from the read snapshot + this commit (PROTOCOL.md "Version Checksum File"); never fails."""
+        try:
+            from ..checksum import checksum_after_commit, write_checksum
+
+            crc = checksum_after_commit(self.storage, self.snapshot, version, actions, self.txn_id)
+            if crc is not None:
+                write_checksum(self.storage, version, crc)
+        except Exception as e:  # the commit has landed; a missing crc is allowed, a failed commit is not
+            log.warning("version checksum of version %d not written: %s", version, e)
 
     def _read_commit(self, version: int) -> WinningCommit | None:
         """The commit at `version`, or None when there is none (yet)."""
