@@ -223,3 +223,28 @@ def test_delete_with_a_bad_predicate_is_one_error_line(tmp_path: Path) -> None:
     write_deltalake(uri, pa.table({"a": pa.array([1], pa.int64())}))
     assert_clean_error(cli("delete", uri, "nope = 1", "--no-dry-run"), "nope")
     assert DeltaTable(uri).version() == 0
+
+
+def test_optimize_vacuum_restore_from_the_command_line(tmp_path: Path) -> None:
+    """optimize compacts (metrics as JSON), vacuum and restore are dry runs until --no-dry-run, and each
+    real run changes the table exactly as the API does."""
+    uri = str(tmp_path / "t")
+    for i in range(4):
+        write_deltalake(uri, pa.table({"a": pa.array(range(i * 10, i * 10 + 10), pa.int64())}), mode="append")
+    opt = _json(cli("optimize", uri, "--json"))
+    assert opt["numFilesRemoved"] == 4 and opt["numFilesAdded"] == 1 and opt["version"] == 4
+    assert len(DeltaTable(uri).files()) == 1
+    plan = _json(cli("vacuum", uri, "--retention-hours", "0", "--no-enforce-retention", "--json"))
+    assert plan["dry_run"] is True and plan["num_files"] == 4
+    assert all((tmp_path / "t" / Path(f).name).exists() for f in plan["files"])
+    assert_clean_error(cli("vacuum", uri, "--retention-hours", "0", "--no-dry-run"), "deletedFileRetentionDuration")
+    restore_plan = _json(cli("restore", uri, "1", "--json"))
+    assert restore_plan == {"dry_run": True, "current_version": 4, "restore_to_version": 1,
+                            "files_to_restore": 2, "files_to_remove": 1}
+    assert DeltaTable(uri).version() == 4
+    done = _json(cli("restore", uri, "1", "--no-dry-run", "--json"))
+    assert done["dry_run"] is False and done["version"] == 5
+    assert sorted(DeltaTable(uri).to_pyarrow_table().column("a").to_pylist()) == list(range(20))
+    gone = _json(cli("vacuum", uri, "--retention-hours", "0", "--no-enforce-retention", "--no-dry-run", "--json"))
+    assert gone["dry_run"] is False and gone["num_files"] == 3  # the compacted file + files 2, 3 of the appends
+    assert sorted(DeltaTable(uri).to_pyarrow_table().column("a").to_pylist()) == list(range(20))
