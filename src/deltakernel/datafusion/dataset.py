@@ -161,7 +161,23 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         return scanner
 
     def get_fragments(self, filter: pc.Expression | None = None) -> list[DeltaFragment]:
-        """Files that may match `filter`, grouped into fragments (= DataFusion partitions)."""
+        """Files that may match `filter`, grouped into fragments (= DataFusion partitions).
+
+        DataFusion calls this from inside its own execution (`__arrow_c_stream__`); a garbage collection there
+        can finalize DataFusion objects re-entrantly and crashed the interpreter once in CI (SIGSEGV while
+        "Garbage-collecting" in this call). Collection is paused for the planning and resumed after.
+        """
+        import gc
+
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._fragments(filter)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _fragments(self, filter: pc.Expression | None) -> list[DeltaFragment]:
         files = self.snapshot.files
         total = files.num_rows
         pred = self._kernel_predicate(filter)
