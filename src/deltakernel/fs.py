@@ -115,39 +115,10 @@ class DeltaStorageHandler(pafs.FileSystemHandler):  # type: ignore[misc]
             parent = full.rsplit("/", 1)[0]
             if parent and parent != full:
                 self._fs.create_dir(parent, recursive=True)
-            return self._fs.open_output_stream(full, metadata=metadata)
-        store = getattr(self._storage, "_store", None)
-        if store is None:
-            return self._fs.open_output_stream(full, metadata=metadata)
-        import obstore
-        import pyarrow as pa
-
-        # obstore's writer takes byte buffers of format 'B' only; pyarrow hands Python handlers pa.Buffer
-        return pa.PythonFile(_ByteWriter(obstore.open_writer(store, full)), mode="w")
+        return self._fs.open_output_stream(full, metadata=metadata)
 
     def open_append_stream(self, path: str, metadata: dict[str, str] | None = None) -> Any:
         raise NotImplementedError("append streams are not supported on Delta table storage")
-
-
-class _ByteWriter:
-    """A multipart upload (the object appears on close) accepting any buffer pyarrow writes."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.closed = False
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data).cast("B")
-        self._inner.write(view.tobytes())
-        return len(view)
-
-    def flush(self) -> None:
-        self._inner.flush()
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._inner.close()
 
 
 __all__ = ["DeltaStorageHandler"]

@@ -136,6 +136,13 @@ class _Base:
     __slots__ = ("_kernel",)
     _kernel: Any
 
+    @classmethod
+    def _of(cls, kernel: Any) -> Self:
+        """Wrap a kernel type (or field) without converting it."""
+        obj = cls.__new__(cls)
+        obj._kernel = kernel
+        return obj
+
     def to_json(self) -> str:
         return json.dumps(self._kernel.to_json(), separators=(",", ":"))
 
@@ -169,12 +176,6 @@ class PrimitiveType(_Base):
         elif not (isinstance(parsed, k.PrimitiveType) and parsed.name in _PRIMITIVES):
             raise ValueError(f"invalid type string: {data_type}")
         self._kernel = parsed
-
-    @classmethod
-    def _of(cls, t: k.PrimitiveType | k.DecimalType) -> PrimitiveType:
-        obj = cls.__new__(cls)
-        obj._kernel = t
-        return obj
 
     @property
     def type(self) -> str:
@@ -235,12 +236,6 @@ class ArrayType(_Base):
     def __init__(self, element_type: DataType | str, *, contains_null: bool = True) -> None:
         self._kernel = k.ArrayType(_to_kernel(element_type), bool(contains_null))
 
-    @classmethod
-    def _of(cls, t: k.ArrayType) -> ArrayType:
-        obj = cls.__new__(cls)
-        obj._kernel = t
-        return obj
-
     type = property(lambda self: "array")
 
     @property
@@ -277,12 +272,6 @@ class MapType(_Base):
     def __init__(self, key_type: DataType | str, value_type: DataType | str, *,
                  value_contains_null: bool = True) -> None:
         self._kernel = k.MapType(_to_kernel(key_type), _to_kernel(value_type), bool(value_contains_null))
-
-    @classmethod
-    def _of(cls, t: k.MapType) -> MapType:
-        obj = cls.__new__(cls)
-        obj._kernel = t
-        return obj
 
     type = property(lambda self: "map")
 
@@ -326,12 +315,6 @@ class Field(_Base):
                  metadata: dict[str, Any] | None = None) -> None:
         self._kernel = k.StructField(name, _to_kernel(type), bool(nullable), dict(metadata or {}))
 
-    @classmethod
-    def _of(cls, f: k.StructField) -> Field:
-        obj = cls.__new__(cls)
-        obj._kernel = f
-        return obj
-
     @property
     def name(self) -> str:
         return str(self._kernel.name)
@@ -374,12 +357,6 @@ class StructType(_Base):
 
     def __init__(self, fields: list[Field] | tuple[Field, ...]) -> None:
         self._kernel = k.StructType(tuple(_field_kernel(f) for f in fields))
-
-    @classmethod
-    def _of(cls, t: k.StructType) -> Self:
-        obj = cls.__new__(cls)
-        obj._kernel = t
-        return obj
 
     type = property(lambda self: "struct")
 

@@ -52,7 +52,7 @@ from ..kernel.transaction.transaction import Transaction
 from ..storage import Storage, storage_for_uri
 from ..storage.base import ObjectMeta
 from .data_layout import unescape_path_name, uri_encode_path
-from .properties import CommitProperties, PostCommitHookProperties
+from .properties import CommitProperties, PostCommitHookProperties, commit_with
 
 log = logging.getLogger(__name__)
 
@@ -314,13 +314,7 @@ def _commit(storage: Storage, schema: StructType, part_names: list[str], conf: d
     txn.update_metadata(md)
     txn.update_protocol(protocol)
     txn.add_files(adds)
-    for t in props.app_transactions or []:
-        txn.set_app_transaction(t.app_id, t.version, t.last_updated)
-    if props.custom_metadata:
-        txn.extra_commit_info.update(props.custom_metadata)
-    post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-    retries = props.max_commit_retries
-    txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
+    commit_with(txn, props, post_commithook_properties)
 
 
 __all__ = ["convert_to_deltalake"]

@@ -73,7 +73,8 @@ class DataFileOutput:
         out = rows.drop_columns([c for c in (rt.ROW_ID, rt.ROW_COMMIT_VERSION) if c in names])
         return out.append_column(self.hidden[0], ids).append_column(self.hidden[1], versions)
 
-    def _write_schema(self) -> StructType:
+    def write_schema(self) -> StructType:
+        """The table schema plus the hidden materialized row-tracking columns when rows carry them."""
         if self.hidden is None:
             return self.schema
         long = PrimitiveType("long")
@@ -83,7 +84,7 @@ class DataFileOutput:
     def write(self, batches: Iterator[pa.RecordBatch]) -> list[dict[str, Any]]:
         """Write a stream of (materialized) batches as new files; returns their adds."""
         from .file_writer import write_data_files
-        adds = write_data_files(self.storage, batches, schema=self._write_schema(),
+        adds = write_data_files(self.storage, batches, schema=self.write_schema(),
                                 partition_columns=self.partition_columns, column_mapping_mode=self.mode,
                                 configuration=self.configuration, writer_properties=self.writer_properties)
         if self.hidden is not None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from ..kernel.transaction.transaction import Transaction
-from .properties import CommitProperties, PostCommitHookProperties
+from .properties import CommitProperties, PostCommitHookProperties, commit_with
 
 
 @dataclass
@@ -92,15 +92,9 @@ def run_and_commit(op: DmlRun, txn: Transaction, start: float, commit_properties
         if not txn.removes and not txn.adds:
             metrics.execution_time_ms = ms_since(start)
             return dict(metrics.as_dict()), None
-        for t in commit_properties.app_transactions or []:
-            txn.set_app_transaction(t.app_id, t.version, t.last_updated)
-        if commit_properties.custom_metadata:
-            txn.extra_commit_info.update(commit_properties.custom_metadata)
         metrics.execution_time_ms = ms_since(start)
         txn.operation_metrics.update(metrics.commit_metrics())
-        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-        retries = commit_properties.max_commit_retries
-        txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
+        commit_with(txn, commit_properties, post_commithook_properties)
     except BaseException:
         if not txn.may_have_committed:
             op.abort()

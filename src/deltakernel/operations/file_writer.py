@@ -126,6 +126,38 @@ class _OpenFile:
         return int(self.sink.tell())
 
 
+def dictionary_options(options: dict[str, Any], sample: pa.Table | pa.RecordBatch,
+                       layout: Layout) -> dict[str, Any]:
+    """`options` with dictionary encoding turned off for columns nearly unique in `sample` (physical rows).
+
+    Parquet writers try a dictionary for every column and fall back to plain once it outgrows the
+    dictionary page (1 MiB); for high-cardinality numbers and timestamps that attempt is pure cost
+    (a third of pyarrow's encoding CPU on the benchmark data) and leaves a useless dictionary page in
+    every column chunk. Above 90 % distinct in a 32k-row sample the column has > ~150k distinct values,
+    so a dictionary of 8-byte values (or longer strings) would overflow in a row group of ordinary size
+    anyway. (A 32k sample costs ~15 ms on the first batch; 64k cost twice that.) Only when the caller left
+    dictionary encoding on for all columns, only for top-level primitive columns, and not when a dotted field
+    name makes Parquet column paths ambiguous. Shared by the write path and OPTIMIZE's bin writer.
+    """
+    if options.get("use_dictionary") is not True or sample.num_rows < _DICT_SAMPLE_MIN_ROWS \
+            or has_dotted_name(layout.physical_arrow):
+        return options
+    head = sample.slice(0, _DICT_SAMPLE_ROWS)
+    plain: set[str] = set()
+    for field, arr in zip(head.schema, head.columns):
+        t = field.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+                or pa.types.is_decimal(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+                or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+            continue
+        if pc.count_distinct(arr, mode="all").as_py() > 0.9 * len(arr):
+            plain.add(field.name)
+    if not plain:
+        return options
+    return {**options, "use_dictionary": [path for path in parquet_column_paths(layout.physical_arrow)
+                                          if path.split(".", 1)[0] not in plain]}
+
+
 class _FileWriter:
     def __init__(self, storage: Storage, layout: Layout, mode: str, configuration: Mapping[str, str],
                  props: WriterProperties, target_file_size: int, max_rows_per_file: int | None,
@@ -166,37 +198,13 @@ class _FileWriter:
 
     # -------------------------------------------------------------- encoding choice
     def plan_dictionary(self, batch: pa.RecordBatch) -> None:
-        """Turn dictionary encoding off for columns that are nearly unique in the first batch (logical).
-
-        Parquet writers try a dictionary for every column and fall back to plain once it outgrows the
-        dictionary page (1 MiB); for high-cardinality numbers and timestamps that attempt is pure cost
-        (a third of pyarrow's encoding CPU on the benchmark data) and leaves a useless dictionary page in
-        every column chunk. Above 90 % distinct in a 32k-row sample the column has > ~150k distinct values,
-        so a dictionary of 8-byte values (or longer strings) would overflow in a row group of ordinary size
-        anyway. (A 32k sample costs ~15 ms on the first batch; 64k cost twice that.) Only when the caller left
-        dictionary encoding on for all columns, and only for top-level primitive columns.
-        """
+        """Choose dictionary columns once, from the first batch (logical rows): see `dictionary_options`."""
         if self.dictionary_planned:
             return
         self.dictionary_planned = True
-        if self.options.get("use_dictionary") is not True or batch.num_rows < _DICT_SAMPLE_MIN_ROWS \
-                or self.dotted_names:
-            return
-        sample = to_physical(batch.slice(0, _DICT_SAMPLE_ROWS), self.layout)
-        plain: set[str] = set()
-        for field, arr in zip(sample.schema, sample.columns):
-            t = field.type
-            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
-                    or pa.types.is_decimal(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
-                    or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
-                continue
-            if pc.count_distinct(arr, mode="all").as_py() > 0.9 * len(arr):
-                plain.add(field.name)
-        if plain:
-            self.options["use_dictionary"] = [
-                path for path in parquet_column_paths(self.layout.physical_arrow)
-                if path.split(".", 1)[0] not in plain
-            ]
+        if batch.num_rows >= _DICT_SAMPLE_MIN_ROWS:
+            self.options = dictionary_options(self.options, to_physical(batch.slice(0, _DICT_SAMPLE_ROWS),
+                                                                        self.layout), self.layout)
 
     # -------------------------------------------------------------- files
     def _path(self, key: str) -> str:

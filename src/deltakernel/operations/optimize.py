@@ -35,7 +35,6 @@ from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -45,7 +44,6 @@ from ..kernel import row_tracking as rt
 from ..kernel.log.actions import Metadata
 from ..kernel.paths import is_absolute, resolve_file
 from ..kernel.scan.scan import Scan
-from ..kernel.schema.types import PrimitiveType, StructField, StructType
 from ..kernel.snapshot import Snapshot
 from ..kernel.stats.collect import StatsCollector
 from ..kernel.transaction.transaction import Transaction
@@ -55,7 +53,6 @@ from .data_layout import (
     conform,
     has_dotted_name,
     make_layout,
-    parquet_column_paths,
     partition_dir,
     random_prefix,
     random_prefix_length,
@@ -63,9 +60,9 @@ from .data_layout import (
     uri_encode_path,
 )
 from .data_output import DataFileOutput, delete_quietly, without_stats_of
-from .file_writer import DEFAULT_TARGET_FILE_SIZE
+from .file_writer import DEFAULT_TARGET_FILE_SIZE, dictionary_options
 from .optimize_plan import Bin, OptimizePlan, plan_compaction, plan_sorted
-from .properties import CommitProperties, PostCommitHookProperties
+from .properties import CommitProperties, PostCommitHookProperties, commit_with
 from .rewrite import remove_action
 from .writer_properties import _EXTENSIONS, WriterProperties
 from .zorder import check_zorder_type, zorder_split
@@ -77,8 +74,6 @@ DEFAULT_SORT_MEMORY = 2 * 1024 * 1024 * 1024
 #: Arrow bytes per Parquet byte assumed when turning that memory into a bin size (files compress ~2-5x)
 ARROW_EXPANSION = 4
 _ROW_GROUP_BYTES = 64 * 1024 * 1024  # Arrow bytes buffered per row group written
-_DICT_SAMPLE_ROWS = 32768  # rows looked at to turn dictionary encoding off for nearly unique columns
-_DICT_SAMPLE_MIN_ROWS = 16384
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -145,11 +140,7 @@ class _Writer:
         self.output = DataFileOutput(snapshot, storage, snapshot.schema, snapshot.partition_columns,
                                      configuration, writer_properties)
         self.hidden = self.output.hidden
-        schema = snapshot.schema
-        if self.hidden is not None:
-            long = PrimitiveType("long")
-            schema = StructType((*schema.fields, StructField(self.hidden[0], long), StructField(self.hidden[1], long)))
-        self.layout = make_layout(schema, list(snapshot.partition_columns), self.mode)
+        self.layout = make_layout(self.output.write_schema(), list(snapshot.partition_columns), self.mode)
         props = WriterProperties.coerce(writer_properties)
         self.options = props.parquet_options()
         self.rg_rows = max(1, props.max_row_group_size)
@@ -160,25 +151,6 @@ class _Writer:
         self.extra_add = extra_add
         self.written: list[str] = []  # every key created, for abort
         self._lock = threading.Lock()
-
-    def _options_for(self, sample: pa.Table) -> dict[str, Any]:
-        """Writer options with dictionary encoding off for top-level columns nearly unique in a sample (as
-        `file_writer` does: a dictionary that overflows costs a third of the encoding time for nothing)."""
-        options = dict(self.options)
-        if options.get("use_dictionary") is not True or sample.num_rows < _DICT_SAMPLE_MIN_ROWS:
-            return options
-        head = sample.slice(0, _DICT_SAMPLE_ROWS)
-        plain = set()
-        for f, col in zip(head.schema, head.columns):
-            t = f.type
-            if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
-                    or pa.types.is_decimal(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
-                    or pa.types.is_binary(t)) and pc.count_distinct(col, mode="all").as_py() > 0.9 * len(col):
-                plain.add(f.name)
-        if plain:
-            options["use_dictionary"] = [p for p in parquet_column_paths(self.layout.physical_arrow)
-                                         if p.split(".", 1)[0] not in plain]
-        return options
 
     def _key(self, partition: dict[str, str | None]) -> str:
         if self.prefix_length is not None:
@@ -212,7 +184,8 @@ class _Writer:
                 physical = pa.Table.from_batches([to_physical(b, self.layout) for b in buffer],
                                                  schema=self.layout.physical_arrow)
                 if writer is None:  # opened on the first row group: its rows choose the dictionary columns
-                    writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **self._options_for(physical))
+                    options = dictionary_options(self.options, physical, self.layout)
+                    writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **options)
                 stats.update(logical)
                 writer.write_table(physical, row_group_size=max(self.rg_rows, physical.num_rows))
                 buffer, buffered_rows, buffered_bytes = [], 0, 0
@@ -511,17 +484,10 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
         txn.add_files(pending_adds)
         if op.writer.hidden is not None:
             txn.set_commit_tag("delta.rowTracking.preserved", "true")
-        if final:
-            for t in commit_properties.app_transactions or []:
-                txn.set_app_transaction(t.app_id, t.version, t.last_updated)
-        if commit_properties.custom_metadata:
-            txn.extra_commit_info.update(commit_properties.custom_metadata)
         dvs = sum(1 for r in pending_removes if r.get("deletionVector"))
         txn.operation_metrics.update(_commit_metrics(metrics, pending_adds, pending_removes, dvs))
-        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-        retries = commit_properties.max_commit_retries
         try:
-            txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
+            commit_with(txn, commit_properties, post_commithook_properties, app_transactions=final)
         except BaseException:
             if txn.may_have_committed:  # its files may be referenced now: never delete them
                 committed.update(a["path"] for a in pending_adds)

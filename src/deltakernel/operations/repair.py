@@ -16,7 +16,7 @@ from typing import Any
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction
 from ..storage import Storage
-from .properties import CommitProperties, PostCommitHookProperties
+from .properties import CommitProperties, PostCommitHookProperties, commit_with
 from .restore import missing_files
 from .rewrite import remove_action
 from .vacuum import row_path_keys
@@ -42,14 +42,7 @@ def repair(storage: Storage, snapshot: Snapshot, *, dry_run: bool = False,
     txn.remove_files([remove_action(row, now) for row in gone.select(cols).to_pylist()])
     # deltalake's shape: the flag as a JSON boolean, the keys as one JSON-encoded list
     txn.operation_metrics.update({"dry_run": "false", "files_removed": json.dumps(removed)})
-    props = commit_properties or CommitProperties()
-    if props.custom_metadata:
-        txn.extra_commit_info.update(props.custom_metadata)
-    for t in props.app_transactions or []:
-        txn.set_app_transaction(t.app_id, t.version, t.last_updated)
-    post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-    retries = props.max_commit_retries
-    txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
+    commit_with(txn, commit_properties, post_commithook_properties)
     log.warning("FSCK of %s removed %d missing files from the table", storage.root_uri, len(removed))
     return metrics, txn.committed_version
 

@@ -30,7 +30,7 @@ from ..kernel.protocol.select import features_in_effect, minimal_protocol
 from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction
 from ..storage import Storage
-from .properties import CommitProperties, PostCommitHookProperties
+from .properties import CommitProperties, PostCommitHookProperties, commit_with
 from .vacuum import row_dv_keys, row_path_keys, strings
 from .write import required_features
 
@@ -190,15 +190,7 @@ def restore(storage: Storage, snapshot: Snapshot, target: int | dt.datetime | st
         "numOfFilesAfterRestore": restored.files.num_rows, "tableSizeAfterRestore": size_after,
         "executionTimeMs": int((time.monotonic() - start) * 1000),
     })
-    props = commit_properties or CommitProperties()
-    if props.custom_metadata:
-        txn.extra_commit_info.update(props.custom_metadata)
-    for t in props.app_transactions or []:
-        txn.set_app_transaction(t.app_id, t.version, t.last_updated)
-    post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-    retries = props.max_commit_retries
-    txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
-    assert txn.committed_version is not None
+    commit_with(txn, commit_properties, post_commithook_properties)
     log.info("restored %s to version %d at version %d: %d files re-added, %d removed", storage.root_uri,
              restored.version, txn.committed_version, to_add.num_rows, to_remove.num_rows)
     return metrics, txn.committed_version

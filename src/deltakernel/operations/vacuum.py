@@ -43,7 +43,7 @@ from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction
 from ..storage import Storage
 from ..storage.base import ObjectMeta
-from .properties import CommitProperties, PostCommitHookProperties
+from .properties import CommitProperties, PostCommitHookProperties, commit_with
 
 log = logging.getLogger(__name__)
 
@@ -294,15 +294,7 @@ def _commit(storage: Storage, snapshot: Snapshot, operation: str, parameters: di
             post_commithook_properties: PostCommitHookProperties | None) -> int:
     txn = Transaction(storage, snapshot, operation=operation, operation_parameters=parameters)
     txn.operation_metrics.update(metrics)
-    if commit_properties.custom_metadata:
-        txn.extra_commit_info.update(commit_properties.custom_metadata)
-    for t in commit_properties.app_transactions or []:
-        txn.set_app_transaction(t.app_id, t.version, t.last_updated)
-    post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-    retries = commit_properties.max_commit_retries
-    txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
-    assert txn.committed_version is not None
-    return txn.committed_version
+    return commit_with(txn, commit_properties, post_commithook_properties)
 
 
 def vacuum(storage: Storage, snapshot: Snapshot, *, retention_hours: float | None = None, dry_run: bool = True,

@@ -39,7 +39,7 @@ from .alter_properties import split_protocol_requests
 from .data_output import delete_quietly
 from .inputs import to_reader
 from .overwrite import plan_overwrite
-from .properties import CommitProperties, PostCommitHookProperties
+from .properties import CommitProperties, PostCommitHookProperties, commit_with
 
 MODES = ("error", "append", "overwrite", "ignore")
 _MODE_NAMES = {"error": "ErrorIfExists", "append": "Append", "overwrite": "Overwrite", "ignore": "Ignore"}
@@ -311,8 +311,6 @@ def write_deltalake(
         if snapshot is not None and mode == "overwrite":
             plan_overwrite(txn, snapshot, adds, predicate, sql_pred, partition_overwrite_mode, storage,
                             writer_properties)
-        for t in commit_properties.app_transactions or []:
-            txn.set_app_transaction(t.app_id, t.version, t.last_updated)
         txn.operation_metrics.update(
             {
                 "numFiles": len(adds),
@@ -321,11 +319,7 @@ def write_deltalake(
                 "numRemovedFiles": len(txn.removes),
             }
         )
-        if commit_properties.custom_metadata:
-            txn.extra_commit_info.update(commit_properties.custom_metadata)
-        post = post_commithook_properties.create_checkpoint if post_commithook_properties else True
-        retries = commit_properties.max_commit_retries
-        txn.commit(max_retries=retries if retries is not None else 15, post_commit=post)
+        commit_with(txn, commit_properties, post_commithook_properties)
     except BaseException:
         # only a commit known to be absent lets go of its files: a landed (or possibly landed) commit
         # references them, and deleting them would make the table unreadable
