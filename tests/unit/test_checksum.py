@@ -170,7 +170,9 @@ def test_rebased_append_derives_from_previous_crc(tmp_path: Path) -> None:
     assert crc2["metadata"] == crc1["metadata"]
 
 
-def test_rebased_commit_with_removes_writes_no_crc(tmp_path: Path) -> None:
+def test_rebased_commit_with_removes_writes_an_exact_crc(tmp_path: Path) -> None:
+    """(Was: no crc.) The winners' actions are applied too, so a rebased commit with removes gets its crc
+    (more sequences in test_checksum_rebase.py)."""
     uri = str(tmp_path / "t")
     write_deltalake(uri, _data(6), partition_by=["p"])
     storage = storage_for_uri(uri)
@@ -180,7 +182,7 @@ def test_rebased_commit_with_removes_writes_no_crc(tmp_path: Path) -> None:
     t = Transaction(storage, snap, operation="DELETE")
     t.remove_files([{"path": row["path"], "dataChange": True, "size": row["size"], "deletionTimestamp": 1}])
     assert t.commit().version == 2
-    assert not (Path(uri) / checksum_key(2)).exists()
+    _assert_matches_state(uri, 2)
     assert DeltaTable(uri).count() == 9 - 2  # k0 held rows 0 and 3
 
 

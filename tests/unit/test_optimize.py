@@ -279,3 +279,18 @@ def test_compact_after_schema_evolution(tmp_path: Path) -> None:
     assert_same_rows(after, before)
     assert sorted(after.to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "extra": None}, {"id": 2, "extra": None}, {"id": 3, "extra": "x"}]
+
+
+def test_compact_with_checkpoint_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas (0.2 s) on its first Python->Arrow conversion or `pyarrow.dataset` import:
+    compaction and the checkpoint its commit writes avoid both, in a fresh process."""
+    _make(tmp_path, appends=4, configuration={"delta.checkpointInterval": "2"})
+    code = ("import sys\nfrom deltakernel import DeltaTable\n"
+            f"m = DeltaTable({str(tmp_path)!r}).optimize.compact()\n"
+            "print(m['numFilesRemoved'], 'pandas' in sys.modules)")
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["4", "False"]
+    assert (tmp_path / "_delta_log" / "00000000000000000004.checkpoint.parquet").exists()
+    assert_same_rows(DeltaTable(str(tmp_path)).to_pyarrow_table(), pa.concat_tables([_data(20, i * 20) for i in range(4)]))

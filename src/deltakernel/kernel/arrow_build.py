@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 _INT64, _INT32, _STRING, _LARGE_BINARY = pa.int64(), pa.int32(), pa.string(), pa.large_binary()
 _NP_DTYPES = {_INT64: np.int64, _INT32: np.int32, pa.uint64(): np.uint64, pa.float64(): np.float64}
@@ -110,3 +111,70 @@ def broadcast(value: pa.Scalar, n: int) -> pa.Array:
     """`n` copies of a scalar, built in C++ (no Python list of n values); `pa.repeat` refuses n=0 for nested
     types, so an empty array of the type is returned then."""
     return pa.repeat(value, n) if n else pa.nulls(0, value.type)
+
+
+def _json_type(t: pa.DataType) -> pa.DataType:
+    """`t` with every map replaced by list<struct<key, value>> (what `pyarrow.json` can parse)."""
+    if pa.types.is_map(t):
+        entry = pa.struct([pa.field("key", _json_type(t.key_type)), pa.field("value", _json_type(t.item_type))])
+        return pa.list_(entry)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_json_type(f.type)) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        make = pa.large_list if pa.types.is_large_list(t) else pa.list_
+        return make(t.value_field.with_type(_json_type(t.value_type)))
+    return t
+
+
+def _json_value(v: Any, t: pa.DataType) -> Any:
+    if v is None:
+        return None
+    if pa.types.is_map(t):
+        items = v.items() if isinstance(v, dict) else v
+        return [{"key": _json_value(k, t.key_type), "value": _json_value(x, t.item_type)} for k, x in items]
+    if pa.types.is_struct(t):
+        return {f.name: _json_value(v.get(f.name), f.type) for f in t if v.get(f.name) is not None}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_json_value(x, t.value_type) for x in v]
+    return v
+
+
+def _restore_maps(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    """Undo `_json_type` on a parsed array: rebuild maps (and the structs/lists holding them) as type `t`."""
+    if arr.type == t:
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_map(t):
+        entries = arr.flatten()
+        keys = _restore_maps(entries.field("key"), t.key_type)
+        values = _restore_maps(entries.field("value"), t.item_type)
+        offsets = arr.offsets if arr.offset == 0 else pc.subtract(arr.offsets, arr.offsets[0])
+        return pa.MapArray.from_arrays(offsets, keys, values, type=t, mask=mask)
+    if pa.types.is_struct(t):
+        children = [_restore_maps(arr.field(i), f.type) for i, f in enumerate(t)]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        values = _restore_maps(arr.flatten(), t.value_type)
+        offsets = arr.offsets if arr.offset == 0 else pc.subtract(arr.offsets, arr.offsets[0])
+        cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+        return cls.from_arrays(offsets, values, type=t, mask=mask)
+    return arr.cast(t)
+
+
+def rows_to_table(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """`pa.Table.from_pylist(rows, schema)` for a few JSON-like rows (log actions) without importing pandas:
+    the rows go through `pyarrow.json` against `schema` (maps parsed as key/value lists, then rebuilt)."""
+    import json
+
+    import pyarrow.json as pajson
+
+    parse_schema = pa.schema([f.with_type(_json_type(f.type)) for f in schema])
+    text = "".join(json.dumps({f.name: _json_value(r.get(f.name), f.type) for f in schema
+                               if r.get(f.name) is not None}) + "\n" for r in rows)
+    if not rows:
+        return schema.empty_table()
+    read_options = pajson.ReadOptions(use_threads=False, block_size=max(1 << 16, len(text) + 16))
+    parse_options = pajson.ParseOptions(explicit_schema=parse_schema, unexpected_field_behavior="error")
+    parsed = pajson.read_json(pa.BufferReader(text.encode()), read_options=read_options, parse_options=parse_options)
+    columns = [_restore_maps(parsed.column(f.name).combine_chunks(), f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)

@@ -346,6 +346,20 @@ class TableAlterer:
         finally:
             self._table.update_incremental()
 
+    def cluster_by(self, columns: list[str] | None, *, commit_properties: Any = None,
+                   custom_metadata: dict[str, str] | None = None) -> None:
+        """Change the clustering columns: delta-spark's `ALTER TABLE ... CLUSTER BY (cols)`, or with None / []
+        `CLUSTER BY NONE` (deltalake has no equivalent). Commits "CLUSTER BY"; OPTIMIZE then clusters by the new
+        columns. See `operations/clustering.alter_clustering`."""
+        from .clustering import alter_clustering
+
+        self._table.update_incremental()
+        try:
+            alter_clustering(self._table.snapshot.storage, self._table.snapshot, columns,
+                             _custom(commit_properties, custom_metadata))
+        finally:
+            self._table.update_incremental()
+
     # ------------------------------------------------------------------ table and column metadata
     def set_table_name(self, name: str, *, commit_properties: Any = None, post_commithook_properties: Any = None,
                        custom_metadata: dict[str, str] | None = None) -> None:

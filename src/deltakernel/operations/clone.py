@@ -1,10 +1,15 @@
 """`DeltaTable.clone`: a shallow or deep copy of a table at a version (delta-spark's `clone` /
 `cloneAtVersion` / `cloneAtTimestamp`, operation "CLONE").
 
-Shallow: the target's adds reference the source's data files by absolute URI (the protocol allows absolute
+Shallow: the target's adds reference the source's data files by absolute path (the protocol allows absolute
 paths; our reader reaches them anywhere in the table's store, other stores with
 `DELTAKERNEL_ALLOW_FOREIGN_PATHS=true`); relative ('u') deletion vectors become absolute ('p') ones. Nothing
-is copied, so the source's files must outlive the clone (a VACUUM of the source breaks it).
+is copied, so the source's files must outlive the clone (a VACUUM of the source breaks it). The form is the one
+other readers accept (docs/decisions.md, "Shallow clone paths"): a local file as a percent-encoded absolute path
+(`/data/src/part-0.parquet`, an RFC 2396 absolute-path reference: DuckDB's delta extension reads it, `file:`
+URIs it joins to the table root), an object-store file as its full URI (`s3://bucket/src/part-0.parquet`, what
+delta-spark writes; a bare `/key` would be read by Spark against its default filesystem); deletion vectors as
+full URIs (`file:///...`; delta-kernel-rs parses 'p' DV paths as URLs).
 Deep: every data file (and deletion-vector file) is copied into the target and added by relative path;
 copies never overwrite (put-if-absent; a name already taken gets a fresh one), run on a few threads with a
 bounded number of bytes in flight, and are deleted again if the commit is known not to have landed.
@@ -24,6 +29,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from ..errors import DeltaError, FileAlreadyExistsError, TableNotFoundError
@@ -174,9 +180,19 @@ def _absolute_uri(storage: Storage, key: str) -> str:
     full = storage.full_uri(key)
     if full.startswith("/"):
         return "file://" + uri_encode_path(full)
+    if "://" not in full:  # a local path that is not POSIX (Windows drive)
+        return Path(full).as_uri()
     scheme, rest = full.split("://", 1)
     netloc, _, path = rest.partition("/")
     return f"{scheme}://{netloc}/{uri_encode_path(path)}"
+
+
+def _data_file_path(storage: Storage, key: str) -> str:
+    """The `add.path` of a shallow clone's data file: a percent-encoded absolute path for a local (POSIX) file,
+    which DuckDB's delta extension, deltalake's DataFusion scan and Spark resolve against the clone's `file:`
+    root to the source file; the full URI on object stores (as delta-spark writes)."""
+    full = storage.full_uri(key)
+    return uri_encode_path(full) if full.startswith("/") else _absolute_uri(storage, key)
 
 
 def _base_add(row: Mapping[str, Any], path: str) -> dict[str, Any]:
@@ -200,7 +216,7 @@ def _dv(row: Mapping[str, Any]) -> DeletionVectorDescriptor | None:
 
 def _shallow_add(storage: Storage, row: Mapping[str, Any]) -> dict[str, Any]:
     target, key = resolve_file(storage, row["path"])
-    add = _base_add(row, _absolute_uri(target, key))
+    add = _base_add(row, _data_file_path(target, key))
     dv = _dv(row)
     if dv is not None:
         if dv.storage_type == "u":

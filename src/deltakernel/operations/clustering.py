@@ -10,6 +10,10 @@ What the protocol asks and where it happens:
   they were clustered by (`deltakernel.clusteredBy`), so the next OPTIMIZE only clusters new files.
 Creating a clustered table: `DeltaTable.create(..., cluster_by=[...])` (`creation_domain`). Clustering itself
 is OPTIMIZE on such a table (`operations/optimize.py`: a Z-order by the clustering columns).
+Changing the columns: `DeltaTable.alter.cluster_by(columns)` (`alter_clustering`), delta-spark's
+`ALTER TABLE ... CLUSTER BY (cols)` / `CLUSTER BY NONE`: a "CLUSTER BY" commit that rewrites the domain (and
+makes an unpartitioned, unclustered table clustered); no data is rewritten, the next OPTIMIZE reclusters the
+files clustered by other columns (their `deltakernel.clusteredBy` tag no longer matches).
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import DeltaError, SchemaError
+from ..kernel.protocol.select import minimal_protocol
 from ..kernel.schema.arrow import to_arrow_type
 from ..kernel.schema.column_mapping import physical_name
 from ..kernel.schema.types import StructType
 from ..kernel.stats.collect import stats_schema
+from ..kernel.transaction.transaction import Transaction
 from .zorder import check_zorder_type
 
 CLUSTERING_DOMAIN = "delta.clustering"
@@ -112,6 +118,38 @@ def creation_domain(metadata: Any, columns: Sequence[str]) -> dict[str, str]:
     return {CLUSTERING_DOMAIN: domain_configuration(schema, names, mode)}
 
 
+def alter_clustering(storage: Any, snapshot: Any, columns: Sequence[str] | None,
+                     custom_metadata: dict[str, Any] | None = None) -> int | None:
+    """ALTER TABLE ... CLUSTER BY (`columns`) or, with None / [], CLUSTER BY NONE (delta-spark's
+    `AlterTableClusterByDeltaCommand`); returns the committed version, None when nothing is to be done.
+
+    - CLUSTER BY NONE on a table that is not clustered does nothing (delta-spark skips it too); on a clustered
+      table it commits `{"clusteringColumns": []}`: the table stays clustered, OPTIMIZE then only compacts.
+    - CLUSTER BY (cols) checks the columns as at creation (top-level, orderable, with statistics, at most 4,
+      table not partitioned); a table without the `clustering` feature gets it (and `domainMetadata`) in the
+      same commit.
+    - Operation "CLUSTER BY" with delta-spark's parameters `oldClusteringColumns` / `newClusteringColumns`
+      (logical names joined by commas). A concurrent change of the domain conflicts (ConcurrentTransactionError).
+    """
+    cols = list(columns or [])
+    clustered = is_clustered(snapshot)
+    if not cols and not clustered:
+        return None
+    md = snapshot.metadata
+    names = validate_clustering_columns(md.schema, cols, list(md.partition_columns), md.configuration) if cols \
+        else []
+    old = clustering_columns(snapshot) if clustered else []
+    txn = Transaction(storage, snapshot, operation="CLUSTER BY", operation_parameters={
+        "oldClusteringColumns": ",".join(old), "newClusteringColumns": ",".join(names)})
+    if custom_metadata:
+        txn.extra_commit_info.update(custom_metadata)
+    if not clustered:
+        txn.update_protocol(minimal_protocol({CLUSTERING_FEATURE}, snapshot.protocol))
+    mode = md.configuration.get("delta.columnMapping.mode", "none")
+    txn.set_domain_metadata(CLUSTERING_DOMAIN, domain_configuration(md.schema, names, mode))
+    return txn.commit().version
+
+
 def clustered_tag(physical_paths: Sequence[Sequence[str]]) -> str:
     return json.dumps([list(p) for p in physical_paths], separators=(",", ":"))
 
@@ -125,6 +163,6 @@ def already_clustered(row: Mapping[str, Any], tag: str) -> bool:
 
 
 __all__ = ["CLUSTERED_BY_TAG", "CLUSTERING_DOMAIN", "CLUSTERING_FEATURE", "CLUSTERING_PROVIDER",
-           "MAX_CLUSTERING_COLUMNS", "already_clustered", "clustered_tag", "clustering_columns",
+           "MAX_CLUSTERING_COLUMNS", "alter_clustering", "already_clustered", "clustered_tag", "clustering_columns",
            "clustering_physical_paths", "creation_domain", "domain_configuration", "is_clustered",
            "validate_clustering_columns"]

@@ -233,7 +233,8 @@ class _FileWriter:
             sink = _CountingFile(sink)
         writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **self.options)
         stats = StatsCollector(self.layout.data_schema, self.mode, self.configuration,
-                               tight_bounds=self.tight_bounds, footer_min_max=self.footer_stats)
+                               tight_bounds=self.tight_bounds, footer_min_max=self.footer_stats,
+                               string_prefix_length=self.props.stats_string_prefix())
         f = _OpenFile(key, slot, sink, writer, stats)
         self.open[slot] = f
         return f

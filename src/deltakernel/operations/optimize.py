@@ -35,7 +35,6 @@ from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -64,6 +63,7 @@ from .file_writer import DEFAULT_TARGET_FILE_SIZE, dictionary_options
 from .optimize_plan import Bin, OptimizePlan, plan_compaction, plan_sorted
 from .properties import CommitProperties, PostCommitHookProperties, commit_with
 from .rewrite import remove_action
+from .touched_rows import prefetch
 from .writer_properties import _EXTENSIONS, WriterProperties
 from .zorder import check_zorder_type, zorder_split
 
@@ -74,6 +74,7 @@ DEFAULT_SORT_MEMORY = 2 * 1024 * 1024 * 1024
 #: Arrow bytes per Parquet byte assumed when turning that memory into a bin size (files compress ~2-5x)
 ARROW_EXPANSION = 4
 _ROW_GROUP_BYTES = 64 * 1024 * 1024  # Arrow bytes buffered per row group written
+_READ_AHEAD = 3  # files decoding ahead of the encoder (2 cores: 3 threads measured best)
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -144,6 +145,7 @@ class _Writer:
         props = WriterProperties.coerce(writer_properties)
         self.options = props.parquet_options()
         self.rg_rows = max(1, props.max_row_group_size)
+        self.string_prefix = props.stats_string_prefix()  # WriterProperties.statistics_truncate_length
         self.suffix = f"-c000.{_EXTENSIONS[self.options['compression']]}parquet"
         self.footer_stats = self.options["write_statistics"] is True and not has_dotted_name(self.layout.physical_arrow)
         self.fs, self.base = storage.arrow_filesystem()
@@ -169,7 +171,7 @@ class _Writer:
         with self._lock:
             self.written.append(key)
         stats = StatsCollector(self.layout.data_schema, self.mode, self.configuration,
-                               footer_min_max=self.footer_stats)
+                               footer_min_max=self.footer_stats, string_prefix_length=self.string_prefix)
         rows = 0
         writer: pq.ParquetWriter | None = None
         with self.fs.open_output_stream(path) as sink:
@@ -262,36 +264,34 @@ class _Optimize:
         self.workers = max(1, workers)
         self.progress = progress
 
-    def _plain(self, b: Bin) -> list[str] | None:
-        """The bin's files as paths of the table's Arrow filesystem when Arrow's dataset scanner can read them
-        as they are (no DV, column mapping, row tracking or type widening; relative paths), else None."""
+    def _plain(self) -> bool:
+        """Whether files can be read as they are (no column mapping, row tracking or type widening): then a
+        file whose Parquet schema has every data column is read directly, without the kernel reader's per-file
+        schema work (a third of compaction's CPU on 1,000 small files); `_Writer` conforms the types."""
         snap = self.snapshot
-        if self.writer.hidden is not None or snap.column_mapping_mode != "none" \
-                or snap.protocol.has_feature("typeWidening") or snap.protocol.has_feature("typeWidening-preview"):
-            return None
-        paths = []
-        for f in b.files:
-            if f.get("deletion_vector") or is_absolute(str(f["path"])):
-                return None
-            _, key = resolve_file(self.storage, str(f["path"]))
-            paths.append(f"{self.writer.base.rstrip('/')}/{key}" if self.writer.base else key)
-        return paths
+        return self.writer.hidden is None and snap.column_mapping_mode == "none" \
+            and not snap.protocol.has_feature("typeWidening") and not snap.protocol.has_feature("typeWidening-preview")
+
+    def _read_one(self, f: dict[str, Any], columns: list[str] | None) -> pa.Table:
+        if columns is not None and not f.get("deletion_vector") and not is_absolute(str(f["path"])):
+            storage, key = resolve_file(self.storage, str(f["path"]))
+            try:
+                pf = pq.ParquetFile(storage.open_input_file(key), coerce_int96_timestamp_unit="us",
+                                    pre_buffer=not storage.sequential_reads)
+                if set(columns) <= set(pf.schema_arrow.names):
+                    return pf.read(columns=columns, use_threads=False)
+            except (pa.ArrowException, OSError, DeltaError):  # the kernel reader below raises the typed error
+                pass
+        return self.scan.read_file(dict(f))
 
     def _read(self, b: Bin, counter: list[int]) -> Iterator[pa.Table]:
-        """The bin's live rows in file order. Plain files stream through Arrow's dataset scanner (files decoded
-        on its threads, read ahead while this thread encodes; no per-file Python work), others file by file
-        through the kernel's reader (DVs, column mapping, row ids)."""
-        paths = self._plain(b)
-        if paths is not None:
-            layout = self.writer.layout
-            fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
-            dataset = ds.dataset(paths, schema=layout.physical_arrow, format=fmt, filesystem=self.writer.fs)
-            for batch in dataset.to_batches(batch_size=1 << 17, use_threads=True, fragment_readahead=8):
-                counter[0] += 1
-                yield pa.Table.from_batches([batch])
-            return
-        for f in b.files:
-            table = self.scan.read_file(dict(f))
+        """The bin's live rows in file order, `_READ_AHEAD` files decoding on threads while this thread encodes.
+        Plain files are read as they are, others through the kernel's reader (DVs, column mapping, row ids,
+        type widening, missing columns). Not Arrow's dataset scanner: importing `pyarrow.dataset` imports
+        pandas (~0.2 s), and per-file `ParquetFile` reads on a few threads measured faster (1,000 small files:
+        0.23 s against 0.37 s, a third less CPU)."""
+        columns = [f.name for f in self.writer.layout.logical_arrow] if self._plain() else None
+        for table in prefetch(lambda f: self._read_one(f, columns), b.files, _READ_AHEAD):
             counter[0] += max(1, table.column(0).num_chunks) if table.num_columns else 1
             yield table
 

@@ -6,8 +6,12 @@ references (data files and their deletion-vector files):
 
 - lite (default): candidates come from the log only, no storage listing — data files of expired tombstones
   (removed before `now - retention`), the deletion-vector files those tombstones named, and the
-  `_change_data` files of the commits since the last checkpoint that are older than the retention.
-  Like deltalake 1.6.6, a file already deleted is reported again until a checkpoint drops its tombstone.
+  `_change_data` files of the commits since the last checkpoint that are older than the retention. The kinds
+  of files are delta-spark's `VACUUM LITE` (removes' data and DV files, `cdc` files); deltalake's lite mode
+  only deletes the data files. The candidates are taken as deltalake takes them (the snapshot's tombstones,
+  no `_last_vacuum_info` watermark), so, like deltalake 1.6.6, a file already deleted is reported again until
+  a checkpoint drops its tombstone, and a tombstone that expired before the last checkpoint was written is
+  left to full mode (docs/decisions.md "VACUUM LITE: deletion vectors and change data").
 - full: the table's storage is listed (streamed page by page; hidden files and directories skipped as
   delta-spark does: names starting with `_` or `.`, except `_change_data`, `_delta_index` and partition
   directories) and every file that nothing retained references is deleted when its modification time is

@@ -3,8 +3,11 @@ names, mapped onto pyarrow's `ParquetWriter` keywords.
 
 Per-column settings are keyed by *logical* column names (top-level or dotted nested paths; a struct name
 covers all its leaves) and resolved to the physical Parquet leaf paths of each file (column mapping renames
-them), so `parquet_options(layout)` needs the file layout. pyarrow has no `statistics_truncate_length`:
-it is accepted and not applied (Delta's own JSON statistics truncate strings to 32 characters anyway).
+them), so `parquet_options(layout)` needs the file layout. `statistics_truncate_length` bounds the string
+min/max of the Delta statistics (the add actions' `stats`, what readers skip on) to that many characters, a
+truncated max with delta-spark's tie-breaker so it stays an upper bound (`stats_string_prefix`; default 32,
+delta-spark's prefix length). pyarrow's Parquet writer has no truncation option, so the Parquet footers keep
+exact min/max (Arrow drops a chunk's bounds over 4 KiB instead).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Any
+
+from ..kernel.stats.collect import DEFAULT_STRING_PREFIX_LENGTH
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +114,10 @@ class WriterProperties:
     def __post_init__(self) -> None:
         if self.max_row_group_size is None:
             self.max_row_group_size = DEFAULT_MAX_ROW_GROUP_SIZE
+        n = self.statistics_truncate_length
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"statistics_truncate_length must be a positive integer or None, got {n!r} "
+                             "(None keeps the default of 32 characters)")
         if self.compression is None:
             if self.compression_level is not None:
                 raise ValueError("Providing a compression level without the compression type is not possible, "
@@ -152,6 +161,11 @@ class WriterProperties:
         kwargs["default_column_properties"] = getattr(props, "default_column_properties", None)
         kwargs["column_properties"] = getattr(props, "column_properties", None)
         return cls(**kwargs)
+
+    def stats_string_prefix(self) -> int:
+        """Characters kept of string min/max in the Delta statistics (`statistics_truncate_length`, else 32)."""
+        n = self.statistics_truncate_length
+        return DEFAULT_STRING_PREFIX_LENGTH if n is None else int(n)
 
     def codec(self) -> str:
         name = str(self.compression).strip().lower()
@@ -200,8 +214,8 @@ class WriterProperties:
         if self.data_page_row_count_limit is not None:
             opts["max_rows_per_page"] = self.data_page_row_count_limit
         if self.statistics_truncate_length is not None:
-            logger.debug("statistics_truncate_length=%s ignored: pyarrow's writer has no such option",
-                         self.statistics_truncate_length)
+            logger.debug("statistics_truncate_length=%s applies to the Delta statistics only: pyarrow's "
+                         "Parquet writer has no truncation option", self.statistics_truncate_length)
         if (self.column_properties or self.default_column_properties) and layout is not None:
             self._column_options(opts, layout)
         return opts

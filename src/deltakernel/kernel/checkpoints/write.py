@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from ...errors import DeltaError, FileAlreadyExistsError
 from ...storage.base import Storage
-from ..arrow_build import int_scalar, scalar
+from ..arrow_build import bool_to_arrow, bytes_to_arrow, int_scalar, np_to_arrow, rows_to_table, scalar
 from ..log.retention import DEFAULT_TOMBSTONE_RETENTION, parse_interval_ms
 from ..log.retention import flag as _flag
 from ..log.retention import interval_conf as _interval_conf
@@ -207,13 +207,15 @@ def struct_to_map(struct: pa.StructArray) -> pa.Array:
     """struct<k1: string, ...> -> map<string, string> with every key on every row (nulls kept)."""
     n, k = len(struct), struct.type.num_fields
     names = [struct.type.field(i).name for i in range(k)]
-    offsets = pa.array(np.arange(0, n * k + 1, k, dtype=np.int32) if k else np.zeros(n + 1, dtype=np.int32))
+    offsets = np_to_arrow(np.arange(0, n * k + 1, k, dtype=np.int32) if k else np.zeros(n + 1, dtype=np.int32),
+                          pa.int32())
     if k == 0 or n == 0:
-        return pa.MapArray.from_arrays(offsets, pa.array([], pa.string()), pa.array([], pa.string())).cast(STR_MAP)
+        empty = pa.nulls(0, pa.string())
+        return pa.MapArray.from_arrays(offsets, empty, empty).cast(STR_MAP)
     values = pa.concat_arrays([c.cast(pa.string()) for c in _children(struct)])
     order = (np.arange(n)[:, None] + np.arange(k)[None, :] * n).ravel()
-    items = values.take(pa.array(order, pa.int64()))
-    keys = pa.array(names, pa.string()).take(pa.array(np.tile(np.arange(k), n), pa.int64()))
+    items = values.take(np_to_arrow(order))
+    keys = bytes_to_arrow([x.encode() for x in names], pa.string()).take(np_to_arrow(np.tile(np.arange(k), n)))
     return pa.MapArray.from_arrays(offsets, keys, items).cast(STR_MAP)
 
 
@@ -231,7 +233,7 @@ def _add_struct(files: pa.Table, plan: _Plan) -> pa.StructArray:
         "partitionValues": struct_to_map(pv),
         "size": _column(files, "size"),
         "modificationTime": _column(files, "modification_time"),
-        "dataChange": pa.array(np.zeros(n, dtype=bool)),
+        "dataChange": bool_to_arrow(np.zeros(n, dtype=bool)),
         "tags": _column(files, "tags").cast(STR_MAP),
         "deletionVector": _dv(_column(files, "deletion_vector")),
         "baseRowId": _column(files, "base_row_id"),
@@ -280,7 +282,7 @@ def _remove_struct(tombs: pa.Table) -> pa.StructArray:
     n = tombs.num_rows
     size = _column(tombs, "size")
     cols = [
-        _column(tombs, "path"), _column(tombs, "deletion_timestamp"), pa.array(np.zeros(n, dtype=bool)),
+        _column(tombs, "path"), _column(tombs, "deletion_timestamp"), bool_to_arrow(np.zeros(n, dtype=bool)),
         pc.is_valid(size), struct_to_map(_column(tombs, "partition_values")), size,
         _dv(_column(tombs, "deletion_vector")), _column(tombs, "base_row_id"),
         _column(tombs, "default_row_commit_version"),
@@ -348,7 +350,7 @@ def _non_file_table(snapshot: Snapshot, schema: pa.Schema, txns: list[dict[str, 
     rows += [{"domainMetadata": {"domain": d.domain, "configuration": d.configuration, "removed": False}}
              for d in snapshot.domain_metadata.values() if not d.removed]
     rows += [{"sidecar": {**s, "tags": None}} for s in sidecars]
-    return pa.Table.from_pylist(rows, schema=schema)
+    return rows_to_table(rows, schema)
 
 
 def _live_txns(snapshot: Snapshot, now_ms: int) -> list[dict[str, Any]]:

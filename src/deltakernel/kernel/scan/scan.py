@@ -36,6 +36,18 @@ DEFAULT_BATCH_SIZE = 131_072
 log = logging.getLogger("deltakernel")
 
 
+_THREADED_READ_BYTES = 8 * 1024 * 1024
+
+
+def _threaded(task: dict[str, Any]) -> bool:
+    """Decode a file's columns on Arrow's threads only when it is big: for small files the task hand-off costs
+    more than it saves (1,000 files of 100 kB on 3 reader threads: 0.23 s single-threaded, 0.29 s threaded),
+    and callers already read several files at once. Local files are not pre-buffered either (one coalesced
+    read helps object stores, not the page cache)."""
+    size = task.get("size")
+    return size is None or int(size) >= _THREADED_READ_BYTES
+
+
 @dataclass
 class ScanMetrics:
     files_total: int = 0
@@ -161,7 +173,7 @@ class Scan:
         storage, key = resolve_file(table_storage, task["path"])  # absolute paths may leave the table root
         try:
             source = storage.open_input_file(key)
-            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", pre_buffer=True)
+            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", pre_buffer=not storage.sequential_reads)
         except (ObjectNotFoundError, FileNotFoundError) as e:
             raise MissingFileError(
                 f"data file {storage.full_uri(key)} referenced by the Delta log (version "
@@ -174,7 +186,7 @@ class Scan:
         hidden = [n for n in self._materialized if n is not None and n in pf.schema_arrow.names
                   and n not in file_cols] if self.row_tracking else []
         try:
-            table = pf.read(columns=file_cols + hidden, use_threads=True)
+            table = pf.read(columns=file_cols + hidden, use_threads=_threaded(task))
         except (pa.ArrowInvalid, OSError) as e:
             raise CorruptLogError(f"data file {storage.full_uri(key)} could not be read: {e}") from e
         num_rows = table.num_rows

@@ -53,6 +53,9 @@ class WinningCommit:
     added: list[dict[str, Any]] = field(default_factory=list)  # add actions with dataChange
     removed_paths: set[str] = field(default_factory=set)  # every remove action's path
     commit_info: dict[str, Any] = field(default_factory=dict)
+    #: every add / remove action (also dataChange=false), for the loser's version checksum
+    all_adds: list[dict[str, Any]] = field(default_factory=list)
+    all_removes: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, version: int, raw: bytes) -> WinningCommit:
@@ -73,12 +76,14 @@ class WinningCommit:
             elif "domainMetadata" in action:
                 out.domains[action["domainMetadata"]["domain"]] = action["domainMetadata"]
             elif "add" in action:
+                out.all_adds.append(action["add"])
                 if action["add"].get("dataChange", True):
                     out.added.append(action["add"])
             elif "remove" in action:
                 # every remove, also dataChange=false (OPTIMIZE): the file is gone either way, and a loser
                 # that read or removes it would resurrect rows (delta-spark's removedFiles has them all)
                 out.removed_paths.add(action["remove"]["path"])
+                out.all_removes.append(action["remove"])
             elif "commitInfo" in action:
                 out.commit_info = action["commitInfo"] or {}
         out.is_blind_append = bool(out.commit_info.get("isBlindAppend", False))

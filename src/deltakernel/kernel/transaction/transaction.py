@@ -314,6 +314,7 @@ class Transaction:
         hwm = self._row_id_high_water_mark()
         file_matches = partition_matches(self.read_set.predicates, self.snapshot) if self.snapshot else None
         retries = 0
+        self._winners: list[WinningCommit] = []  # rebased over, in order (for the version checksum)
         while True:
             actions = self._build(version, prev_ict, hwm)
             payload = ("\n".join(json.dumps(a, separators=(",", ":")) for a in actions) + "\n").encode()
@@ -348,6 +349,7 @@ class Transaction:
                 except CommitConflictError:
                     self.commit_state = ABSENT  # every version we tried holds another writer's commit
                     raise
+                self._winners.append(winner)
                 ict = winner.commit_info.get("inCommitTimestamp")
                 if ict is not None:
                     prev_ict = int(ict)
@@ -370,11 +372,13 @@ class Transaction:
         return CommitResult(version, actions, retries)
 
     def _write_checksum(self, version: int, actions: list[dict[str, Any]]) -> None:
-        """`N.crc` from the read snapshot + this commit (PROTOCOL.md "Version Checksum File"); never fails."""
+        """`N.crc` from the read snapshot + the commits rebased over + this commit (PROTOCOL.md "Version Checksum
+        File"); never fails."""
         try:
             from ..checksum import checksum_after_commit, write_checksum
 
-            crc = checksum_after_commit(self.storage, self.snapshot, version, actions, self.txn_id)
+            crc = checksum_after_commit(self.storage, self.snapshot, version, actions, self.txn_id,
+                                        getattr(self, "_winners", ()))
             if crc is not None:
                 write_checksum(self.storage, version, crc)
         except Exception as e:  # the commit has landed; a missing crc is allowed, a failed commit is not
