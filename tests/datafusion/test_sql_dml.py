@@ -347,7 +347,7 @@ BAD: dict[str, tuple[str, type[DeltaError], str]] = {
                                  "WHEN MATCHED THEN DELETE", DmlError, "nope"),
     "unreachable_clause": ("MERGE INTO t USING src ON t.id = src.id WHEN MATCHED THEN DELETE "
                            "WHEN MATCHED AND src.v > 0 THEN UPDATE SET *", DmlError, "last WHEN MATCHED"),
-    "subquery_in_delete": ("DELETE FROM t WHERE id IN (SELECT id FROM src)", DmlError, "subqueries"),
+    "subquery_in_delete": ("DELETE FROM t WHERE id NOT IN (SELECT id FROM src)", DmlError, "subqueries"),
     "replace_where_violated": ("INSERT INTO t REPLACE WHERE p = 'a' SELECT * FROM src", DeltaError, "p = 'a'"),
 }
 

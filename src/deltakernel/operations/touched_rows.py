@@ -73,13 +73,14 @@ class DmlPredicate:
     partition_only: bool
 
 
-def plan_predicate(text: str | None, snapshot: Snapshot) -> DmlPredicate:
-    """Parse and check `text` against the table; raises InvalidFilterError (a DeltaError) when invalid."""
+def plan_predicate(text: str | None, snapshot: Snapshot, parsed: SqlExpr | None = None) -> DmlPredicate:
+    """Parse and check `text` against the table; raises InvalidFilterError (a DeltaError) when invalid.
+    `parsed`: `text` already parsed (and normalized, e.g. Spark's analyzed casts folded) by the caller."""
     if text is None:
         return DmlPredicate(None, None, None, None, (), True)
     if not isinstance(text, str) or not text.strip():
         raise InvalidFilterError(f"a DML predicate must be a non-empty SQL string, got {text!r}")
-    sql = parse_sql(text)
+    sql = parsed if parsed is not None else parse_sql(text)
     schema = snapshot.schema
     exact = to_predicate(sql, schema)  # InvalidFilterError on an unknown column
     parts: list[ex.Expr] = []

@@ -5,6 +5,9 @@ columns were written against: NULL propagates through operators and functions, A
 `/` is fractional division, division or modulo by zero is NULL, `%` keeps the dividend's sign, an
 invalid CAST from string is NULL, comparisons coerce a string to the other side's type. Time zone
 dependent functions use UTC (the session time zone Delta tables are written with by deltalake).
+One deliberate exception: integer arithmetic that overflows raises InvalidFilterError (non-ANSI Spark
+wraps around silently; ANSI Spark, Spark 4's default, and DataFusion raise), so a DML never stores a
+wrapped value. Functions live in `sql_functions.py` / `sql_temporal.py`, explicit CASTs in `sql_casts.py`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ..arrow_build import bool_to_arrow, broadcast, np_to_arrow, null_scalar, sc
 from ..schema.arrow import to_arrow_type
 from ..schema.types import parse_type
 from .sql import Between, Binary, Case, Cast, Col, Func, InList, IsNull, Like, Lit, SqlExpr, Unary
+from .sql_casts import cast_expr, java_double_string, timestamp_string
 
 Value = Union[pa.Array, pa.Scalar]
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
@@ -73,6 +77,10 @@ class _Evaluator:
             v = self.eval(e.operand)
             if e.op == "NOT":
                 return pc.invert(self.boolean(v, e))
+            if e.op == "~":
+                if not pa.types.is_integer(v.type):
+                    raise InvalidFilterError(f"~ needs an integral operand, got {v.type}")
+                return pc.bit_wise_not(v)
             return pc.negate_checked(v) if _is_num(v.type) else pc.negate(self.cast(v, pa.float64()))
         if isinstance(e, Binary):
             return self.binary(e)
@@ -101,7 +109,7 @@ class _Evaluator:
         if isinstance(e, Case):
             return self.case(e)
         if isinstance(e, Cast):
-            return self.sql_cast(self.eval(e.operand), to_arrow_type(parse_type(e.type_name)))
+            return cast_expr(self, self.eval(e.operand), to_arrow_type(parse_type(e.type_name)), safe=e.safe)
         if isinstance(e, Func):
             return self.func(e)
         raise InvalidFilterError(f"cannot evaluate {e!r}")
@@ -150,7 +158,9 @@ class _Evaluator:
         if _is_str(v.type):
             return v
         if pa.types.is_timestamp(v.type):
-            return pc.strftime(pc.cast(v, pa.timestamp("s", tz=v.type.tz)), format="%Y-%m-%d %H:%M:%S")
+            return timestamp_string(v)
+        if pa.types.is_floating(v.type):
+            return java_double_string(v)
         return self.sql_cast(v, pa.string())
 
     def sql_cast(self, v: Value, t: pa.DataType) -> Value:
@@ -210,6 +220,8 @@ class _Evaluator:
     # ------------------------------------------------------------------ operators
     def compare(self, op: str, a: Value, b: Value) -> Value:
         a, b = self.unify(a, b)
+        if a.type == pa.null() and b.type == pa.null():  # NULL <=> NULL
+            a, b = self.cast(a, pa.int32()), self.cast(b, pa.int32())
         if op == "<=>":
             eq = pc.equal(a, b)
             both_null = pc.and_(pc.is_null(a), pc.is_null(b))
@@ -229,7 +241,35 @@ class _Evaluator:
             return self.compare(e.op, a, b)
         if e.op == "||":
             return self.concat([a, b])
+        if e.op in ("&", "|", "^", "DIV"):
+            return self.integral(e.op, a, b)
         return self.arith(e.op, a, b)
+
+    def integral(self, op: str, a: Value, b: Value) -> Value:
+        """Bitwise & | ^ on integers (the wider type) and Spark's `a DIV b` (BIGINT, truncated, NULL for 0)."""
+        if a.type == pa.null():
+            a = self.cast(a, b.type if b.type != pa.null() else pa.int32())
+        if b.type == pa.null():
+            b = self.cast(b, a.type)
+        if op == "DIV":
+            if not all(pa.types.is_integer(x.type) or pa.types.is_decimal(x.type) for x in (a, b)):
+                raise InvalidFilterError(f"DIV needs integral or decimal operands, got {a.type} and {b.type}")
+            a, b = self.cast(a, pa.int64()) if pa.types.is_integer(a.type) else a, \
+                self.cast(b, pa.int64()) if pa.types.is_integer(b.type) else b
+            safe_b = pc.if_else(pc.equal(b, scalar(0).cast(b.type)), _null_of(b.type), b)
+            if pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type):
+                return pc.cast(pc.trunc(pc.divide(self.cast(a, pa.decimal128(38, 10)) if not
+                                                  pa.types.is_decimal(a.type) else a, safe_b)), pa.int64(), safe=False)
+            return pc.divide(a, safe_b)  # integer division truncates towards zero, as Java's
+        if not (pa.types.is_integer(a.type) and pa.types.is_integer(b.type)):
+            raise InvalidFilterError(f"{op} needs integral operands, got {a.type} and {b.type}")
+        a, b = self.unify_integers(a, b)
+        fn = {"&": pc.bit_wise_and, "|": pc.bit_wise_or, "^": pc.bit_wise_xor}[op]
+        return fn(a, b)
+
+    def unify_integers(self, a: Value, b: Value) -> tuple[Value, Value]:
+        wide = a.type if a.type.bit_width >= b.type.bit_width else b.type
+        return self.cast(a, wide), self.cast(b, wide)
 
     def arith(self, op: str, a: Value, b: Value) -> Value:
         if _is_str(a.type):
@@ -305,16 +345,22 @@ class _Evaluator:
 
     # ------------------------------------------------------------------ functions
     def func(self, e: Func) -> Value:
+        from .sql_functions import FUNCTIONS
+
         name = e.name
         nargs = len(e.args)
-        handler = _FUNCS.get(name)
+        handler = FUNCTIONS.get(name)
         if handler is None:
-            raise InvalidFilterError(f"unsupported SQL function {name}()")
+            raise InvalidFilterError(f"unsupported SQL function {name.lower()}() (supported: docs/decisions.md, "
+                                     "\"Spark SQL functions in DML\")")
         lo, hi = handler[0], handler[1]
         if not lo <= nargs <= hi:
             raise InvalidFilterError(f"{name}() takes {lo}..{hi} arguments, got {nargs}")
         args = [self.eval(a) for a in e.args]
-        result: Value = handler[2](self, args, e)
+        try:
+            result: Value = handler[2](self, args, e)
+        except _ARROW_ERRORS as err:
+            raise InvalidFilterError(f"{name.lower()}(): {err}") from err
         return result
 
 
@@ -353,181 +399,3 @@ def _literal(e: Lit) -> pa.Scalar:
     if typ is not None:
         return scalar(e.value, typ)
     return scalar(e.value)
-
-
-# ----------------------------------------------------------------------------- function table
-_JAVA_FORMAT = [("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"),
-                ("ss", "%S"), ("EEEE", "%A"), ("EEE", "%a"), ("MMMM", "%B"), ("MMM", "%b")]
-
-
-def _java_to_strftime(fmt: str) -> str:
-    """Spark datetime patterns -> strftime, for the common subset used by generated columns."""
-    out = []
-    i = 0
-    while i < len(fmt):
-        if fmt[i] == "'":
-            j = fmt.find("'", i + 1)
-            j = len(fmt) if j < 0 else j
-            out.append(fmt[i + 1:j].replace("%", "%%") or "'")
-            i = j + 1
-            continue
-        for pat, rep in sorted(_JAVA_FORMAT, key=lambda p: -len(p[0])):
-            if fmt.startswith(pat, i):
-                out.append(rep)
-                i += len(pat)
-                break
-        else:
-            if fmt[i].isalpha():
-                raise InvalidFilterError(f"unsupported datetime pattern letter {fmt[i]!r} in {fmt!r}")
-            out.append("%%" if fmt[i] == "%" else fmt[i])
-            i += 1
-    return "".join(out)
-
-
-def _const_str(ev: _Evaluator, v: Value, what: str) -> str | None:
-    if not isinstance(v, pa.Scalar):
-        raise InvalidFilterError(f"{what} must be a constant")
-    return None if not v.is_valid else str(v.as_py())
-
-
-def _const_int(v: Value, what: str) -> int | None:
-    if not isinstance(v, pa.Scalar) or not (pa.types.is_integer(v.type) or v.type == pa.null()):
-        raise InvalidFilterError(f"{what} must be a constant integer")
-    return None if not v.is_valid else int(v.as_py())
-
-
-def _temporal(ev: _Evaluator, v: Value) -> Value:
-    if _is_str(v.type):
-        return ev.sql_cast(v, pa.timestamp("us", tz="UTC"))
-    if v.type == pa.null():
-        return ev.cast(v, pa.timestamp("us", tz="UTC"))
-    return v
-
-
-def _part(fn: Any) -> Any:
-    return lambda ev, a, e: pc.cast(fn(_temporal(ev, a[0])), pa.int32())
-
-
-def _to_date(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    v = a[0]
-    if len(a) == 2 and _is_str(v.type):
-        fmt = _const_str(ev, a[1], "TO_DATE format")
-        if fmt is None:
-            return scalar(None, pa.date32())
-        parsed = pc.strptime(v, format=_java_to_strftime(fmt), unit="us", error_is_null=True)
-        return pc.cast(parsed, pa.date32())
-    return ev.sql_cast(v, pa.date32()) if v.type != pa.null() else ev.cast(v, pa.date32())
-
-
-def _to_timestamp(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    v = a[0]
-    if len(a) == 2 and _is_str(v.type):
-        fmt = _const_str(ev, a[1], "TO_TIMESTAMP format")
-        if fmt is None:
-            return scalar(None, pa.timestamp("us", tz="UTC"))
-        parsed = pc.strptime(v, format=_java_to_strftime(fmt), unit="us", error_is_null=True)
-        return pc.assume_timezone(parsed, "UTC") if parsed.type.tz is None else parsed
-    return ev.sql_cast(v, pa.timestamp("us", tz="UTC"))
-
-
-def _date_format(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    fmt = _const_str(ev, a[1], "DATE_FORMAT format")
-    v = _temporal(ev, a[0])
-    if fmt is None:
-        return scalar(None, pa.string())
-    if pa.types.is_timestamp(v.type):
-        v = pc.cast(v, pa.timestamp("s", tz=v.type.tz))  # %S must not print fractions
-    return pc.strftime(v, format=_java_to_strftime(fmt))
-
-
-def _substring(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    s = ev.to_string(a[0])
-    pos = _const_int(a[1], "SUBSTRING position")
-    length = _const_int(a[2], "SUBSTRING length") if len(a) == 3 else None
-    if pos is None or (len(a) == 3 and length is None):
-        return scalar(None, pa.string())
-    start = pos - 1 if pos > 0 else pos  # 1-based; 0 behaves as 1; negative counts from the end
-    if length is not None and length <= 0:
-        return pc.if_else(pc.is_valid(s), "", scalar(None, pa.string()))
-    stop = None if length is None or (start < 0 <= start + length) else start + length
-    return pc.utf8_slice_codeunits(s, start=start, stop=stop)
-
-
-def _coalesce(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    vals = ev.common(a)
-    return pc.coalesce(*vals)
-
-
-def _round(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    digits = _const_int(a[1], "ROUND scale") if len(a) == 2 else 0
-    if digits is None:
-        return scalar(None, a[0].type)
-    return pc.round(a[0], ndigits=digits, round_mode="half_towards_infinity")  # Spark: HALF_UP
-
-
-def _if(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    cond = pc.fill_null(ev.boolean(a[0], e.args[0]), False)
-    x, y = ev.common([a[1], a[2]])
-    return pc.if_else(cond, x, y)
-
-
-def _nullif(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    x, y = a
-    eq = pc.fill_null(ev.compare("=", x, y), False)
-    return pc.if_else(eq, _null_of(x.type), x)
-
-
-def _now(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    return scalar(dt.datetime.now(dt.timezone.utc), pa.timestamp("us", tz="UTC"))
-
-
-def _today(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    return scalar(dt.datetime.now(dt.timezone.utc).date(), pa.date32())
-
-
-def _trim(fn: Any) -> Any:
-    return lambda ev, a, e: fn(ev.to_string(a[0]), characters=" ")
-
-
-_FUNCS: dict[str, tuple[int, int, Any]] = {
-    "YEAR": (1, 1, _part(pc.year)),
-    "MONTH": (1, 1, _part(pc.month)),
-    "DAY": (1, 1, _part(pc.day)),
-    "DAYOFMONTH": (1, 1, _part(pc.day)),
-    "HOUR": (1, 1, _part(pc.hour)),
-    "MINUTE": (1, 1, _part(pc.minute)),
-    "SECOND": (1, 1, _part(pc.second)),
-    "QUARTER": (1, 1, _part(pc.quarter)),
-    "TO_DATE": (1, 2, _to_date),
-    "DATE": (1, 1, _to_date),
-    "TO_TIMESTAMP": (1, 2, _to_timestamp),
-    "DATE_FORMAT": (2, 2, _date_format),
-    "CONCAT": (1, 255, lambda ev, a, e: ev.concat(a)),
-    "UPPER": (1, 1, lambda ev, a, e: pc.utf8_upper(ev.to_string(a[0]))),
-    "UCASE": (1, 1, lambda ev, a, e: pc.utf8_upper(ev.to_string(a[0]))),
-    "LOWER": (1, 1, lambda ev, a, e: pc.utf8_lower(ev.to_string(a[0]))),
-    "LCASE": (1, 1, lambda ev, a, e: pc.utf8_lower(ev.to_string(a[0]))),
-    "SUBSTRING": (2, 3, _substring),
-    "SUBSTR": (2, 3, _substring),
-    "LENGTH": (1, 1, lambda ev, a, e: pc.cast(pc.utf8_length(ev.to_string(a[0])), pa.int32())),
-    "CHAR_LENGTH": (1, 1, lambda ev, a, e: pc.cast(pc.utf8_length(ev.to_string(a[0])), pa.int32())),
-    "ABS": (1, 1, lambda ev, a, e: pc.abs_checked(a[0])),
-    "COALESCE": (1, 255, _coalesce),
-    "TRIM": (1, 1, _trim(pc.utf8_trim)),
-    "LTRIM": (1, 1, _trim(pc.utf8_ltrim)),
-    "RTRIM": (1, 1, _trim(pc.utf8_rtrim)),
-    "FLOOR": (1, 1, lambda ev, a, e: pc.cast(pc.floor(a[0]), pa.int64()) if not pa.types.is_integer(a[0].type)
-              else a[0]),
-    "CEIL": (1, 1, lambda ev, a, e: pc.cast(pc.ceil(a[0]), pa.int64()) if not pa.types.is_integer(a[0].type)
-             else a[0]),
-    "ROUND": (1, 2, _round),
-    "IF": (3, 3, _if),
-    "NULLIF": (2, 2, _nullif),
-    "ISNULL": (1, 1, lambda ev, a, e: pc.is_null(a[0])),
-    "ISNOTNULL": (1, 1, lambda ev, a, e: pc.is_valid(a[0])),
-    "CURRENT_TIMESTAMP": (0, 0, _now),
-    "NOW": (0, 0, _now),
-    "CURRENT_DATE": (0, 0, _today),
-}
-SUPPORTED_FUNCTIONS = frozenset(_FUNCS)
-

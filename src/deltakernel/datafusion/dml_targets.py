@@ -1,0 +1,262 @@
+"""The Delta tables a DataFusion session may change with SQL DML, and running queries in that session.
+
+Targets are Delta tables registered through deltakernel: `register()` / `QueryBuilder.register`, `CREATE
+EXTERNAL TABLE ... STORED AS DELTA` (on a session set up by `install` / `session_context`) and tables of a
+`register_catalog` directory catalog. They are remembered per `SessionContext` (weakly). A statement runs
+at the registered (pinned) version and the registration is re-pinned to the version it committed, so the
+next SELECT in the session sees the change.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import DeltaError
+from .dataset import DeltaDataset
+from .dml_parse import DmlError, DmlTargetError, head
+
+DEFAULT_CATALOG = "datafusion"
+DEFAULT_SCHEMA = "public"
+
+
+# ----------------------------------------------------------------------------- the session registry
+_TABLES: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str], DeltaDataset]] = weakref.WeakKeyDictionary()
+_CATALOGS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _split_name(name: str) -> list[str]:
+    """A DataFusion table reference as DataFusion resolves it: `.`-separated, unquoted parts lower-cased,
+    `"quoted"` parts exact."""
+    parts: list[str] = []
+    cur: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(name):
+        ch = name[i]
+        if quoted:
+            if ch == '"' and name[i + 1:i + 2] == '"':
+                cur.append('"')
+                i += 1
+            elif ch == '"':
+                quoted = False
+            else:
+                cur.append(ch)
+        elif ch == '"':
+            quoted = True
+        elif ch == ".":
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch.lower())
+        i += 1
+    parts.append("".join(cur))
+    return parts
+
+
+def _full_key(parts: list[str]) -> tuple[str, str, str]:
+    if not parts or len(parts) > 3 or not all(parts):
+        raise DmlTargetError(f"not a table name: {'.'.join(parts)!r}")
+    full = [DEFAULT_CATALOG, DEFAULT_SCHEMA][: 3 - len(parts)] + list(parts)
+    return full[0], full[1], full[2]
+
+
+def _df_name(key: tuple[str, ...]) -> str:
+    """A key as a DataFusion table reference, every part quoted (exact)."""
+    return ".".join('"' + p.replace('"', '""') + '"' for p in key)
+
+
+def remember_table(ctx: Any, name: str, dataset: DeltaDataset, *, normalized: bool = False) -> None:
+    """Record that `name` in `ctx` is the Delta table `dataset` (called by every deltakernel registration).
+    `normalized`: `name` is already resolved (DataFusion's DDL hands over the name that way)."""
+    parts = name.split(".") if normalized else _split_name(name)
+    try:
+        _TABLES.setdefault(ctx, {})[_full_key(parts)] = dataset
+    except TypeError:  # a context object that cannot be weakly referenced: DML on it is not available
+        pass
+
+
+def remember_catalog(ctx: Any, name: str, provider: Any) -> None:
+    """Record a `register_catalog` directory catalog: its tables may be DML targets."""
+    try:
+        _CATALOGS.setdefault(ctx, {})[_split_name(name)[0]] = provider
+    except TypeError:
+        pass
+
+
+def delta_tables(ctx: Any) -> dict[str, DeltaDataset]:
+    """The Delta tables registered through deltakernel in `ctx` (`catalog.schema.table` -> pinned dataset)."""
+    try:
+        tables = _TABLES.get(ctx, {})
+    except TypeError:
+        return {}
+    return {".".join(k): v for k, v in tables.items()}
+
+
+# ----------------------------------------------------------------------------- targets
+@dataclass
+class Target:
+    label: str  # as written, for messages
+    alias: str  # what qualifies its columns in the statement (alias, else the table's name)
+    dataset: DeltaDataset
+    repin: Callable[[Any], None]  # new Snapshot -> the session's registration now reads it
+
+    @property
+    def snapshot(self) -> Any:
+        return self.dataset.snapshot
+
+
+def _ident_parts(table: Any) -> list[tuple[str, bool]] | None:
+    """(text, quoted) of catalog / db / name of a sqlglot Table; None when it is not a plain name."""
+    from sqlglot import exp
+
+    parts = []
+    for key in ("catalog", "db", "this"):
+        ident = table.args.get(key)
+        if ident is None:
+            continue
+        if not isinstance(ident, exp.Identifier):
+            return None
+        parts.append((ident.name, bool(ident.args.get("quoted"))))
+    return parts or None
+
+
+def _same_dataset(new_snapshot: Any, old: DeltaDataset) -> DeltaDataset:
+    """`old`'s options over a new snapshot."""
+    return DeltaDataset(new_snapshot, target_partitions=old.target_partitions,
+                        target_group_bytes=old.target_group_bytes, native_reader=old.native_reader,
+                        view_types=old.schema != old.logical_schema, row_tracking=old.row_tracking)
+
+
+def _session_table(ctx: Any, key: tuple[str, str, str], label: str, alias: str) -> Target | None:
+    tables = _TABLES.get(ctx, {})
+    found = key if key in tables else None
+    if found is None:  # Spark resolves names case-insensitively
+        matches = [k for k in tables if tuple(p.lower() for p in k) == tuple(p.lower() for p in key)]
+        if len(matches) > 1:
+            raise DmlTargetError(f"table name {label!r} is ambiguous: {['.'.join(m) for m in matches]}")
+        found = matches[0] if matches else None
+    if found is None:
+        return None
+    ds = tables[found]
+    name = _df_name(found)
+    try:
+        provider = ctx.table_provider(name)
+    except Exception:  # dropped behind our back (DROP TABLE, deregister_table)
+        del tables[found]
+        return None
+    if provider.schema != ds.schema:  # replaced by something else under the same name
+        del tables[found]
+        return None
+
+    def repin(snapshot: Any) -> None:
+        new = _same_dataset(snapshot, tables[found])
+        ctx.deregister_table(name)
+        ctx.register_dataset(name, new)
+        tables[found] = new
+
+    return Target(label, alias, ds, repin)
+
+
+def _catalog_table(ctx: Any, parts: list[str], label: str, alias: str) -> Target | None:
+    catalogs = _CATALOGS.get(ctx, {})
+    if len(parts) == 3 and parts[0] in catalogs:
+        catalog, schema_name, table = catalogs[parts[0]], parts[1], parts[2]
+    elif len(parts) == 2 and parts[0] in catalogs:
+        catalog, schema_name, table = catalogs[parts[0]], DEFAULT_SCHEMA, parts[1]
+    else:
+        return None
+    schema = catalog.schema(schema_name)
+    ds = schema.delta_dataset(table) if schema is not None else None
+    if ds is None:
+        raise DmlTargetError(f"unknown table {label!r} in Delta catalog {parts[0]!r}")
+
+    def repin(snapshot: Any) -> None:
+        schema.repin(table, _same_dataset(snapshot, ds))
+
+    return Target(label, alias, ds, repin)
+
+
+def resolve_target(ctx: Any, table: Any, statement: str, kind: str) -> Target | None:
+    """The Delta target of a statement; None when the target is one of DataFusion's own tables (INSERT,
+    DELETE and UPDATE then go to DataFusion as before)."""
+    raw = _ident_parts(table)
+    if raw is None:
+        raise DmlTargetError(f"{kind} target must be a table name, got {table.sql(dialect='spark')!r}")
+    label = ".".join(p for p, _ in raw)
+    alias_node = table.args.get("alias")
+    alias = alias_node.name if alias_node is not None and alias_node.name else raw[-1][0]
+    parts = [p if quoted else p.lower() for p, quoted in raw]
+    target = _catalog_table(ctx, parts, label, alias)
+    if target is None:
+        target = _session_table(ctx, _full_key(parts), label, alias)
+    if target is not None:
+        return target
+    df_name = _df_name(tuple(parts))
+    try:
+        ctx.table_provider(df_name)
+        exists = True
+    except Exception:
+        exists = False
+    if exists and kind != "MERGE":
+        return None
+    known = sorted(delta_tables(ctx))
+    if exists:
+        raise DmlTargetError(f"MERGE target {label!r} is not a Delta table registered through deltakernel "
+                             "(register it with deltakernel.datafusion.register, QueryBuilder.register or "
+                             "CREATE EXTERNAL TABLE ... STORED AS DELTA)")
+    raise DmlTargetError(f"{kind}: unknown table {label!r} (Delta tables in this session: {known})")
+
+
+# ----------------------------------------------------------------------------- DataFusion side
+def run_query(ctx: Any, text: str, what: str) -> pa.RecordBatchReader:
+    """`text` run in the session as a stream; DataFusion's own exceptions become DmlError."""
+    try:
+        df = ctx.sql(text)
+        schema = df.schema()
+        stream = pa.RecordBatchReader.from_stream(df)
+    except DeltaError:
+        raise
+    except Exception as e:
+        raise _query_error(e, what, text) from e
+    return pa.RecordBatchReader.from_batches(schema, _guarded(stream, what, text))
+
+
+def _guarded(stream: pa.RecordBatchReader, what: str, text: str) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from stream
+    except DeltaError:
+        raise
+    except Exception as e:
+        raise _query_error(e, what, text) from e
+    finally:
+        stream.close()
+
+
+def _query_error(e: Exception, what: str, text: str) -> DeltaError:
+    from .sql_tables import udtf_error
+
+    original = udtf_error(e)
+    if original is not None:  # delta_scan / delta_changes raised it: keep its type and message
+        return original
+    return DmlError(f"{what}: {e} (in: {head(text)})")
+
+
+def metrics_row(**values: int) -> pa.Table:
+    return pa.table({k: pa.array([int(v)], pa.int64()) for k, v in values.items()})
+
+
+def repin_committed(target: Target, version: int | None) -> None:
+    if version is None:  # nothing changed: no commit
+        return
+    from ..kernel.snapshot import Snapshot
+
+    target.repin(Snapshot.load(target.snapshot.storage, version))
+
+
+__all__ = ["DEFAULT_CATALOG", "DEFAULT_SCHEMA", "Target", "delta_tables", "metrics_row", "remember_catalog",
+           "remember_table", "repin_committed", "resolve_target", "run_query"]

@@ -1,0 +1,17 @@
+"""DELETE and UPDATE on Spark as distributed jobs (MERGE reuses the same machinery).
+
+The driver plans (kernel snapshot, file skipping, the transaction's read set) and commits one kernel
+transaction; Spark scans the candidate files, evaluates conditions and new values, builds deletion vectors
+and writes files on the executors. Nothing proportional to the data reaches the driver: it collects one
+small row per touched file (or per file written). Modules:
+
+- `plan.py`     — conditions and SET lists checked by Spark's analyzer; the kernel's pruning predicate;
+- `frame.py`    — the target rows of the candidate files with `(file id, physical row index)`;
+- `touched.py`  — per-file match counts, deletion vectors built and written on executors;
+- `output.py`   — rows written back (native Parquet write or the kernel's writer in `mapInArrow`) and
+                  change data files;
+- `commit.py`   — one operation run and committed (cleanup only when the commit is known absent);
+- `delete.py`, `update.py` — the operations.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,210 @@
+"""The target rows of a Spark DML: the candidate files' rows with the file they live in and their position.
+
+One Parquet scan (per group below) over the files the kernel selected; right at the scan, before any join,
+`_metadata.file_path` and `_metadata.row_index` (the *physical* row position, which is what deletion
+vectors store) are projected into ordinary columns, so they survive the broadcast join that adds partition
+values, the file id `__dk_fid` (the file's position in the candidate table: an int, a cheap shuffle key)
+and, with row tracking, `baseRowId` / `defaultRowCommitVersion`. Columns come out with logical names
+(column mapping undone as the reader does).
+
+Rows an existing deletion vector already deletes: files without a DV are scanned as they are; files with
+one form a second scan whose rows pass an Arrow UDF over `(file id, row index)` that reads each DV on the
+executor (cached per worker), so the driver never reads a deletion vector and files without DVs pay
+nothing. `skip_deleted=False` leaves them in (the deletion-vector job subtracts them itself).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...kernel.arrow_build import bool_to_arrow
+from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from ...kernel.paths import resolve_file
+from ...kernel.schema.column_mapping import to_physical_schema
+from ...kernel.schema.types import StructType
+from ...kernel.snapshot import Snapshot
+from ...storage import Storage, storage_for_uri
+from .. import file_columns as fc
+from .._schema import spark_path, to_spark_schema
+
+FID = "__dk_fid"
+ROW = "__dk_row"
+_PATH = fc.PATH_COL
+
+
+@dataclass
+class Target:
+    """The table one DML works on: how Spark addresses it (`path`), how the kernel does (`uri`), the
+    snapshot read, and the DeltaTable's alias (conditions may name it)."""
+
+    spark: Any
+    path: str
+    uri: str
+    storage_options: dict[str, str] | None
+    snapshot: Snapshot
+    alias: str | None = None
+
+    @property
+    def storage(self) -> Storage:
+        return self.snapshot.storage
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+# ----------------------------------------------------------------------------- executor-side caches
+_LOCK = threading.Lock()
+_STORAGES: dict[tuple[str, tuple[tuple[str, str], ...]], Storage] = {}
+_DVS: dict[tuple[str, str], np.ndarray] = {}
+_MAX_CACHED_DVS = 256
+
+
+def executor_storage(uri: str, options: dict[str, str] | None) -> Storage:
+    """The table's storage in a Python worker (one per table per worker process)."""
+    key = (uri, tuple(sorted((options or {}).items())))
+    with _LOCK:
+        storage = _STORAGES.get(key)
+        if storage is None:
+            storage = _STORAGES[key] = storage_for_uri(uri, options)
+        return storage
+
+
+def existing_deleted(storage: Storage, descriptor: dict[str, Any] | None) -> np.ndarray:
+    """Sorted uint64 rows a file's current deletion vector deletes (cached per worker)."""
+    if not descriptor:
+        return np.empty(0, dtype=np.uint64)
+    dv = DeletionVectorDescriptor.from_dict(descriptor)
+    key = (storage.root_uri, dv.unique_id)
+    with _LOCK:
+        hit = _DVS.get(key)
+    if hit is not None:
+        return hit
+    rows = read_deletion_vector(storage, dv)
+    with _LOCK:
+        if len(_DVS) >= _MAX_CACHED_DVS:
+            _DVS.clear()
+        _DVS[key] = rows
+    return rows
+
+
+def _deleted_udf(target: Target, dv_files: pa.Table) -> Any:
+    """Arrow UDF `(file id, row index) -> already deleted?` over the files of `dv_files` (fid, deletion_vector)."""
+    from pyspark.sql import functions as F
+
+    order = np.argsort(dv_files.column(FID).to_numpy())
+    table = dv_files.take(pa.array(order))
+    bc = target.spark.sparkContext.broadcast(table)
+    uri, options = target.uri, target.storage_options
+
+    def deleted(fid: pa.Array, row: pa.Array) -> pa.Array:
+        files = bc.value
+        ids = files.column(FID).to_numpy()
+        storage = executor_storage(uri, options)
+        fids = fid.to_numpy(zero_copy_only=False)
+        rows = row.to_numpy(zero_copy_only=False).astype(np.uint64)
+        out = np.zeros(len(rows), dtype=np.bool_)
+        for f in np.unique(fids):
+            sel = fids == f
+            i = int(np.searchsorted(ids, f))
+            dv = files.column("deletion_vector")[i].as_py() if i < len(ids) and ids[i] == f else None
+            out[sel] = np.isin(rows[sel], existing_deleted(storage, dv))
+        return bool_to_arrow(out)
+
+    udf = getattr(F, "arrow_udf", None)
+    if udf is not None:  # type hints (pa.Array -> pa.Array) make it a scalar Arrow UDF
+        return udf(deleted, "boolean")
+    import pandas as pd  # pyspark 4.0 has no Arrow UDFs: a pandas UDF
+    from pyspark.sql.functions import PandasUDFType  # type: ignore[attr-defined]
+
+    def deleted_pd(fid: Any, row: Any) -> Any:
+        return pd.Series(deleted(pa.array(fid), pa.array(row)).to_numpy(zero_copy_only=False))
+
+    return F.pandas_udf(deleted_pd, "boolean", PandasUDFType.SCALAR)  # type: ignore[attr-defined]
+
+
+# ----------------------------------------------------------------------------- the frame
+def target_frame(target: Target, files: pa.Table, fids: Sequence[int] | np.ndarray | None = None, *,
+                 hidden: tuple[str, str] | None = None, skip_deleted: bool = True) -> Any:
+    """Rows of `files` (all, or the file ids `fids`: positions in `files`) as a DataFrame with the table's
+    logical columns, `__dk_fid`, `__dk_row` and, with `hidden` (the materialized row-tracking columns to
+    write), those two columns holding each row's stable row id and row commit version. None: no files."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+    from pyspark.sql.types import StructField as SparkField
+    from pyspark.sql.types import StructType as SparkStruct
+
+    ids = np.arange(files.num_rows, dtype=np.int32) if fids is None else np.asarray(fids, dtype=np.int32)
+    if ids.size == 0:
+        return None
+    sub = files if fids is None else files.take(pa.array(ids))
+    spark, snapshot = target.spark, target.snapshot
+    mode = snapshot.column_mapping_mode
+    schema = snapshot.schema
+    parts = {c.lower() for c in snapshot.partition_columns}
+    data_fields = tuple(f for f in schema.fields if f.name.lower() not in parts)
+    physical = to_physical_schema(StructType(data_fields), mode)
+    phys_spark = to_spark_schema(physical, field_ids=(mode == "id"))
+    logical_spark = to_spark_schema(schema)
+    read_fields = list(phys_spark.fields)
+    if hidden is not None:
+        read_fields += [SparkField(n, LongType(), True) for n in hidden if n not in phys_spark.fieldNames()]
+    read_schema = SparkStruct(read_fields)
+    meta = fc.file_table(snapshot, sub, bool(parts), hidden is not None).append_column(FID, pa.array(ids))
+    has_dv = sub.column("deletion_vector").is_valid().to_numpy(zero_copy_only=False)
+    groups = [(~has_dv, False), (has_dv, True)] if skip_deleted and has_dv.any() else \
+        [(np.ones(len(ids), dtype=np.bool_), False)]
+    frames = []
+    for mask, with_dv in groups:
+        if not mask.any():
+            continue
+        keep = bool_to_arrow(mask)
+        df = _scan(spark, target.storage, read_schema, sub.filter(keep).column("path").to_pylist())
+        group_meta = meta.filter(keep)
+        df = df.join(F.broadcast(spark.createDataFrame(group_meta)), _PATH, "inner").drop(_PATH)
+        if with_dv:
+            dv_files = pa.table({FID: group_meta.column(FID), "deletion_vector": sub.filter(keep).column(
+                "deletion_vector")})
+            df = df.where(~_deleted_udf(target, dv_files)(F.col(FID), F.col(ROW)))
+        frames.append(df)
+    df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    cols = []
+    for f in schema.fields:
+        lf = logical_spark[f.name]
+        if f.name.lower() in parts:
+            cols.append(F.col(quote(f.name)).cast(lf.dataType).alias(f.name))
+            continue
+        pf = physical.fields[[d.name for d in data_fields].index(f.name)]
+        col = F.col(quote(pf.name))
+        if phys_spark[pf.name].dataType != lf.dataType:
+            col = col.cast(lf.dataType)  # nested physical names -> logical (positional struct cast)
+        cols.append(col.alias(f.name))
+    cols += [F.col(FID), F.col(ROW)]
+    if hidden is not None:
+        id_col, version_col = hidden
+        cols.append(F.coalesce(F.col(quote(id_col)), F.col(fc.BASE_ROW_ID) + F.col(ROW)).alias(id_col))
+        cols.append(F.coalesce(F.col(quote(version_col)), F.col(fc.DEFAULT_VERSION)).alias(version_col))
+    frame = df.select(*cols)
+    return frame.alias(target.alias) if target.alias else frame
+
+
+def _scan(spark: Any, storage: Storage, read_schema: Any, paths: list[str]) -> Any:
+    """One Parquet scan of `paths` (log paths) with the file and physical row position as columns."""
+    from pyspark.sql import functions as F
+
+    from ..reader import _many_paths
+
+    located = [resolve_file(storage, p) for p in paths]  # absolute paths may leave the root
+    with _many_paths(spark, len(located)):
+        df = spark.read.schema(read_schema).parquet(*[spark_path(s, k) for s, k in located])
+    return df.select(*[F.col(quote(n)) for n in read_schema.fieldNames()],
+                     F.col("_metadata.file_path").alias(_PATH), F.col("_metadata.row_index").alias(ROW))
+
+
+__all__ = ["FID", "ROW", "Target", "executor_storage", "existing_deleted", "quote", "target_frame"]

@@ -1,0 +1,215 @@
+"""Which files a DML touches, and their new deletion vectors, computed by Spark on the executors.
+
+`match_counts`: matched rows per file id (a `groupBy`), one small row per touched file for the driver.
+
+`write_deletion_vectors` (merge-on-read): the matched `(file id, physical row index)` pairs are shuffled by
+file (`repartition(n, fid)` + sort by fid, so each file's rows are contiguous and in one task). Each task
+unions a file's rows with its existing DV (read on the executor), serializes the RoaringBitmapArray and
+queues it in one `DeletionVectorWriter`; at the end of the task all its bitmaps go into ONE DV file in
+Delta's format (offsets per DV), written with put-if-absent. The task returns, per file, only the
+descriptor (path, offset, size, cardinality) and the number of newly deleted rows; files whose every row
+is now deleted come back marked `full` (the driver removes them, no bitmap written). Memory per task: one
+file's row indexes plus the serialized bitmaps of its files.
+
+Why on executors: the matched rows of a large DELETE do not fit the driver, and a bitmap per file is
+exactly the unit a task can finish alone. A retried task writes a new DV file under a new UUID; only the
+attempt Spark accepted is reported, the other file is an orphan VACUUM removes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ...kernel.deletion_vectors import DeletionVectorDescriptor
+from ...kernel.paths import resolve_file
+from ...operations.dv_writer import DeletionVectorWriter, dv_add_action
+from ...operations.rewrite import FILE_COLUMNS, remove_action
+from .._errors import marked, task_errors
+from .frame import FID, ROW, Target, executor_storage, existing_deleted
+
+DV_RESULT = "fid int, deleted long, full boolean, dv string"
+_DV_SCHEMA = pa.schema([("fid", pa.int32()), ("deleted", pa.int64()), ("full", pa.bool_()), ("dv", pa.string())])
+FILE_ROW_COLUMNS = [*FILE_COLUMNS, "modification_time"]
+
+
+def to_arrow(df: Any) -> pa.Table:
+    """A small result frame on the driver as Arrow (pyspark >= 4: no per-row Python objects)."""
+    to = getattr(df, "toArrow", None)
+    if to is not None:
+        return to()
+    rows = [r.asDict() for r in df.collect()]  # pragma: no cover - pyspark 3
+    return pa.Table.from_pylist(rows)  # pragma: no cover
+
+
+def shuffle_partitions(spark: Any, files: int) -> int:
+    """Tasks for a per-file job: Spark's shuffle partitions, never more than the files."""
+    try:
+        n = int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+    except (TypeError, ValueError):
+        n = 200
+    return max(1, min(files, n))
+
+
+def match_counts(frame: Any, condition: Any) -> pa.Table:
+    """`(fid, count)` of the rows `condition` matches (all rows when None), per file with a match."""
+    from pyspark.sql import functions as F
+
+    matched = frame.where(condition) if condition is not None else frame
+    out = to_arrow(matched.groupBy(FID).agg(F.count(F.lit(1)).alias("count")))
+    return out.sort_by(FID) if out.num_rows else pa.table({FID: pa.array([], pa.int32()),
+                                                           "count": pa.array([], pa.int64())})
+
+
+def num_records(files: pa.Table) -> pa.Array:
+    """Physical rows per file from the stats' `numRecords` (null when absent), without a JSON parse per file."""
+    stats = files.column("stats").combine_chunks()
+    found = pc.extract_regex(stats, r'"numRecords"\s*:\s*(?P<n>\d+)')
+    return pc.cast(found.field("n"), pa.int64())
+
+
+# ----------------------------------------------------------------------------- the executor task
+@dataclass(frozen=True)
+class DvPlan:
+    """What every DV task needs (broadcast): the table, its configuration (random prefixes) and, per file
+    id, the path, the current DV and numRecords."""
+
+    uri: str
+    storage_options: dict[str, str] | None
+    configuration: dict[str, str]
+    files: pa.Table  # path, deletion_vector, num_records; row i = file id i
+
+
+@dataclass
+class _DvBuilder:
+    plan: DvPlan
+    storage: Any
+    writer: DeletionVectorWriter
+    found: list[tuple[int, int, bool, int]] = field(default_factory=list)  # fid, new rows, full, writer index
+
+    def finish(self, fid: int, parts: list[np.ndarray]) -> None:
+        matched = np.unique(np.concatenate(parts).astype(np.uint64))
+        dv = self.plan.files.column("deletion_vector")[fid].as_py()
+        existing = existing_deleted(self.storage, dv)
+        new = np.setdiff1d(matched, existing, assume_unique=True) if existing.size else matched
+        if new.size == 0:
+            return
+        union = np.union1d(existing, new).astype(np.uint64) if existing.size else new
+        if union.size >= self._physical_rows(fid):
+            self.found.append((fid, int(new.size), True, -1))
+        else:
+            self.found.append((fid, int(new.size), False, self.writer.add(union)))
+
+    def _physical_rows(self, fid: int) -> int:
+        n = self.plan.files.column("num_records")[fid].as_py()
+        if n is not None:
+            return int(n)
+        storage, key = resolve_file(self.storage, self.plan.files.column("path")[fid].as_py())
+        return int(pq.ParquetFile(storage.open_input_file(key)).metadata.num_rows)
+
+    def result(self) -> pa.RecordBatch:
+        descriptors = self.writer.write()
+        fids, deleted, full, dvs = [], [], [], []
+        for fid, n, is_full, index in self.found:
+            fids.append(fid)
+            deleted.append(n)
+            full.append(is_full)
+            dvs.append(None if is_full else json.dumps(descriptors[index].to_dict(), separators=(",", ":")))
+        return pa.RecordBatch.from_arrays([pa.array(fids, pa.int32()), pa.array(deleted, pa.int64()),
+                                           pa.array(full, pa.bool_()), pa.array(dvs, pa.string())],
+                                          schema=_DV_SCHEMA)
+
+
+def _dv_task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        with marked():
+            plan: DvPlan = bc.value
+            storage = executor_storage(plan.uri, plan.storage_options)
+            builder = _DvBuilder(plan, storage, DeletionVectorWriter(storage, plan.configuration))
+            current: int | None = None
+            parts: list[np.ndarray] = []
+            for batch in batches:  # sorted by file id: a file's rows are contiguous
+                if batch.num_rows == 0:
+                    continue
+                fids = batch.column(0).to_numpy(zero_copy_only=False)
+                rows = batch.column(1).to_numpy(zero_copy_only=False)
+                cuts = np.flatnonzero(fids[1:] != fids[:-1]) + 1
+                for start, end in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(fids)]))):
+                    fid = int(fids[start])
+                    if fid != current:
+                        if current is not None:
+                            builder.finish(current, parts)
+                        current, parts = fid, []
+                    parts.append(rows[start:end])
+            if current is not None:
+                builder.finish(current, parts)
+            out = builder.result()
+        yield out
+    return run
+
+
+def write_deletion_vectors(target: Target, files: pa.Table, matched: Any, configuration: dict[str, str]) -> pa.Table:
+    """Run the DV job over `matched` (a target frame filtered to the matched rows, existing DVs not applied);
+    returns `(fid, deleted, full, dv)` sorted by fid, one row per file with newly deleted rows."""
+    spark = target.spark
+    info = pa.table({"path": files.column("path"), "deletion_vector": files.column("deletion_vector"),
+                     "num_records": num_records(files)})
+    plan = DvPlan(target.uri, target.storage_options, dict(configuration), info.combine_chunks())
+    bc = spark.sparkContext.broadcast(plan)
+    try:
+        pairs = matched.select(FID, ROW).repartition(shuffle_partitions(spark, files.num_rows), FID) \
+            .sortWithinPartitions(FID)
+        with task_errors():
+            out = to_arrow(pairs.mapInArrow(_dv_task(bc), DV_RESULT))
+    finally:
+        bc.unpersist()
+    return out.sort_by("fid") if out.num_rows else out
+
+
+@dataclass
+class DvOutcome:
+    """What the DV job changed: rows newly deleted, files removed, DVs added/replaced, DV files written."""
+
+    deleted_rows: int = 0
+    removed: list[dict[str, Any]] = field(default_factory=list)  # file-table rows of files fully deleted
+    replaced: int = 0  # partly deleted files that had a DV already
+    added: int = 0  # partly deleted files (each gets a new DV)
+    dv_keys: set[str] = field(default_factory=set)
+
+
+def commit_deletion_vectors(txn: Any, files: pa.Table, result: pa.Table, now: int) -> DvOutcome:
+    """Record the DV job's result in `txn`: a remove for every touched file, an add (same path, new DV,
+    row-tracking fields kept) for the partly deleted ones. One action pair per touched file."""
+    out = DvOutcome()
+    if result.num_rows == 0:
+        return out
+    rows = files.take(result.column("fid")).select(FILE_ROW_COLUMNS).to_pylist()
+    deleted = result.column("deleted").to_pylist()
+    full = result.column("full").to_pylist()
+    dvs = result.column("dv").to_pylist()
+    out.deleted_rows = int(pc.sum(result.column("deleted")).as_py() or 0)
+    removes, adds = [], []
+    for row, _n, is_full, dv in zip(rows, deleted, full, dvs):
+        removes.append(remove_action(row, now))
+        if is_full:
+            out.removed.append(row)
+            continue
+        descriptor = DeletionVectorDescriptor.from_dict(json.loads(dv))
+        out.dv_keys.add(descriptor.relative_key())
+        adds.append(dv_add_action(row, descriptor))
+        out.added += 1
+        out.replaced += 1 if row.get("deletion_vector") else 0
+    txn.remove_files(removes)
+    txn.add_files(adds)
+    return out
+
+
+__all__ = ["DvOutcome", "commit_deletion_vectors", "match_counts", "num_records", "shuffle_partitions",
+           "to_arrow", "write_deletion_vectors"]
