@@ -1,0 +1,214 @@
+"""delta-spark's log-side maintenance commands on Spark: VACUUM, RESTORE, CONVERT TO DELTA, GENERATE, DROP FEATURE.
+
+They run the embedded engine's operations on the driver: each lists, reads the log and footers, or deletes,
+and none reads data rows. The one part that scales with the table is VACUUM's deletes: with
+`spark.databricks.delta.vacuum.parallelDelete.enabled=true` they run as a Spark job (keys spread over tasks,
+each deleting its share in bulk), else on the driver (bulk deletes, a few requests in flight on object stores).
+
+- `vacuum(retentionHours)`: the full VACUUM delta-spark runs (the table's storage listed, unreferenced files
+  older than the retention deleted), `VACUUM START` / `VACUUM END` commits; a retention below the table's
+  `delta.deletedFileRetentionDuration` raises VacuumRetentionError unless
+  `spark.databricks.delta.retentionDurationCheck.enabled=false`. Returns an empty DataFrame, as delta-spark.
+- `restoreToVersion` / `restoreToTimestamp`: the RESTORE commit; returns delta-spark's one-row metrics frame
+  (table_size_after_restore, num_of_files_after_restore, num_removed_files, num_restored_files,
+  removed_files_size, restored_files_size) read back from the commit's operationMetrics.
+- `convertToDelta(spark, "parquet.`/path`", partitionSchema)`: footers read on the driver (threads), which is
+  fine for thousands of files; a directory of millions of files would want a Spark job reading them.
+- `generate("symlink_format_manifest")`: `operations/manifest.py`.
+- `dropFeatureSupport(name, truncateHistory)`: `operations/drop_feature.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import DeltaError
+from ...kernel.snapshot import Snapshot
+from ...operations.vacuum import DELETE_BATCH, _commit, advanced_snapshot, plan_vacuum
+from ...operations.vacuum import vacuum as vacuum_files
+from .._errors import marked, task_errors
+from ._common import commit_info, commit_properties, conf, conf_flag, executor_storage, long_metric, spark_timestamp
+
+log = logging.getLogger(__name__)
+
+RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+PARALLEL_DELETE_CONF = "spark.databricks.delta.vacuum.parallelDelete.enabled"
+DISCOVERY_PARALLELISM_CONF = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+RESTORE_COLUMNS = ("table_size_after_restore", "num_of_files_after_restore", "num_removed_files",
+                   "num_restored_files", "removed_files_size", "restored_files_size")
+_RESTORE_METRICS = ("tableSizeAfterRestore", "numOfFilesAfterRestore", "numRemovedFiles", "numRestoredFiles",
+                    "removedFilesSize", "restoredFilesSize")
+_IDENTIFIER = re.compile(r"^\s*(parquet|delta)\s*\.\s*`((?:[^`]|``)+)`\s*$", re.IGNORECASE)
+
+
+def _load(uri: str, storage_options: dict[str, str] | None) -> Snapshot:
+    from ...table import DeltaTable as KernelTable
+
+    return KernelTable(uri, storage_options=storage_options).snapshot
+
+
+# ----------------------------------------------------------------------------- VACUUM
+def _delete_task(uri: str, options: dict[str, str] | None) -> Any:
+    def run(keys: Iterator[str]) -> Iterator[int]:
+        with marked():
+            storage = executor_storage(uri, options)
+            batch: list[str] = []
+            done = 0
+            for key in keys:
+                batch.append(key)
+                if len(batch) >= DELETE_BATCH:
+                    storage.delete_many(batch)
+                    done += len(batch)
+                    batch = []
+            if batch:
+                storage.delete_many(batch)
+                done += len(batch)
+        yield done
+    return run
+
+
+def _parallel_vacuum(spark: Any, snapshot: Snapshot, uri: str, storage_options: dict[str, str] | None,
+                     retention_hours: float | None, enforce: bool) -> None:
+    """The kernel's full VACUUM with the deletes as a Spark job (START / END commits as the kernel writes them)."""
+    storage = snapshot.storage
+    plan = plan_vacuum(storage, snapshot, retention_hours=retention_hours, enforce_retention_duration=enforce,
+                       full=True)
+    if not plan.files:
+        return
+    props = commit_properties(spark)
+    start = _commit(storage, snapshot, "VACUUM START",
+                    {"retentionCheckEnabled": plan.enforce, "specifiedRetentionMillis": plan.retention_ms,
+                     "defaultRetentionMillis": plan.default_retention_ms},
+                    {"numFilesToDelete": len(plan.files), "sizeOfDataToDelete": plan.size_bytes}, props, None)
+    after_start = advanced_snapshot(storage, snapshot, start)
+    parallelism = int(conf(spark, DISCOVERY_PARALLELISM_CONF, "10000") or 10000)
+    slices = max(1, min(parallelism, -(-len(plan.files) // DELETE_BATCH)))
+    deleted = 0
+    status = "FAILED"
+    try:
+        with task_errors():
+            counts = spark.sparkContext.parallelize(plan.files, slices).mapPartitions(
+                _delete_task(uri, storage_options)).collect()
+        deleted = sum(int(c) for c in counts)
+        status = "COMPLETED"
+    finally:
+        _commit(storage, after_start, "VACUUM END", {"status": status},
+                {"numDeletedFiles": deleted, "numVacuumedDirectories": 0}, props, None)
+    log.info("Spark VACUUM of %s deleted %d files in %d tasks", storage.root_uri, deleted, slices)
+
+
+def vacuum(spark: Any, uri: str, storage_options: dict[str, str] | None, retention_hours: float | None) -> Any:
+    """delta-spark's `DeltaTable.vacuum`: a full VACUUM; an empty DataFrame."""
+    from pyspark.sql.types import StructType
+
+    if retention_hours is not None:
+        if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)):
+            raise DeltaError(f"retentionHours needs to be a number but got {type(retention_hours)}")
+        retention_hours = float(retention_hours)
+    enforce = conf_flag(spark, RETENTION_CHECK_CONF, True)
+    snapshot = _load(uri, storage_options)
+    if conf_flag(spark, PARALLEL_DELETE_CONF, False):
+        _parallel_vacuum(spark, snapshot, snapshot.storage.root_uri, storage_options, retention_hours, enforce)
+    else:
+        vacuum_files(snapshot.storage, snapshot, retention_hours=retention_hours, dry_run=False,
+                     enforce_retention_duration=enforce, commit_properties=commit_properties(spark), full=True)
+    return spark.createDataFrame([], StructType([]))
+
+
+# ----------------------------------------------------------------------------- RESTORE
+def restore(spark: Any, uri: str, storage_options: dict[str, str] | None, version: int | None = None,
+            timestamp: str | None = None) -> Any:
+    """delta-spark's `restoreToVersion` / `restoreToTimestamp`: the RESTORE commit and its metrics frame."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from ...operations.restore import restore as restore_table
+
+    if timestamp is not None:
+        target: Any = spark_timestamp(spark, timestamp)
+    else:
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise DeltaError(f"version needs to be an int but got {type(version)}")
+        target = version
+    snapshot = _load(uri, storage_options)
+    _, committed = restore_table(snapshot.storage, snapshot, target, commit_properties=commit_properties(spark))
+    info = commit_info(snapshot.storage, committed)
+    row = tuple(long_metric(info, k) for k in _RESTORE_METRICS)
+    schema = StructType([StructField(c, LongType(), True) for c in RESTORE_COLUMNS])
+    return spark.createDataFrame([row], schema)
+
+
+# ----------------------------------------------------------------------------- CONVERT TO DELTA
+def parse_identifier(identifier: str) -> tuple[str, str]:
+    """`parquet.\\`/path\\`` / `delta.\\`/path\\`` -> (format, path)."""
+    m = _IDENTIFIER.match(identifier or "") if isinstance(identifier, str) else None
+    if m is None:
+        raise DeltaError(f"convertToDelta needs a path identifier such as parquet.`/path/to/table`, got "
+                         f"{identifier!r} (catalog tables are not supported by deltakernel here)")
+    return m.group(1).lower(), m.group(2).replace("``", "`")
+
+
+def _partition_schema(spark: Any, schema: Any) -> Any:
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    from .._schema import from_spark_schema
+
+    if schema is None:
+        return None
+    if isinstance(schema, str):
+        parsed = _parse_datatype_string(schema)
+        if not isinstance(parsed, StructType):
+            raise DeltaError(f"partitionSchema {schema!r} is not a list of columns (e.g. 'part int')")
+        schema = parsed
+    if not isinstance(schema, StructType):
+        raise DeltaError(f"partitionSchema must be a DDL string or a StructType, got {type(schema)}")
+    return from_spark_schema(schema) if schema.fields else None
+
+
+def convert_to_delta(spark: Any, identifier: str, partition_schema: Any = None,
+                     storage_options: dict[str, str] | None = None) -> str:
+    """delta-spark's `DeltaTable.convertToDelta`: the Parquet directory becomes a Delta table (a Delta table
+    already there is left as it is); returns the table path."""
+    from ...operations.convert import convert_to_deltalake
+    from .._schema import table_uri
+
+    fmt, path = parse_identifier(identifier)
+    uri = table_uri(path)
+    parts = _partition_schema(spark, partition_schema)
+    from ...table import DeltaTable as KernelTable
+
+    if fmt == "delta":
+        if not KernelTable.is_deltatable(uri, storage_options):
+            raise DeltaError(f"{path!r} is not a Delta table")
+        return path
+    convert_to_deltalake(uri, mode="ignore", partition_by=parts, partition_strategy="hive" if parts else None,
+                         storage_options=storage_options, commit_properties=commit_properties(spark))
+    return path
+
+
+# ----------------------------------------------------------------------------- GENERATE, DROP FEATURE
+def generate(uri: str, storage_options: dict[str, str] | None, mode: str) -> None:
+    """delta-spark's `generate(mode)`: the full symlink format manifest."""
+    from ...operations.manifest import generate as generate_manifest
+
+    generate_manifest(_load(uri, storage_options), mode)
+
+
+def drop_feature_support(uri: str, storage_options: dict[str, str] | None, feature: str,
+                         truncate_history: bool | None) -> None:
+    """delta-spark's `dropFeatureSupport`: FeatureDropWaitError while old versions still use a reader-writer
+    feature and `truncateHistory` is not set."""
+    from ...operations.drop_feature import drop_feature
+
+    if not isinstance(feature, str):
+        raise DeltaError(f"featureName needs to be a string but got {type(feature)}")
+    if truncate_history is not None and not isinstance(truncate_history, bool):
+        raise DeltaError(f"truncateHistory needs to be a bool but got {type(truncate_history)}")
+    snapshot = _load(uri, storage_options)
+    drop_feature(snapshot.storage, snapshot, feature, truncate_history=bool(truncate_history))
+
+
+__all__ = ["RESTORE_COLUMNS", "convert_to_delta", "drop_feature_support", "generate", "parse_identifier",
+           "restore", "vacuum"]
