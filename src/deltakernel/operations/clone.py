@@ -86,7 +86,7 @@ def clone_table(
             adds = _DeepCopier(source_storage, target_storage, progress).run(rows, copied)
         txn = Transaction(target_storage, existing, operation="CLONE", operation_parameters={
             "source": source_storage.root_uri, "sourceVersion": source.version, "isShallow": shallow})
-        md, protocol = _metadata_and_protocol(source, existing, properties)
+        md, protocol = metadata_and_protocol(source, existing, properties)
         txn.update_metadata(md)
         if existing is None or protocol != existing.protocol:
             txn.update_protocol(protocol)
@@ -103,7 +103,7 @@ def clone_table(
         if existing is not None and ROW_TRACKING_DOMAIN in source.domain_metadata:
             # row ids stay unique over the target's history: the high-water mark never goes down
             txn.set_domain_metadata(ROW_TRACKING_DOMAIN, json.dumps({"rowIdHighWaterMark": max(
-                _hwm(source), _hwm(existing))}, separators=(",", ":")))
+                row_id_high_water_mark(source), row_id_high_water_mark(existing))}, separators=(",", ":")))
         if ROW_TRACKING_DOMAIN not in source.domain_metadata and any(a.get("baseRowId") is not None for a in adds):
             adds = [{k: v for k, v in a.items() if k not in ("baseRowId", "defaultRowCommitVersion")} for a in adds]
         txn.add_files(adds)
@@ -127,7 +127,7 @@ def clone_table(
     return metrics, txn.committed_version
 
 
-def _metadata_and_protocol(source: Snapshot, existing: Snapshot | None,
+def metadata_and_protocol(source: Snapshot, existing: Snapshot | None,
                            properties: Mapping[str, str | None] | None) -> tuple[Metadata, Any]:
     from .write import required_features
 
@@ -165,7 +165,7 @@ ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
 ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 
 
-def _hwm(snap: Snapshot) -> int:
+def row_id_high_water_mark(snap: Snapshot) -> int:
     dm = snap.domain_metadata.get(ROW_TRACKING_DOMAIN)
     try:
         return int(json.loads(dm.configuration).get("rowIdHighWaterMark", -1)) if dm is not None else -1
@@ -195,7 +195,7 @@ def _data_file_path(storage: Storage, key: str) -> str:
     return uri_encode_path(full) if full.startswith("/") else _absolute_uri(storage, key)
 
 
-def _base_add(row: Mapping[str, Any], path: str) -> dict[str, Any]:
+def base_add(row: Mapping[str, Any], path: str) -> dict[str, Any]:
     add: dict[str, Any] = {"path": path, "partitionValues": dict(row.get("partition_values") or {}),
                            "size": row["size"], "modificationTime": row["modification_time"], "dataChange": True}
     if row.get("stats"):
@@ -216,7 +216,7 @@ def _dv(row: Mapping[str, Any]) -> DeletionVectorDescriptor | None:
 
 def _shallow_add(storage: Storage, row: Mapping[str, Any]) -> dict[str, Any]:
     target, key = resolve_file(storage, row["path"])
-    add = _base_add(row, _data_file_path(target, key))
+    add = base_add(row, _data_file_path(target, key))
     dv = _dv(row)
     if dv is not None:
         if dv.storage_type == "u":
@@ -271,7 +271,7 @@ class _DeepCopier:
         except DeltaError:
             dst = posixpath.basename(key)
         dst = self._copy(src, key, dst, int(row["size"]), copied)
-        add = _base_add(row, uri_encode_path(dst))
+        add = base_add(row, uri_encode_path(dst))
         dv = _dv(row)
         if dv is not None:
             add["deletionVector"] = self._copy_dv(dv, copied).to_dict()

@@ -116,7 +116,7 @@ class OptimizeMetrics:
         }
 
 
-def _commit_metrics(m: OptimizeMetrics, adds: list[dict[str, Any]], removes: list[dict[str, Any]],
+def commit_metrics(m: OptimizeMetrics, adds: list[dict[str, Any]], removes: list[dict[str, Any]],
                     dvs_removed: int) -> dict[str, str]:
     """One commit's operationMetrics: deltalake's keys plus delta-spark's byte counts (all strings)."""
     part = OptimizeMetrics(m.zorder, _Sizes([int(a["size"]) for a in adds]),
@@ -249,7 +249,7 @@ class _BinResult:
     batches: int
 
 
-class _Optimize:
+class BinRunner:
     def __init__(self, storage: Storage, snapshot: Snapshot, *, zorder_columns: list[str] | None,
                  plan: OptimizePlan, target_size: int, configuration: dict[str, str], writer_properties: Any,
                  extra_add: dict[str, Any], workers: int,
@@ -351,7 +351,7 @@ def _interval_seconds(value: int | float | timedelta | None) -> float | None:
     return float(value)
 
 
-def _target_size(snapshot: Snapshot, target_size: int | None) -> int:
+def target_file_size(snapshot: Snapshot, target_size: int | None) -> int:
     if target_size is not None:
         if int(target_size) <= 0:
             raise DeltaError(f"target_size must be positive, got {target_size}")
@@ -383,7 +383,7 @@ def _filter_text(filters: Any) -> list[str]:
     return out
 
 
-def _sort_columns(snapshot: Snapshot, columns: Sequence[str] | None, clustered: list[str] | None) -> list[str] | None:
+def sort_columns(snapshot: Snapshot, columns: Sequence[str] | None, clustered: list[str] | None) -> list[str] | None:
     """The columns to sort by: the Z-order columns (checked) or the clustering columns, or None (compaction)."""
     if clustered is not None:
         if columns is not None and [c.lower() for c in columns] != [c.lower() for c in clustered]:
@@ -427,8 +427,8 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
     clustered = cl.clustering_columns(snapshot) if cl.is_clustered(snapshot) else None
     if clustered is not None and not clustered:
         clustered = None  # clustered table without clustering columns: plain compaction / Z-order
-    sort_cols = _sort_columns(snapshot, zorder_columns, clustered)
-    target = _target_size(snapshot, target_size)
+    sort_cols = sort_columns(snapshot, zorder_columns, clustered)
+    target = target_file_size(snapshot, target_size)
     files = Scan(snapshot, predicate=partition_predicate).plan() if partition_predicate is not None \
         else snapshot.files
     extra_add: dict[str, Any] = {}
@@ -463,7 +463,7 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
     configuration = rt.with_materialized_names(md.configuration)
     new_metadata = configuration != md.configuration  # row tracking on without materialized column names
     interval = None if new_metadata else _interval_seconds(min_commit_interval)
-    op = _Optimize(storage, snapshot, zorder_columns=sort_cols, plan=plan, target_size=target,
+    op = BinRunner(storage, snapshot, zorder_columns=sort_cols, plan=plan, target_size=target,
                    configuration=configuration, writer_properties=writer_properties, extra_add=extra_add,
                    workers=workers, progress=progress)
     committed: set[str] = set()
@@ -485,7 +485,7 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
         if op.writer.hidden is not None:
             txn.set_commit_tag("delta.rowTracking.preserved", "true")
         dvs = sum(1 for r in pending_removes if r.get("deletionVector"))
-        txn.operation_metrics.update(_commit_metrics(metrics, pending_adds, pending_removes, dvs))
+        txn.operation_metrics.update(commit_metrics(metrics, pending_adds, pending_removes, dvs))
         try:
             commit_with(txn, commit_properties, post_commithook_properties, app_transactions=final)
         except BaseException:

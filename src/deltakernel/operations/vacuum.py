@@ -293,7 +293,7 @@ def plan_vacuum(storage: Storage, snapshot: Snapshot, *, retention_hours: float 
 
 
 # ----------------------------------------------------------------------------- execution
-def _commit(storage: Storage, snapshot: Snapshot, operation: str, parameters: dict[str, Any],
+def commit_vacuum_marker(storage: Storage, snapshot: Snapshot, operation: str, parameters: dict[str, Any],
             metrics: dict[str, Any], commit_properties: CommitProperties,
             post_commithook_properties: PostCommitHookProperties | None) -> int:
     txn = Transaction(storage, snapshot, operation=operation, operation_parameters=parameters)
@@ -314,7 +314,7 @@ def vacuum(storage: Storage, snapshot: Snapshot, *, retention_hours: float | Non
     if dry_run or not plan.files:
         return plan.files, snapshot
     props = commit_properties or CommitProperties()
-    start = _commit(storage, snapshot, "VACUUM START",
+    start = commit_vacuum_marker(storage, snapshot, "VACUUM START",
                     {"retentionCheckEnabled": plan.enforce, "specifiedRetentionMillis": plan.retention_ms,
                      "defaultRetentionMillis": plan.default_retention_ms},
                     {"numFilesToDelete": len(plan.files), "sizeOfDataToDelete": plan.size_bytes},
@@ -333,7 +333,7 @@ def vacuum(storage: Storage, snapshot: Snapshot, *, retention_hours: float | Non
         status = "COMPLETED"
     finally:
         # delta-spark records a failed vacuum too; the START commit never stays unpaired silently
-        end = _commit(storage, after_start, "VACUUM END", {"status": status},
+        end = commit_vacuum_marker(storage, after_start, "VACUUM END", {"status": status},
                       {"numDeletedFiles": done, "numVacuumedDirectories": 0}, props, post_commithook_properties)
     log.info("vacuum of %s deleted %d files", storage.root_uri, done)
     return plan.files, advanced_snapshot(storage, after_start, end)

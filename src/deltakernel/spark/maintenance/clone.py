@@ -30,7 +30,7 @@ from ...kernel.deletion_vectors import DeletionVectorDescriptor
 from ...kernel.paths import is_absolute, resolve_file, resolve_key
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import ROW_TRACKING_DOMAIN, Transaction
-from ...operations.clone import _base_add, _hwm, _metadata_and_protocol, clone_table
+from ...operations.clone import base_add, clone_table, metadata_and_protocol, row_id_high_water_mark
 from ...operations.data_layout import uri_encode_path
 from ...operations.data_output import delete_quietly
 from ...operations.rewrite import remove_action
@@ -176,7 +176,7 @@ def _commit_clone(source_storage: Storage, source: Snapshot, target: Storage, ex
     now = int(time.time() * 1000)
     txn = Transaction(target, existing, operation="CLONE", engine_info=ENGINE_INFO, operation_parameters={
         "source": source_storage.root_uri, "sourceVersion": source.version, "isShallow": False})
-    md, protocol = _metadata_and_protocol(source, existing, properties)
+    md, protocol = metadata_and_protocol(source, existing, properties)
     txn.update_metadata(md)
     if existing is None or protocol != existing.protocol:
         txn.update_protocol(protocol)
@@ -192,7 +192,8 @@ def _commit_clone(source_storage: Storage, source: Snapshot, target: Storage, ex
         txn.set_domain_metadata(name, dm.configuration)
     if existing is not None and ROW_TRACKING_DOMAIN in source.domain_metadata:
         txn.set_domain_metadata(ROW_TRACKING_DOMAIN, json.dumps(
-            {"rowIdHighWaterMark": max(_hwm(source), _hwm(existing))}, separators=(",", ":")))
+            {"rowIdHighWaterMark": max(row_id_high_water_mark(source), row_id_high_water_mark(existing))},
+            separators=(",", ":")))
     if ROW_TRACKING_DOMAIN not in source.domain_metadata:
         adds = [{k: v for k, v in a.items() if k not in ("baseRowId", "defaultRowCommitVersion")} for a in adds]
     txn.add_files(adds)
@@ -228,7 +229,7 @@ def deep_clone(spark: Any, source_storage: Storage, source: Snapshot, target_uri
             landed = _run_copies(spark, items, target.root_uri, storage_options)
         adds = []
         for i, row in enumerate(rows):
-            add = _base_add(row, uri_encode_path(landed[i]))
+            add = base_add(row, uri_encode_path(landed[i]))
             if i in new_dvs:
                 add["deletionVector"] = new_dvs[i].to_dict()
             adds.append(add)

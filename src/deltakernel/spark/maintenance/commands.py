@@ -27,7 +27,7 @@ from typing import Any
 
 from ...errors import DeltaError
 from ...kernel.snapshot import Snapshot
-from ...operations.vacuum import DELETE_BATCH, _commit, advanced_snapshot, plan_vacuum
+from ...operations.vacuum import DELETE_BATCH, advanced_snapshot, commit_vacuum_marker, plan_vacuum
 from ...operations.vacuum import vacuum as vacuum_files
 from .._errors import marked, task_errors
 from ._common import commit_info, commit_properties, conf, conf_flag, executor_storage, long_metric, spark_timestamp
@@ -79,7 +79,7 @@ def _parallel_vacuum(spark: Any, snapshot: Snapshot, uri: str, storage_options: 
     if not plan.files:
         return
     props = commit_properties(spark)
-    start = _commit(storage, snapshot, "VACUUM START",
+    start = commit_vacuum_marker(storage, snapshot, "VACUUM START",
                     {"retentionCheckEnabled": plan.enforce, "specifiedRetentionMillis": plan.retention_ms,
                      "defaultRetentionMillis": plan.default_retention_ms},
                     {"numFilesToDelete": len(plan.files), "sizeOfDataToDelete": plan.size_bytes}, props, None)
@@ -95,7 +95,7 @@ def _parallel_vacuum(spark: Any, snapshot: Snapshot, uri: str, storage_options: 
         deleted = sum(int(c) for c in counts)
         status = "COMPLETED"
     finally:
-        _commit(storage, after_start, "VACUUM END", {"status": status},
+        commit_vacuum_marker(storage, after_start, "VACUUM END", {"status": status},
                 {"numDeletedFiles": deleted, "numVacuumedDirectories": 0}, props, None)
     log.info("Spark VACUUM of %s deleted %d files in %d tasks", storage.root_uri, deleted, slices)
 

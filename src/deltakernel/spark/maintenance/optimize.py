@@ -47,11 +47,11 @@ from ...operations.data_output import delete_quietly
 from ...operations.optimize import (
     ARROW_EXPANSION,
     DEFAULT_SORT_MEMORY,
+    BinRunner,
     OptimizeMetrics,
-    _commit_metrics,
-    _Optimize,
-    _sort_columns,
-    _target_size,
+    commit_metrics,
+    sort_columns,
+    target_file_size,
 )
 from ...operations.optimize_plan import Bin, OptimizePlan, plan_compaction, plan_sorted
 from ...operations.properties import commit_with
@@ -143,8 +143,8 @@ def _plan(spark: Any, snapshot: Snapshot, filters: list[str], zorder: list[str] 
     clustered = cl.clustering_columns(snapshot) if cl.is_clustered(snapshot) else None
     if clustered is not None and not clustered:
         clustered = None
-    sort_cols = _sort_columns(snapshot, zorder, clustered)
-    target = _target_size(snapshot, _int_conf(spark, MAX_FILE_SIZE_CONF))
+    sort_cols = sort_columns(snapshot, zorder, clustered)
+    target = target_file_size(snapshot, _int_conf(spark, MAX_FILE_SIZE_CONF))
     files = _selected_files(snapshot, filters)
     bin_bytes = max(target, _int_conf(spark, MAX_BIN_BYTES_CONF) or DEFAULT_BIN_BYTES)
     extra_add: dict[str, Any] = {}
@@ -179,7 +179,7 @@ def _bin_task(spec: _TaskSpec) -> Any:
     def run(items: Iterator[tuple[int, Bin]]) -> Iterator[tuple[int, str, int]]:
         with marked():  # a DeltaError reaches the driver as itself
             snapshot = spec.state.snapshot()
-            op = _Optimize(snapshot.storage, snapshot, zorder_columns=spec.sort_columns,
+            op = BinRunner(snapshot.storage, snapshot, zorder_columns=spec.sort_columns,
                            plan=OptimizePlan([], 0, 0, 0), target_size=spec.target,
                            configuration=spec.configuration, writer_properties=None, extra_add=spec.extra_add,
                            workers=1, progress=None)
@@ -231,7 +231,7 @@ def _commit(spark: Any, job: _Job, results: list[_BinOutput], metrics: OptimizeM
     if rt.columns_to_write(snapshot.protocol, md.configuration, job.configuration, storage.root_uri) is not None:
         txn.set_commit_tag("delta.rowTracking.preserved", "true")
     dvs = sum(1 for r in removes if r.get("deletionVector"))
-    txn.operation_metrics.update(_commit_metrics(metrics, adds, removes, dvs))
+    txn.operation_metrics.update(commit_metrics(metrics, adds, removes, dvs))
     try:
         version = commit_with(txn, commit_properties(spark), None)
     except BaseException:
