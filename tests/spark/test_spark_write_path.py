@@ -102,29 +102,6 @@ def test_typed_error_round_trip():
     assert typed_error(RuntimeError("plain failure")) is None
 
 
-def test_catalog_create_table_using_delta_is_refused(spark, tmp_path):
-    loc = str(tmp_path / "ct")
-    statements = [f"CREATE TABLE dk_ct1 (id long) USING delta LOCATION '{loc}'",
-                  "CREATE TABLE IF NOT EXISTS dk_ct2 (id long) USING DELTA",
-                  "CREATE OR REPLACE TABLE dk_ct3 USING delta AS SELECT 1 AS id"]
-    for i, stmt in enumerate(statements, 1):
-        with pytest.raises(DeltaError, match="catalog tables .* not supported.*format\\('delta'\\)"):
-            spark.sql(stmt)
-        assert not spark.catalog.tableExists(f"dk_ct{i}")
-    with pytest.raises(DeltaError, match="not supported"):
-        spark.catalog.createTable("dk_ct4", path=loc, source="delta")
-    assert not spark.catalog.tableExists("dk_ct4") and not Path(loc).exists()
-    # path-based SQL keeps working, and other formats are untouched
-    write_deltalake(loc, pa.table({"id": pa.array([1, 2], pa.int64())}))
-    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW dk_view USING delta OPTIONS (path '{loc}')")
-    assert spark.sql("SELECT count(*) AS n FROM dk_view").collect()[0]["n"] == 2
-    spark.sql("CREATE TABLE dk_parquet (id long) USING parquet")
-    try:
-        assert spark.catalog.tableExists("dk_parquet")
-    finally:
-        spark.sql("DROP TABLE dk_parquet")
-
-
 def test_native_random_prefixes_never_overwrite_a_file(spark, tmp_path, monkeypatch):
     """One Spark task writes the same file name into every partition; a repeated random prefix must not
     make one file replace another (rows were lost about once in a few hundred writes)."""

@@ -5,6 +5,11 @@
     df = spark.read.format("delta").option("versionAsOf", 3).load(path)
     df.write.format("delta").mode("overwrite").partitionBy("day").save(path)
 
+After `enable()`, `spark.sql` also runs Delta SQL (MERGE / DELETE / UPDATE / INSERT, CREATE TABLE ... USING
+delta, DESCRIBE HISTORY, OPTIMIZE, VACUUM, RESTORE, `SELECT ... FROM delta.`/path` VERSION AS OF n`, ...; see
+`spark/sql/`), and Delta tables live in Spark's session catalog (`saveAsTable`, `spark.table`,
+`DeltaTable.forName`; see `spark/catalog.py`).
+
 Without `enable()` the same is available as functions: `read(spark, path, **options)` and
 `write(df, path, mode=..., partitionBy=..., **options)`. See docs/decisions.md ("PySpark engine").
 """

@@ -46,11 +46,13 @@ class DeltaDataSource(DataSource):
         snap = load_snapshot(_path(opts), opts)
         spark_schema = to_spark_schema(snap.schema)
         if opts.flag("readChangeFeed"):
+            from pyspark.sql.types import LongType, StringType, TimestampType
             from pyspark.sql.types import StructField as SF
-            from pyspark.sql.types import _parse_datatype_string
 
+            # no _parse_datatype_string: it needs a SparkContext, absent in the Python worker planning a stream
+            types = {"string": StringType(), "long": LongType(), "timestamp": TimestampType()}
             for name, typ in CDF_FIELDS:
-                spark_schema = spark_schema.add(SF(name, _parse_datatype_string(typ), True))
+                spark_schema = spark_schema.add(SF(name, types[typ], True))
         return spark_schema
 
     def reader(self, schema: Any) -> DataSourceReader:
@@ -58,6 +60,18 @@ class DeltaDataSource(DataSource):
 
     def writer(self, schema: Any, overwrite: bool) -> DeltaSourceWriter:
         return DeltaSourceWriter(self._opts(), schema, overwrite)
+
+    def streamReader(self, schema: Any) -> Any:
+        """`spark.readStream.format("delta")` (spark/streaming/source.py)."""
+        from .streaming.source import DeltaStreamReader
+
+        return DeltaStreamReader(self._opts(), schema)
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+        """`df.writeStream.format("delta")`, exactly once per batch (spark/streaming/sink.py)."""
+        from .streaming.sink import DeltaStreamWriter
+
+        return DeltaStreamWriter(self._opts(), schema, overwrite)
 
 
 def _path(opts: Options) -> str:

@@ -8,17 +8,16 @@ partitionBy as they are set, and when the format is "delta", `load()` builds the
 Python source still serves SQL (`CREATE TEMPORARY VIEW ... USING delta`) and anything that bypasses the
 wrappers.
 
-Catalog tables are not supported yet, and Spark would record `CREATE TABLE t (...) USING delta
-[LOCATION ...]` in its catalog without asking the Python source anything (no `_delta_log` written; the
-first INSERT or SELECT then fails). So in sessions where `enable()` ran, `SparkSession.sql` refuses
-`CREATE/REPLACE TABLE ... USING delta` (and `catalog.createTable(source="delta")`) with a DeltaError
-saying what to use instead; the statement never reaches Spark.
+SQL and catalog tables: in sessions where `enable()` ran, `SparkSession.sql` goes through the Delta SQL
+router (`spark/sql/`: Delta statements run through deltakernel, queries reading Delta tables read the native
+plan, everything else reaches Spark unchanged); `spark.table` / `spark.read.table`, `saveAsTable`,
+`insertInto` and `spark.catalog.createTable(source="delta")` resolve Delta catalog tables through
+`catalog.py` (Spark's session catalog holds name and location, the log holds the table).
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any
 
 from .datasource import SOURCE_NAME, register
@@ -36,55 +35,61 @@ def enable(spark: Any) -> Any:
     try:
         register(spark)
     except Exception as e:  # a delta-spark jar owns "delta" already, or a Spark without Python sources
-        from ..errors import DeltaError
+        if _PATCHED and "DATA_SOURCE_ALREADY_EXISTS" in str(e):
+            spark._deltakernel_registered = True  # spark.newSession() of an enabled session: the source is shared
+        else:
+            from ..errors import DeltaError
 
-        raise DeltaError(f"cannot register the 'delta' Python data source: {e}") from e
+            raise DeltaError(f"cannot register the 'delta' Python data source: {e}") from e
     for k, v in _ID_CONFS.items():
         try:
             spark.conf.set(k, v)
         except Exception:
             pass
     _patch(type(spark))
+    from .streaming.routing import patch_streams  # readStream / writeStream (spark/streaming/routing.py)
+
+    patch_streams()
     return spark
 
 
-_CREATE_TABLE = re.compile(
-    r"^\s*(CREATE\s+(OR\s+REPLACE\s+)?(EXTERNAL\s+)?TABLE|REPLACE\s+TABLE)\b.*?\bUSING\s+`?delta`?(\s|$|;)",
-    re.IGNORECASE | re.DOTALL,
-)
-_SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
-CATALOG_MESSAGE = (
-    "catalog tables (CREATE TABLE ... USING delta) are not supported by deltakernel yet: Spark would record "
-    "the table without creating a Delta table. Create it by path instead - "
-    "df.write.format('delta').save(path) or deltakernel.spark.DeltaTable.create(spark).location(path)... - "
-    "and query it with spark.read.format('delta').load(path) or "
-    "CREATE TEMPORARY VIEW v USING delta OPTIONS (path '...')"
-)
+def _enabled(session: Any) -> bool:
+    return bool(getattr(session, "_deltakernel_registered", False))
 
 
-def is_catalog_delta_ddl(statement: str) -> bool:
-    """`CREATE [OR REPLACE] [EXTERNAL] TABLE ... USING delta` / `REPLACE TABLE ... USING delta`."""
-    return bool(_CREATE_TABLE.match(_SQL_COMMENT.sub(" ", statement)))
-
-
-def _refuse_catalog_table() -> None:
-    from ..errors import DeltaError
-
-    raise DeltaError(CATALOG_MESSAGE)
-
-
-def _patch_catalog(session_cls: type) -> None:
-    """See the module docstring: refuse catalog DDL for delta in sessions where `enable()` ran."""
+def _patch_session(session_cls: type) -> None:
+    """`spark.sql` through the Delta SQL router; `spark.table` reads Delta catalog tables natively."""
     original_sql = session_cls.sql  # type: ignore[attr-defined]
 
     @functools.wraps(original_sql)
-    def sql(self: Any, sqlQuery: str, *args: Any, **kwargs: Any) -> Any:
-        if getattr(self, "_deltakernel_registered", False) and isinstance(sqlQuery, str) \
-                and is_catalog_delta_ddl(sqlQuery):
-            _refuse_catalog_table()
-        return original_sql(self, sqlQuery, *args, **kwargs)
+    def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
+        if not _enabled(self) or not isinstance(sqlQuery, str):
+            return original_sql(self, sqlQuery, args, **kwargs)
+        from .sql import execute_sql
+
+        formatter = None
+        text = sqlQuery
+        if kwargs:  # pyspark's `{df}` formatting first (it registers temp views for DataFrames)
+            from pyspark.sql.sql_formatter import SQLStringFormatter
+
+            formatter = SQLStringFormatter(self)
+            text = formatter.format(sqlQuery, **kwargs)
+        try:
+            return execute_sql(self, text, args, lambda t, a: original_sql(self, t, a))
+        finally:
+            if formatter is not None:
+                formatter.clear()
 
     session_cls.sql = sql  # type: ignore[attr-defined]
+
+    original_table = session_cls.table  # type: ignore[attr-defined]
+
+    @functools.wraps(original_table)
+    def table(self: Any, tableName: str) -> Any:
+        df = _read_table(self, tableName, {}) if _enabled(self) and isinstance(tableName, str) else None
+        return df if df is not None else original_table(self, tableName)
+
+    session_cls.table = table  # type: ignore[attr-defined]
     try:
         from pyspark.sql.catalog import Catalog
     except ImportError:  # pragma: no cover
@@ -93,13 +98,30 @@ def _patch_catalog(session_cls: type) -> None:
 
     @functools.wraps(original_create)
     def create_table(self: Any, tableName: str, path: str | None = None, source: str | None = None,
-                     *args: Any, **kwargs: Any) -> Any:
-        if str(source or "").lower() == SOURCE_NAME and getattr(self._sparkSession, "_deltakernel_registered",
-                                                                False):
-            _refuse_catalog_table()
-        return original_create(self, tableName, path, source, *args, **kwargs)
+                     schema: Any = None, description: str | None = None, **options: Any) -> Any:
+        session = self._sparkSession
+        if _enabled(session) and str(source or "").lower() == SOURCE_NAME:
+            from .catalog import create_from_catalog_api
+
+            return create_from_catalog_api(session, tableName, path, schema, description, options)
+        return original_create(self, tableName, path, source, schema, description, **options)
 
     Catalog.createTable = create_table  # type: ignore[method-assign]
+
+
+def _read_table(spark: Any, name: str, options: dict[str, Any]) -> Any:
+    """A Delta table read by name (native plan), or None when `name` is not a Delta table."""
+    from ..errors import DeltaError
+    from .catalog import read_table
+
+    try:
+        return read_table(spark, name, options)
+    except DeltaError as e:
+        from .catalog import CatalogTableError
+
+        if isinstance(e, CatalogTableError) and str(e).startswith("invalid table name"):
+            return None  # Spark's own error for a malformed name
+        raise
 
 
 def _is_delta(obj: Any) -> bool:
@@ -110,7 +132,7 @@ def _patch(session_cls: type) -> None:
     global _PATCHED
     if _PATCHED:
         return
-    _patch_catalog(session_cls)
+    _patch_session(session_cls)
     from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 
     def record(cls: type, name: str, store: Any) -> None:
@@ -180,7 +202,78 @@ def _patch(session_cls: type) -> None:
         return None
 
     DataFrameWriter.save = save  # type: ignore[method-assign]
+    _patch_tables(DataFrameReader, DataFrameWriter)
     _PATCHED = True
+
+
+def _patch_tables(reader_cls: type, writer_cls: type) -> None:
+    """Reads and writes by catalog name: `read.table`, `saveAsTable`, `insertInto` (see catalog.py)."""
+    original_table = reader_cls.table  # type: ignore[attr-defined]
+
+    @functools.wraps(original_table)
+    def table(self: Any, tableName: str) -> Any:
+        spark = self._spark
+        df = _read_table(spark, tableName, dict(_opts(self))) if _enabled(spark) and isinstance(tableName, str) \
+            else None
+        return df if df is not None else original_table(self, tableName)
+
+    reader_cls.table = table  # type: ignore[attr-defined]
+
+    original_save_as_table = writer_cls.saveAsTable  # type: ignore[attr-defined]
+
+    @functools.wraps(original_save_as_table)
+    def save_as_table(self: Any, name: str, format: str | None = None, mode: str | None = None,
+                      partitionBy: Any = None, **options: Any) -> None:
+        spark = self._spark
+        fmt = format or getattr(self, "_dk_format", None)
+        if _enabled(spark) and isinstance(name, str) and _delta_target(spark, name, fmt):
+            from .catalog import save_as_table as save_table
+
+            if isinstance(partitionBy, str):
+                partitionBy = [partitionBy]
+            parts = partitionBy if partitionBy is not None else getattr(self, "_dk_partition_by", None)
+            save_table(self._df, name, mode or getattr(self, "_dk_mode", None), parts, {**_opts(self), **options})
+            return None
+        return original_save_as_table(self, name, format, mode, partitionBy, **options)
+
+    writer_cls.saveAsTable = save_as_table  # type: ignore[attr-defined]
+
+    original_insert_into = writer_cls.insertInto  # type: ignore[attr-defined]
+
+    @functools.wraps(original_insert_into)
+    def insert_into(self: Any, tableName: str, overwrite: bool | None = None) -> None:
+        spark = self._spark
+        if _enabled(spark) and isinstance(tableName, str):
+            from .catalog import insert_into as insert_table
+
+            mode = str(getattr(self, "_dk_mode", None) or "append").lower()
+            if insert_table(self._df, tableName, overwrite if overwrite is not None else mode == "overwrite"):
+                return None
+        return original_insert_into(self, tableName, overwrite)
+
+    writer_cls.insertInto = insert_into  # type: ignore[attr-defined]
+
+
+def _delta_target(spark: Any, name: str, fmt: str | None) -> bool:
+    """saveAsTable goes to deltakernel for format("delta"), or with no format for an existing Delta table (or
+    when Delta is the session's default source)."""
+    if str(fmt or "").lower() == SOURCE_NAME:
+        return True
+    if fmt:
+        return False
+    try:
+        default = str(spark.conf.get("spark.sql.sources.default", "parquet") or "").lower()
+    except Exception:
+        default = ""
+    if default == SOURCE_NAME:
+        return True
+    from ..errors import DeltaError
+    from .catalog import resolve_name
+
+    try:
+        return resolve_name(spark, name) is not None
+    except DeltaError:
+        return False
 
 
 def _opts(obj: Any) -> dict[str, Any]:

@@ -40,7 +40,11 @@ class DeltaTable:
 
     @classmethod
     def forName(cls, sparkSession: Any, tableOrViewName: str) -> DeltaTable:
-        raise DeltaError("catalog tables are not supported without delta-spark; use DeltaTable.forPath")
+        """A Delta catalog table (Spark's session catalog, provider delta) or `delta`.`/path` (see catalog.py)."""
+        from .catalog import require, split_name
+
+        ref = require(sparkSession, split_name(sparkSession, tableOrViewName), tableOrViewName)
+        return cls(sparkSession, ref.location)
 
     @staticmethod
     def isDeltaTable(sparkSession: Any, identifier: str) -> bool:
@@ -150,6 +154,89 @@ class DeltaTable:
         self._commit_protocol(table_features_protocol({featureName}, cur), "ADD FEATURE",
                               {"feature": featureName})
 
+    # ------------------------------------------------------------------ DML (spark/dml: distributed jobs)
+    def delete(self, condition: Any = None) -> None:
+        """Delete the rows matching `condition` (SQL string or Column; all rows when None), as delta-spark."""
+        from .dml.delete import delete
+
+        delete(self._spark, self._path, condition, alias=self._alias)
+
+    def update(self, condition: Any = None, set: Any = None) -> None:
+        """Set `set` (column -> SQL string or Column) on the rows matching `condition`, as delta-spark."""
+        from .dml.update import update
+
+        update(self._spark, self._path, condition, set, alias=self._alias)
+
+    def merge(self, source: Any, condition: Any) -> Any:
+        """delta-spark's `DeltaMergeBuilder` for `source` (a DataFrame) on `condition` (SQL string or Column)."""
+        from .dml.merge import DeltaMergeBuilder
+
+        return DeltaMergeBuilder(self._spark, self._path, self._alias, source, condition)
+
+    # ------------------------------------------------------------------ maintenance (spark/maintenance)
+    def vacuum(self, retentionHours: float | None = None) -> Any:
+        """Delete files no retained version needs (a full VACUUM); an empty DataFrame, as delta-spark."""
+        from .maintenance import vacuum
+
+        return vacuum(self._spark, self._uri, None, retentionHours)
+
+    def optimize(self) -> Any:
+        """`DeltaOptimizeBuilder`: `.where(partitionFilter)`, `.executeCompaction()`, `.executeZOrderBy(*cols)`."""
+        from .maintenance import DeltaOptimizeBuilder
+
+        return DeltaOptimizeBuilder(self._spark, self._uri)
+
+    def restoreToVersion(self, version: int) -> Any:
+        """Restore an earlier version in one commit; delta-spark's metrics DataFrame."""
+        from .maintenance import restore
+
+        return restore(self._spark, self._uri, None, version=version)
+
+    def restoreToTimestamp(self, timestamp: str) -> Any:
+        """Restore the version current at `timestamp` (`yyyy-MM-dd[ HH:mm:ss]`, session time zone)."""
+        from .maintenance import restore
+
+        return restore(self._spark, self._uri, None, timestamp=timestamp)
+
+    def clone(self, target: str, isShallow: bool = False, replace: bool = False,
+              properties: dict[str, str] | None = None) -> DeltaTable:
+        """Clone the current version to `target` (a path or delta.`path`); deep copies run as a Spark job."""
+        from .maintenance import clone
+
+        return DeltaTable(self._spark, clone(self._spark, self._uri, None, target, isShallow, replace, properties))
+
+    def cloneAtVersion(self, version: int, target: str, isShallow: bool = False, replace: bool = False,
+                       properties: dict[str, str] | None = None) -> DeltaTable:
+        from .maintenance import clone
+
+        return DeltaTable(self._spark, clone(self._spark, self._uri, None, target, isShallow, replace, properties,
+                                             version=version))
+
+    def cloneAtTimestamp(self, timestamp: str, target: str, isShallow: bool = False, replace: bool = False,
+                         properties: dict[str, str] | None = None) -> DeltaTable:
+        from .maintenance import clone
+
+        return DeltaTable(self._spark, clone(self._spark, self._uri, None, target, isShallow, replace, properties,
+                                             timestamp=timestamp))
+
+    def generate(self, mode: str) -> None:
+        """`generate("symlink_format_manifest")`: `_symlink_format_manifest/` for Presto / Athena."""
+        from .maintenance import generate
+
+        generate(self._uri, None, mode)
+
+    def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
+        from .maintenance import drop_feature_support
+
+        drop_feature_support(self._uri, None, featureName, truncateHistory)
+
+    @classmethod
+    def convertToDelta(cls, sparkSession: Any, identifier: str, partitionSchema: Any = None) -> DeltaTable:
+        """`parquet.\\`/path\\`` (Hive-style partition directories described by `partitionSchema`) -> Delta."""
+        from .maintenance import convert_to_delta
+
+        return cls(sparkSession, convert_to_delta(sparkSession, identifier, partitionSchema))
+
     def __repr__(self) -> str:
         return f"DeltaTable({self._path!r})"
 
@@ -225,16 +312,26 @@ class DeltaTableBuilder:
         from ..kernel.schema.types import parse_schema_string
         from ..operations.write import create_table
 
-        if self._location is None:
-            raise DeltaError("deltakernel needs .location(path): catalog tables are not supported yet")
+        if self._location is None and self._name is None:
+            raise DeltaError("a table needs .tableName(name) or .location(path)")
         if not self._fields:
             raise DeltaError("a table needs at least one column (addColumn)")
-        uri = table_uri(self._location)
         schema = parse_schema_string(json.dumps({"type": "struct", "fields": self._fields}))
-        exists = KernelTable.is_deltatable(uri)
         if self._clustering and self._partitions:
             raise DeltaError("clusterBy and partitionedBy cannot be used together "
                              "(a clustered table has no partitions)")
+        if self._name is not None:  # a catalog table (managed without .location): spark/catalog.py
+            from .catalog import TableSpec, create, split_name
+
+            spec = TableSpec(schema=schema, location=self._location, partition_by=self._partitions or None,
+                             cluster_by=self._clustering or None, properties=dict(self._properties) or None,
+                             comment=self._comment)
+            how = {"error": "create", "ignore": "ignore", "overwrite": "create_or_replace", "replace": "replace"}
+            ref = create(self._spark, split_name(self._spark, self._name), spec, how[self._mode], label=self._name)
+            return DeltaTable(self._spark, ref.location)
+        assert self._location is not None
+        uri = table_uri(self._location)
+        exists = KernelTable.is_deltatable(uri)
         if self._mode == "replace" and not exists:
             raise DeltaError(f"cannot replace: no Delta table at {self._location}")
         mode = {"error": "error", "ignore": "ignore", "overwrite": "overwrite", "replace": "overwrite"}[self._mode]

@@ -1,0 +1,508 @@
+"""Delta tables in Spark's session catalog, without delta-spark.
+
+Design (see docs/decisions.md, "Catalog tables on Spark"):
+- **The catalog holds the name, the location and a display schema; the Delta log holds the table.** A
+  Delta catalog table is an ordinary session-catalog entry whose provider is the registered "delta" Python
+  data source, created with Spark's own `CREATE TABLE name (columns) USING delta [LOCATION ...]` (run on the
+  JVM session, below the Python routing). Without LOCATION Spark makes it MANAGED under
+  `spark.sql.warehouse.dir` (`<db>.db/<name>`; it creates the empty directory and refuses a non-empty one),
+  with LOCATION it is EXTERNAL. `DROP TABLE` is Spark's own: it deletes a managed table's directory and
+  keeps an external table's data. With a persistent (Hive) metastore the entries persist like any table.
+- **Every read and write by name resolves the location here** (`resolve`: `getTableMetadata` of the
+  session catalog, provider `delta`) and runs through deltakernel: reads are the native plan
+  (`reader.read`), writes `writer.write`, DML / maintenance the Spark `DeltaTable`. Spark itself cannot read
+  these entries through the Python source (Spark 4 passes no options, hence no path, to a Python source
+  behind a catalog table), so the routing in `routing.py` / `spark/sql` must see every access: permanent
+  views over Delta catalog tables and Spark Connect sessions are not supported.
+- **The catalog's schema follows the log** (`sync_schema` after writes that may change it, via
+  `SessionCatalog.alterTableDataSchema`), so `spark.catalog.listColumns` / `SHOW COLUMNS` stay right;
+  partitioning and properties live only in the log (DESCRIBE TABLE and SHOW TBLPROPERTIES for Delta tables
+  are answered from the log by `spark/sql`).
+- `delta`.`/path` names are path tables (delta-spark's path identifiers): no catalog entry.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import DeltaError, TableNotFoundError
+from ..kernel.schema.types import StructType
+from ._schema import table_uri, to_spark_schema
+
+SOURCE_NAME = "delta"
+SESSION_CATALOG = "spark_catalog"
+_log = logging.getLogger(__name__)
+
+
+class CatalogTableError(DeltaError):
+    """A catalog operation on a Delta table that cannot run (exists already, not a Delta table, ...)."""
+
+
+@dataclass(frozen=True)
+class DeltaRef:
+    """A Delta table reached by path or by catalog name."""
+
+    location: str  # what reader / writer / DeltaTable.forPath take
+    label: str  # as written, for messages
+    db: str | None = None  # session-catalog database and table (None for a path)
+    table: str | None = None
+    managed: bool = False
+
+    @property
+    def is_catalog(self) -> bool:
+        return self.table is not None
+
+    @property
+    def quoted_name(self) -> str | None:
+        if self.table is None:
+            return None
+        return f"`{SESSION_CATALOG}`.{_q(self.db or 'default')}.{_q(self.table)}"
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    db: str
+    table: str
+    provider: str
+    location: str | None
+    managed: bool
+
+
+def _q(part: str) -> str:
+    return "`" + part.replace("`", "``") + "`"
+
+
+def _jvm(spark: Any) -> Any:
+    return spark._jvm
+
+
+def _session_catalog(spark: Any) -> Any:
+    return spark._jsparkSession.sessionState().catalog()
+
+
+def _ident(spark: Any, db: str, table: str) -> Any:
+    jvm = _jvm(spark)
+    return jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(db))
+
+
+def split_name(spark: Any, name: str) -> list[str]:
+    """A table name as Spark reads it (backquotes, dots); a malformed name is a DeltaError."""
+    try:
+        parser = spark._jsparkSession.sessionState().sqlParser()
+        it = parser.parseMultipartIdentifier(name).iterator()
+    except Exception as e:
+        raise CatalogTableError(f"invalid table name {name!r}: {_first_line(e)}") from e
+    parts = []
+    while it.hasNext():
+        parts.append(str(it.next()))
+    return parts
+
+
+def path_of(parts: list[str] | tuple[str, ...]) -> str | None:
+    """The path of a delta.`/path` identifier (delta-spark's path tables), else None."""
+    if len(parts) == 2 and parts[0].lower() == SOURCE_NAME and ("/" in parts[1] or ":" in parts[1]
+                                                               or "\\" in parts[1]):
+        return parts[1]
+    return None
+
+
+def _db_table(spark: Any, parts: list[str] | tuple[str, ...]) -> tuple[str, str] | None:
+    """(database, table) in the session catalog for a name, None for names of other catalogs / temp views."""
+    parts = list(parts)
+    if len(parts) == 3:
+        if parts[0].lower() != SESSION_CATALOG:
+            return None
+        parts = parts[1:]
+    if len(parts) == 1:
+        cat = _session_catalog(spark)
+        if cat.isTempView(spark._jvm.PythonUtils.toSeq(parts)):
+            return None
+        return str(cat.getCurrentDatabase()), parts[0]
+    if len(parts) == 2:
+        if parts[0].lower() == "global_temp":
+            return None
+        return parts[0], parts[1]
+    return None
+
+
+def _metadata(spark: Any, parts: list[str] | tuple[str, ...]) -> Any:
+    """The session catalog's CatalogTable for a name (one JVM lookup), or None."""
+    dt = _db_table(spark, parts)
+    if dt is None:
+        return None
+    cat = _session_catalog(spark)
+    ident = _ident(spark, *dt)
+    try:
+        return cat.getTableMetadata(ident) if cat.tableExists(ident) else None
+    except Exception:  # no such database
+        return None
+
+
+def _entry(md: Any) -> CatalogEntry:
+    ident = md.identifier()
+    provider = md.provider()
+    loc = md.storage().locationUri()
+    return CatalogEntry(str(ident.database().get()) if ident.database().isDefined() else "default",
+                        str(ident.table()), str(provider.get()) if provider.isDefined() else "",
+                        str(loc.get().toString()) if loc.isDefined() else None, str(md.tableType().name()) == "MANAGED")
+
+
+def lookup(spark: Any, parts: list[str] | tuple[str, ...]) -> CatalogEntry | None:
+    """The session-catalog entry a name denotes (any provider), or None."""
+    md = _metadata(spark, parts)
+    return _entry(md) if md is not None else None
+
+
+def resolve(spark: Any, parts: list[str] | tuple[str, ...], label: str | None = None) -> DeltaRef | None:
+    """The Delta table a name denotes (`delta`.`/path` or a catalog table whose provider is delta), or None
+    when it is something else (a temp view, another provider, an unknown name)."""
+    label = label or ".".join(parts)
+    path = path_of(parts)
+    if path is not None:
+        return DeltaRef(path, label)
+    md = _metadata(spark, parts)
+    if md is None:
+        return None
+    provider = md.provider()
+    if not provider.isDefined() or str(provider.get()).lower() != SOURCE_NAME:
+        return None
+    entry = _entry(md)
+    if entry.location is None:
+        raise CatalogTableError(f"catalog table {label!r} has no location")
+    return DeltaRef(table_uri(entry.location), label, entry.db, entry.table, entry.managed)
+
+
+def require(spark: Any, parts: list[str] | tuple[str, ...], label: str | None = None) -> DeltaRef:
+    """As `resolve`, but an unknown name is a TableNotFoundError and a non-Delta table a CatalogTableError."""
+    label = label or ".".join(parts)
+    ref = resolve(spark, parts, label)
+    if ref is not None:
+        return ref
+    entry = lookup(spark, parts)
+    if entry is not None:
+        raise CatalogTableError(f"{label!r} is not a Delta table (provider {entry.provider or 'unknown'})")
+    raise TableNotFoundError(f"table or view {label!r} not found")
+
+
+def resolve_name(spark: Any, name: str) -> DeltaRef | None:
+    return resolve(spark, split_name(spark, name), name)
+
+
+def default_location(spark: Any, db: str, table: str) -> str:
+    return table_uri(str(_session_catalog(spark).defaultTablePath(_ident(spark, db, table)).toString()))
+
+
+def _first_line(e: BaseException) -> str:
+    s = str(e).strip()
+    return s.splitlines()[0] if s else type(e).__name__
+
+
+# ----------------------------------------------------------------------------- registration
+def catalog_schema_json(schema: StructType) -> str:
+    """The schema Spark's catalog shows: the table's columns with comments, no Delta metadata."""
+    return str(to_spark_schema(schema).json())
+
+
+def register(spark: Any, db: str, table: str, schema_json: str, location: str | None,
+             comment: str | None = None) -> None:
+    """Record `db.table` in the session catalog (managed when `location` is None)."""
+    ddl = str(spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema_json).toDDL())
+    text = f"CREATE TABLE {_q(SESSION_CATALOG)}.{_q(db)}.{_q(table)} ({ddl}) USING {SOURCE_NAME}"
+    if location is not None:
+        text += f" LOCATION {_sql_string(location)}"
+    if comment:
+        text += f" COMMENT {_sql_string(comment)}"
+    try:
+        spark._jsparkSession.sql(text)
+    except Exception as e:
+        raise CatalogTableError(f"cannot register table {db}.{table} in the session catalog: {_first_line(e)}") from e
+
+
+def unregister(spark: Any, db: str, table: str) -> None:
+    spark._jsparkSession.sql(f"DROP TABLE IF EXISTS {_q(SESSION_CATALOG)}.{_q(db)}.{_q(table)}")
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def sync_schema(spark: Any, ref: DeltaRef) -> None:
+    """Make the catalog's column list the log's (after a write or ALTER that may have changed it)."""
+    if not ref.is_catalog:
+        return
+    from ..table import DeltaTable as KernelTable
+
+    try:
+        want = json.loads(catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema))
+        cat = _session_catalog(spark)
+        ident = _ident(spark, ref.db or "default", ref.table or "")
+        have = json.loads(str(cat.getTableMetadata(ident).schema().json()))
+        if have != want:  # the external catalog's call: SessionCatalog's refuses to drop columns
+            external = spark._jsparkSession.sharedState().externalCatalog()
+            external.alterTableDataSchema(ref.db or "default", ref.table or "",
+                                          spark._jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(want)))
+            cat.refreshTable(ident)
+    except Exception as e:  # the log is the truth; a stale display schema must not fail a committed write
+        _log.warning("deltakernel: could not update the catalog schema of %s: %s", ref.label, _first_line(e))
+
+
+# ----------------------------------------------------------------------------- create / replace
+@dataclass
+class TableSpec:
+    """What CREATE / REPLACE TABLE, saveAsTable and DeltaTableBuilder.tableName give."""
+
+    schema: StructType | None = None  # declared columns (None: from the query / the existing table)
+    location: str | None = None
+    partition_by: list[str] | None = None
+    cluster_by: list[str] | None = None
+    properties: dict[str, str] | None = None
+    comment: str | None = None
+    options: dict[str, Any] | None = None  # write options for a query (mergeSchema, userMetadata, ...)
+
+
+def create(spark: Any, parts: list[str] | tuple[str, ...], spec: TableSpec, mode: str, df: Any = None,
+           label: str | None = None) -> DeltaRef:
+    """CREATE (`mode` "create" / "ignore"), REPLACE ("replace") or CREATE OR REPLACE ("create_or_replace") a
+    Delta table by catalog name or `delta`.`/path`, empty with `spec.schema` or filled with `df`."""
+    label = label or ".".join(parts)
+    path = path_of(parts)
+    if path is not None:
+        return _create_at(spark, DeltaRef(path, label), spec, mode, df)
+    dt = _db_table(spark, parts)
+    if dt is None:
+        raise CatalogTableError(f"{label!r} is not a table name of the session catalog ({SESSION_CATALOG})")
+    entry = lookup(spark, parts)
+    if entry is not None:
+        if entry.provider.lower() != SOURCE_NAME:
+            raise CatalogTableError(f"table {label!r} exists and is not a Delta table (provider {entry.provider})")
+        if mode == "create":
+            raise CatalogTableError(f"table {label!r} already exists")
+        ref = DeltaRef(table_uri(entry.location or ""), label, entry.db, entry.table, entry.managed)
+        if mode == "ignore":
+            return ref
+        if spec.location is not None and table_uri(spec.location).rstrip("/") != ref.location.rstrip("/"):
+            raise CatalogTableError(f"cannot replace {label!r} at another location ({spec.location}); it is at "
+                                    f"{ref.location}")
+        return _create_at(spark, ref, spec, mode, df)
+    if mode == "replace":
+        raise TableNotFoundError(f"cannot replace table {label!r}: it does not exist")
+    db, table = dt
+    if spec.location is None:  # managed: Spark creates the directory (and refuses a non-empty one) first
+        schema_json = _declared_schema_json(spec, df)
+        if schema_json is None:
+            raise CatalogTableError(f"CREATE TABLE {label}: a managed table needs columns or a query")
+        register(spark, db, table, schema_json, None, spec.comment)
+        entry = lookup(spark, [db, table])
+        assert entry is not None
+        ref = DeltaRef(table_uri(entry.location or default_location(spark, db, table)), label, entry.db,
+                       entry.table, True)
+        try:
+            _create_at(spark, ref, spec, "create", df)
+        except BaseException:
+            from ..table import DeltaTable as KernelTable
+
+            if not KernelTable.is_deltatable(ref.location):  # nothing committed: undo the registration
+                unregister(spark, db, table)
+            raise
+        return ref
+    ref = DeltaRef(table_uri(spec.location), label, db, table, False)
+    _create_at(spark, ref, spec, "external", df)
+    from ..table import DeltaTable as KernelTable
+
+    schema = KernelTable(ref.location).snapshot.schema
+    register(spark, db, table, catalog_schema_json(schema), spec.location, spec.comment)
+    return ref
+
+
+def _declared_schema_json(spec: TableSpec, df: Any) -> str | None:
+    if spec.schema is not None:
+        return catalog_schema_json(spec.schema)
+    if df is not None:
+        return str(df.schema.json())
+    return None
+
+
+def _create_at(spark: Any, ref: DeltaRef, spec: TableSpec, mode: str, df: Any) -> DeltaRef:
+    """The Delta side of create / replace at `ref.location`."""
+    from ..table import DeltaTable as KernelTable
+
+    uri = table_uri(ref.location)
+    exists = KernelTable.is_deltatable(uri)
+    if exists and mode in ("create", "ignore", "external"):
+        if mode == "ignore":
+            return ref
+        if mode == "create" or df is not None:
+            raise CatalogTableError(f"a Delta table already exists at {ref.location} ({ref.label})")
+        # external CREATE TABLE over an existing Delta table: columns, if given, must be the table's
+        if spec.schema is not None:
+            have = KernelTable(uri).snapshot.schema
+            if _plain(have) != _plain(spec.schema):
+                raise CatalogTableError(f"the columns given for {ref.label} differ from those of the Delta table at "
+                                        f"{ref.location}: {_plain(spec.schema)} vs {_plain(have)}")
+        return ref
+    if mode == "replace" and not exists:
+        raise TableNotFoundError(f"cannot replace {ref.label}: no Delta table at {ref.location}")
+    replacing = exists and mode in ("replace", "create_or_replace")
+    if df is None:
+        if spec.schema is None:
+            if exists:
+                return ref
+            raise CatalogTableError(f"CREATE TABLE {ref.label}: the table needs columns (or AS SELECT ...)")
+        _create_empty(uri, spec, replacing)
+    else:
+        _write_query(spark, ref, spec, df, replacing)
+    sync_schema(spark, ref)
+    return ref
+
+
+def _plain(schema: StructType) -> list[tuple[str, str]]:
+    return [(f.name.lower(), json.dumps(f.to_json()["type"], sort_keys=True)) for f in schema.fields]
+
+
+def _create_empty(uri: str, spec: TableSpec, replacing: bool) -> None:
+    from ..operations.write import create_table
+
+    assert spec.schema is not None
+    create_table(uri, spec.schema, mode="overwrite" if replacing else "error", partition_by=spec.partition_by or None,
+                 description=spec.comment, configuration=dict(spec.properties or {}) or None,
+                 cluster_by=spec.cluster_by or None)
+
+
+def _write_query(spark: Any, ref: DeltaRef, spec: TableSpec, df: Any, replacing: bool) -> None:
+    """CREATE / REPLACE ... AS SELECT: one write when the writer can express the table; else an empty table
+    with every property (clustering, comment, non-`delta.` properties) then an append."""
+    from .writer import write
+
+    props = dict(spec.properties or {})
+    opts: dict[str, Any] = dict(spec.options or {})
+    one_write = not spec.cluster_by and not spec.comment and all(k.lower().startswith("delta.") for k in props)
+    if one_write:
+        opts.update(props)
+        if replacing:
+            opts.setdefault("overwriteSchema", "true")
+        write(df, ref.location, mode="overwrite" if replacing else "error", partitionBy=spec.partition_by or None,
+              **opts)
+        return
+    from ..kernel.schema.arrow import from_arrow_schema
+    from .writer import table_arrow_schema
+
+    schema = spec.schema or from_arrow_schema(table_arrow_schema(df.schema))
+    _create_empty(table_uri(ref.location), TableSpec(schema=schema, partition_by=spec.partition_by,
+                                                      cluster_by=spec.cluster_by, properties=props,
+                                                      comment=spec.comment), replacing)
+    write(df, ref.location, mode="append", **opts)
+
+
+# ----------------------------------------------------------------------------- DataFrame API by name
+def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> Any:
+    """`spark.table(name)` / `spark.read.table(name)` for a Delta table: the native read plan; None when
+    `name` is not a Delta table (Spark reads it as before)."""
+    ref = resolve_name(spark, name)
+    if ref is None:
+        return None
+    from .reader import read
+
+    return read(spark, ref.location, **(options or {}))
+
+
+def save_as_table(df: Any, name: str, mode: str | None, partition_by: list[str] | None,
+                  options: dict[str, Any]) -> None:
+    """`df.write.format("delta").saveAsTable(name)` with delta-spark's modes: error / errorifexists, ignore,
+    append (creates a missing table), overwrite (replaces data, schema and partitioning of an existing table,
+    as delta-spark's CREATE OR REPLACE TABLE AS SELECT does; with replaceWhere it overwrites only that)."""
+    from ._schema import Options
+    from .writer import write
+
+    spark = df.sparkSession
+    parts = split_name(spark, name)
+    mode = (mode or "error").lower()
+    opts = Options(options)
+    location = opts.get("path")
+    write_opts = {k: v for k, v in options.items() if k.lower() != "path"}
+    props = {k: str(v) for k, v in write_opts.items() if k.lower().startswith("delta.")}
+    ref = resolve(spark, parts, name)
+    if ref is None and lookup(spark, parts) is not None:
+        raise CatalogTableError(f"table {name!r} exists and is not a Delta table")
+    if ref is not None and not ref.is_catalog:
+        from ..table import DeltaTable as KernelTable
+
+        if not KernelTable.is_deltatable(table_uri(ref.location)):
+            ref = None  # delta.`/path` with no table there yet: created below
+    if ref is not None:
+        if mode in ("error", "errorifexists", "default"):
+            raise CatalogTableError(f"table {name!r} already exists (mode 'error'); use mode('append') or "
+                                    "mode('overwrite')")
+        if mode == "ignore":
+            return
+        if mode == "append":
+            write(df, ref.location, mode="append", partitionBy=partition_by, **write_opts)
+        elif mode == "overwrite":
+            if not opts.get("replaceWhere") and not (opts.get("partitionOverwriteMode") or "").lower() == "dynamic":
+                write_opts.setdefault("overwriteSchema", "true")
+            write(df, ref.location, mode="overwrite", partitionBy=partition_by, **write_opts)
+        else:
+            raise CatalogTableError(f"unknown save mode {mode!r}")
+        sync_schema(spark, ref)
+        return
+    if mode not in ("error", "errorifexists", "default", "ignore", "append", "overwrite"):
+        raise CatalogTableError(f"unknown save mode {mode!r}")
+    spec = TableSpec(location=location, partition_by=partition_by, properties=props or None,
+                     options={k: v for k, v in write_opts.items() if not k.lower().startswith("delta.")})
+    create(spark, parts, spec, "create", df=df, label=name)
+
+
+def insert_into(df: Any, name: str, overwrite: bool) -> bool:
+    """`df.write.insertInto(name)` for a Delta table: columns by position, append or overwrite. False when
+    `name` is not a Delta table (Spark inserts as before)."""
+    spark = df.sparkSession
+    ref = resolve_name(spark, name)
+    if ref is None:
+        return False
+    from .sql.dml import positional_frame
+    from .writer import write
+
+    frame = positional_frame(df, ref, None)
+    write(frame, ref.location, mode="overwrite" if overwrite else "append")
+    sync_schema(spark, ref)
+    return True
+
+
+def create_from_catalog_api(spark: Any, name: str, path: str | None, schema: Any, description: str | None,
+                            options: dict[str, Any]) -> Any:
+    """`spark.catalog.createTable(name, path, source="delta", schema, description, **options)`: an external
+    table at `path` (an existing Delta table, or a new one with `schema`), else a managed one."""
+    from ._schema import from_spark_schema
+
+    location = path or options.get("path")
+    spec = TableSpec(schema=from_spark_schema(schema) if schema is not None else None, location=location,
+                     comment=description,
+                     properties={k: str(v) for k, v in options.items() if k.lower().startswith("delta.")} or None)
+    ref = create(spark, split_name(spark, name), spec, "create", label=name)
+    from .reader import read
+
+    return read(spark, ref.location)
+
+
+__all__ = [
+    "CatalogEntry",
+    "CatalogTableError",
+    "DeltaRef",
+    "TableSpec",
+    "catalog_schema_json",
+    "create",
+    "create_from_catalog_api",
+    "insert_into",
+    "lookup",
+    "path_of",
+    "read_table",
+    "register",
+    "require",
+    "resolve",
+    "resolve_name",
+    "save_as_table",
+    "split_name",
+    "sync_schema",
+]

@@ -1,0 +1,15 @@
+"""Delta SQL through `spark.sql` (after `deltakernel.spark.enable(spark)`), without delta-spark's jars.
+
+Modules: `router.py` (what goes where), `grammar.py` (delta-spark's own statements, a small tokenizer
+grammar), `plans.py` (reading Spark's parsed plans through py4j), `dml.py` (MERGE / DELETE / UPDATE /
+INSERT), `ddl.py` (CREATE / REPLACE / ALTER / DESCRIBE / SHOW TBLPROPERTIES), `commands.py` (HISTORY, DETAIL,
+OPTIMIZE, VACUUM, RESTORE, CONVERT, GENERATE, constraints, features, clustering), `relations.py` (queries
+reading Delta tables: temporary views over the native read plan). See docs/decisions.md, "Delta SQL on Spark".
+"""
+
+from __future__ import annotations
+
+from .grammar import DeltaSqlError, DeltaSqlSyntaxError, parse_delta_statement
+from .router import execute_sql
+
+__all__ = ["DeltaSqlError", "DeltaSqlSyntaxError", "execute_sql", "parse_delta_statement"]

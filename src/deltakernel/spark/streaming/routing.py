@@ -1,0 +1,124 @@
+"""`enable()`'s wrapping of pyspark's `DataStreamReader` / `DataStreamWriter` for Delta.
+
+Streams go through the registered "delta" Python source as they are; what Spark does not hand to a Python
+sink is added here: `partitionBy` (Spark drops it silently for Python sinks, so the columns travel as the
+`__partition_columns` option the sink reads), `writeStream.toTable(name)` (the session catalog's Delta table -
+created empty with the stream's schema when absent - is written by path) and `readStream.table(name)`.
+Other formats are untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from ..datasource import SOURCE_NAME
+
+PARTITION_OPTION = "__partition_columns"
+_PATCHED = False
+
+
+def _is_delta(fmt: Any) -> bool:
+    return str(fmt or "").lower() == SOURCE_NAME
+
+
+def _columns(cols: Any) -> list[str] | None:
+    if cols is None:
+        return None
+    if isinstance(cols, str):
+        return [cols]
+    return [str(c) for c in cols]
+
+
+def patch_streams() -> None:
+    """Wrap the stream reader / writer classes once per process (idempotent)."""
+    global _PATCHED
+    if _PATCHED:
+        return
+    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+    original_format = DataStreamWriter.format
+
+    @functools.wraps(original_format)
+    def fmt(self: Any, source: str) -> Any:
+        self._dk_stream_format = source
+        return original_format(self, source)
+
+    DataStreamWriter.format = fmt  # type: ignore[method-assign]
+
+    original_partition_by = DataStreamWriter.partitionBy
+
+    @functools.wraps(original_partition_by)
+    def partition_by(self: Any, *cols: Any) -> Any:
+        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+            self._dk_stream_partitions = _columns(cols[0])
+        else:
+            self._dk_stream_partitions = _columns(cols)
+        return original_partition_by(self, *cols)
+
+    DataStreamWriter.partitionBy = partition_by  # type: ignore[method-assign]
+
+    original_start = DataStreamWriter.start
+
+    @functools.wraps(original_start)
+    def start(self: Any, path: str | None = None, format: str | None = None, outputMode: str | None = None,
+              partitionBy: Any = None, queryName: str | None = None, **options: Any) -> Any:
+        if _is_delta(format or getattr(self, "_dk_stream_format", None)):
+            parts = _columns(partitionBy) or getattr(self, "_dk_stream_partitions", None)
+            if parts:
+                self.option(PARTITION_OPTION, json.dumps(parts))
+        return original_start(self, path, format, outputMode, partitionBy, queryName, **options)
+
+    DataStreamWriter.start = start  # type: ignore[method-assign]
+
+    original_to_table = DataStreamWriter.toTable
+
+    @functools.wraps(original_to_table)
+    def to_table(self: Any, tableName: str, format: str | None = None, outputMode: str | None = None,
+                 partitionBy: Any = None, queryName: str | None = None, **options: Any) -> Any:
+        spark = self._spark
+        fmt_name = format or getattr(self, "_dk_stream_format", None)
+        if getattr(spark, "_deltakernel_registered", False) and (_is_delta(fmt_name) or fmt_name is None):
+            ref = _delta_table_for_stream(self, tableName, fmt_name, partitionBy)
+            if ref is not None:
+                return self.start(ref.location, SOURCE_NAME, outputMode, partitionBy, queryName, **options)
+        return original_to_table(self, tableName, format, outputMode, partitionBy, queryName, **options)
+
+    DataStreamWriter.toTable = to_table  # type: ignore[method-assign]
+
+    original_table = DataStreamReader.table
+
+    @functools.wraps(original_table)
+    def table(self: Any, tableName: str) -> Any:
+        spark = self._spark
+        if getattr(spark, "_deltakernel_registered", False) and isinstance(tableName, str):
+            from ..catalog import resolve_name
+
+            ref = resolve_name(spark, tableName)
+            if ref is not None:
+                return self.format(SOURCE_NAME).load(ref.location)
+        return original_table(self, tableName)
+
+    DataStreamReader.table = table  # type: ignore[method-assign]
+    _PATCHED = True
+
+
+def _delta_table_for_stream(writer: Any, name: str, fmt: str | None, partition_by: Any) -> Any:
+    """The Delta catalog table `name` (created empty with the stream's schema when format is delta and the
+    table does not exist); None when `name` is not a Delta table and the format is not delta."""
+    from .._schema import from_spark_schema
+    from ..catalog import TableSpec, create, resolve_name, split_name
+    from ..writer import _nullable
+
+    spark = writer._spark
+    ref = resolve_name(spark, name)
+    if ref is not None or not _is_delta(fmt):
+        return ref
+    df = writer._df
+    parts = _columns(partition_by) or getattr(writer, "_dk_stream_partitions", None)
+    spec = TableSpec(schema=_nullable(from_spark_schema(df.schema)), partition_by=parts)
+    return create(spark, split_name(spark, name), spec, "ignore")
+
+
+__all__ = ["PARTITION_OPTION", "patch_streams"]
