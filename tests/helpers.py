@@ -318,3 +318,14 @@ def make_dml_table(path: pathlib.Path, kind: str, data: Any, configuration: dict
                                       configuration=conf if first else None)
     if kind == "checkpointed":
         deltalake.DeltaTable(str(path)).create_checkpoint()
+
+
+def dml_data(n: int, offset: int = 0, schema: pa.Schema | None = None, s_stride: int = 1) -> pa.Table:
+    """The DML tests' rows: id, p (a/b/c), v (double, NULL every 7th), s (string, NULL every 5th)."""
+    rng = range(offset, offset + n)
+    return pa.table({
+        "id": pa.array(list(rng), pa.int64()),
+        "p": [["a", "b", "c"][i % 3] for i in rng],
+        "v": pa.array([None if i % 7 == 0 else i * 1.5 for i in rng], pa.float64()),
+        "s": [None if i % 5 == 0 else f"s{(i * s_stride) % 11}" for i in rng],
+    }, schema=schema)

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers import canon_rows, make_dml_table
+from helpers import canon_rows, dml_data, make_dml_table
 
 datafusion = pytest.importorskip("datafusion")
 deltalake = pytest.importorskip("deltalake")
@@ -38,13 +38,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.float64()),
 
 
 def _data(n: int, offset: int = 0) -> pa.Table:
-    rng = range(offset, offset + n)
-    return pa.table({
-        "id": pa.array(list(rng), pa.int64()),
-        "p": [["a", "b", "c"][i % 3] for i in rng],
-        "v": pa.array([None if i % 7 == 0 else i * 1.5 for i in rng], pa.float64()),
-        "s": [None if i % 5 == 0 else f"s{i % 11}" for i in rng],
-    }, schema=SCHEMA)
+    return dml_data(n, offset, schema=SCHEMA)
 
 
 def _source() -> pa.Table:
