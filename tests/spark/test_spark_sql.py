@@ -32,7 +32,6 @@ from deltakernel.spark.sql import DeltaSqlError, DeltaSqlSyntaxError
 deltalake = pytest.importorskip("deltalake")
 
 MERGE_MISSING = not hasattr(DeltaTable, "merge")
-MERGE_XFAIL = pytest.mark.xfail(MERGE_MISSING, reason="MERGE INTO on Spark is not available yet", strict=False)
 
 
 def _data(n: int, offset: int = 0) -> pa.Table:
@@ -94,7 +93,6 @@ def test_delete_and_update_match_the_embedded_engine(spark, tmp_path, conf):
     assert KernelTable(ours).version() == before
 
 
-@MERGE_XFAIL
 def test_merge_matches_the_embedded_engine(spark, tmp_path):
     ours, theirs = _copies(tmp_path)
     src = pa.table({"id": pa.array([1, 2, 3, 40, 41], pa.int64()), "p": ["b", "c", "a", "b", "a"],

@@ -1,0 +1,491 @@
+"""MERGE on Spark (delta-spark's `DeltaTable.merge(source, condition)` builder), as distributed jobs.
+
+1. Driver: the clauses are checked by Spark's analyzer on an empty target joined with the source (bad
+   columns, target columns in NOT MATCHED clauses, source columns in NOT MATCHED BY SOURCE ones, unknown
+   assignment keys: typed errors before any job); `withSchemaEvolution()` evolves the table schema first
+   (`operations/merge_schema.py`, the embedded MERGE's rules). The join condition's equi-keys and target-only
+   conjuncts are found in Spark's analyzed plan (`merge_plan.py`).
+2. A one-row aggregate job on the source: its row count and, per key, min / max (distinct values for a
+   partition key) cast to the target's type; with the target-only conjuncts they prune the target files
+   (partition values + stats, the embedded MERGE's predicate; none with NOT MATCHED BY SOURCE clauses).
+   The transaction records the predicate and the candidate files.
+3. The source is materialized once (persisted with a row id `__dk_sid`, as delta-spark materializes its
+   MERGE source): every job sees the same rows. Classification job: Spark joins the candidate files' rows
+   (file id, physical row index) with the source - inner, or left outer with NOT MATCHED BY SOURCE clauses;
+   never a right / full outer join, so Spark broadcasts a small source and the target is not shuffled - and
+   gives each row its clause (`CASE WHEN`, first match wins). The matched pairs and the target rows a
+   NOT MATCHED BY SOURCE clause changes are kept on the executors (persisted; with deletion vectors with
+   their new values); the driver receives one row per touched file (updated / deleted counts, most source
+   rows matching one target row). A target row matched by several source rows raises
+   `MergeDuplicateMatchError` (unless the only WHEN MATCHED clause is an unconditional DELETE) before
+   anything is written. Inserted rows are the source rows whose id is in no pair (an anti-join on ids: no
+   target scan); nothing to do -> no commit.
+4. Deletion vectors: the DV job (`touched.py`: grouped per file, one DV file per task) reads the kept pairs;
+   updated rows (also from the pairs: the target is scanned once) and inserted rows are written as new
+   files. Copy-on-write: the touched files are joined with the source again and rewritten (copied + updated
+   rows) together with the inserted rows. Insert-only MERGEs touch no target file. Rows are written by
+   Spark's native Parquet writer, or in `mapInArrow` (`merge_write.py`) when a table rule must be checked
+   or change data (insert / delete / update pre- and post-images) written. Row tracking: updated and copied
+   rows keep their row ids.
+5. One kernel transaction commits (operation MERGE, delta-spark's parameters and metrics).
+Tables Spark's Parquet plan cannot scan, and inserts into tables with identity columns (values must come
+from one writer), run the embedded MERGE on the driver with the source collected as Arrow.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import UnsupportedFeatureError
+from ...kernel.scan.scan import Scan
+from ...kernel.transaction.transaction import Transaction as KernelTransaction
+from ...operations.change_data import cdf_enabled
+from ...operations.constraints import IDENTITY_START, Enforcer
+from ...operations.dml_commit import ms_since
+from ...operations.dv_writer import deletion_vectors_writable
+from ...operations.merge import _parameters
+from ...operations.merge_plan import (
+    BY_SOURCE_DELETE,
+    BY_SOURCE_UPDATE,
+    MATCHED_DELETE,
+    MATCHED_UPDATE,
+    NOT_MATCHED_INSERT,
+    MergeDuplicateMatchError,
+    MergeError,
+    MergeMetrics,
+)
+from ...operations.rewrite import remove_action
+from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
+from .frame import FID, ROW, Target
+from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
+from .merge_write import ClauseRules, MergeRowsPlan, write_merge_rows
+from .output import RowsPlan, Written, update_rules, write_rows
+from .touched import FILE_ROW_COLUMNS, commit_deletion_vectors, to_arrow, write_deletion_vectors
+
+AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Outputs:
+    values: list[Any]  # Columns over the joined frame
+    names: list[str]  # their names
+    rules: list[ClauseRules]
+    simple: bool  # Spark's native writer may write them
+    old: tuple[str, ...]
+    cdf: bool
+    hidden: tuple[str, str] | None
+
+
+class SparkMerge(SparkDml):
+    """One MERGE (see module docstring)."""
+
+    metrics: MergeMetrics  # type: ignore[assignment]  # MERGE's counters, not DELETE/UPDATE's
+
+    def __init__(self, target: Target, plan: MergePlan, txn: KernelTransaction,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        super().__init__(target, txn, progress)
+        self.plan = plan
+        self.metrics = MergeMetrics()
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.plan.release()
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        plan, txn, snapshot = self.plan, self.txn, self.target.snapshot
+        use_dv = deletion_vectors_writable(snapshot)
+        self.steps(4)
+        plan.materialize()
+        n_source, stats = plan.source_stats()
+        self.metrics.num_source_rows = n_source
+        pruning = plan.pruning(stats)
+        if pruning is not None:
+            txn.read_predicate(pruning)
+            files = Scan(snapshot, predicate=pruning).plan()
+        else:
+            txn.read_whole_table()
+            files = snapshot.files
+        self.metrics.num_target_files_scanned = files.num_rows
+        self.metrics.num_target_files_skipped_during_scan = snapshot.files.num_rows - files.num_rows
+        txn.read_files(files.column("path").to_pylist())
+        self.step()
+        if files.num_rows == 0 and not plan.inserts:
+            return
+        hidden = self._hidden()
+        out = self._outputs(hidden)
+        pairs, touched, counts, duplicates = self._classify(files, out if use_dv else None)
+        inserted = self._count_inserts(pairs)
+        self.step()
+        m = self.metrics
+        m.num_target_rows_updated = int(pc.sum(counts.column("upd")).as_py() or 0) if counts.num_rows else 0
+        m.num_target_rows_deleted = int(pc.sum(counts.column("del")).as_py() or 0) if counts.num_rows else 0
+        m.num_target_rows_inserted = inserted
+        m.scan_time_ms = ms_since(start)
+        if touched.size == 0 and inserted == 0:
+            return
+        write_start = time.monotonic()
+        if hidden is not None and touched.size:
+            txn.set_commit_tag("delta.rowTracking.preserved", "true")
+        if use_dv and touched.size:
+            self._deletion_vectors(files, pairs)
+        self.step()
+        written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, inserted)
+        self.step()
+        if not use_dv:
+            self._remove(files.take(pa.array(touched)))
+            m.num_target_rows_copied = max(0, written.rows - m.num_target_rows_updated - inserted)
+        self._add(written)
+        m.rewrite_time_ms = ms_since(write_start)
+
+    def _hidden(self) -> tuple[str, str] | None:
+        """The materialized row-tracking columns rewritten rows carry (names assigned in the commit's
+        metadata when missing, as the embedded MERGE does); the `preserved` tag is set once rows are touched."""
+        from ...kernel import row_tracking as rt
+        from ...operations.rewrite import row_tracking_configuration
+
+        snapshot = self.target.snapshot
+        conf = row_tracking_configuration(self.txn)
+        return rt.columns_to_write(snapshot.protocol, snapshot.configuration, conf, snapshot.storage.root_uri)
+
+    def _outputs(self, hidden: tuple[str, str] | None) -> _Outputs:
+        """The columns of the rows written: new values, hidden row-tracking columns and, when the rows go
+        through `merge_write` (rules or change data), the clause index and the pre-image carriers."""
+        from pyspark.sql import functions as F
+
+        plan, md = self.plan, self.txn.metadata
+        cdf = cdf_enabled(md.configuration)
+        values = plan.new_values() + (plan.hidden_values(hidden) if hidden is not None else [])
+        names = [f.name for f in md.schema.fields] + list(hidden or ())
+        rules = self._rules()
+        simple = not cdf and all(r.metadata is None for r in rules)
+        old = tuple(f"__dk_old{k}" for k in range(len(md.schema.fields))) if cdf else ()
+        if not simple:
+            values += [F.col(ACTION), *[plan.old(f.name).alias(c) for f, c in zip(md.schema.fields, old)]]
+            names += [ACTION, *old]
+        return _Outputs(values, names, rules, simple, old, cdf, hidden)
+
+    # ------------------------------------------------------------------ classification
+    def _classify(self, files: pa.Table, out: _Outputs | None) -> tuple[Any, np.ndarray, pa.Table, bool]:
+        """One pass over the candidate files joined with the source: the matched pairs and the target rows a
+        NOT MATCHED BY SOURCE clause changes, kept on the executors (`fid, row, sid, clause, matched`);
+        the driver gets one row per touched file (`fid, upd, del, n`: n = most pairs of one target row).
+        Raises on a target row several source rows match for an update/delete, before anything is written.
+        With `out` (deletion vectors), the kept rows carry their new values too: the write reads them there,
+        the target is scanned once."""
+        from pyspark.sql import functions as F
+
+        plan = self.plan
+        hidden = out.hidden if out is not None else None
+        j = plan.joined(files, hidden=hidden, keep_target=bool(plan.by_source))
+        s, act = F.col(S_MARK).isNotNull(), F.col(ACTION)
+        carried = [v for v, n in zip(out.values, out.names) if n != ACTION] if out is not None else []
+        pairs = plan.persist(j.where(s | (act >= 0)).select(FID, ROW, F.col(SID), act.alias("a"), s.alias("matched"),
+                                                             act.alias(ACTION), *carried))
+        per_row = pairs.where("matched").groupBy(FID, ROW).agg(F.count(F.lit(1)).alias("n"), F.max("a").alias("a"))
+        if plan.by_source:
+            per_row = per_row.unionByName(pairs.where(~F.col("matched")).select(
+                FID, ROW, F.lit(1).cast("long").alias("n"), "a"))
+
+        def among(ids: list[int]) -> Any:
+            return F.col("a").isin(ids) if ids else F.lit(False)
+
+        per_file = per_row.where(among(plan.updates + plan.deletes) | (F.col("n") > 1)).groupBy(FID).agg(
+            F.sum(among(plan.updates).cast("long")).alias("upd"), F.sum(among(plan.deletes).cast("long")).alias("del"),
+            F.max("n").alias("n"))
+        counts = to_arrow(per_file)
+        duplicates = bool(counts.num_rows) and int(pc.max(counts.column("n")).as_py() or 0) > 1
+        if duplicates and plan.matched and not self._delete_only():
+            raise MergeDuplicateMatchError(
+                "MERGE: a target row matched several source rows; an update or delete needs at most one matching "
+                "source row per target row (deduplicate the source)")
+        if counts.num_rows:
+            counts = counts.filter(pc.greater(pc.add(counts.column("upd"), counts.column("del")), 0))
+        touched = np.sort(counts.column(FID).to_numpy()) if counts.num_rows else np.empty(0, np.int32)
+        return pairs, touched, counts, duplicates
+
+    def _unmatched(self, pairs: Any, hidden: tuple[str, str] | None = None) -> Any:
+        """Source rows no target row matched, with their NOT MATCHED clause (no target scan)."""
+        from pyspark.sql import functions as F
+
+        sids = pairs.where("matched").select(SID).distinct()
+        return self.plan.joined(None, hidden=hidden, matched_sids=sids).where(F.col(ACTION).isin(self.plan.inserts))
+
+    def _count_inserts(self, pairs: Any) -> int:
+        from pyspark.sql import functions as F
+
+        if not self.plan.inserts:
+            return 0
+        out = to_arrow(self._unmatched(pairs).agg(F.count(F.lit(1)).alias("n")))
+        return int(out.column("n")[0].as_py() or 0)
+
+    def _delete_only(self) -> bool:
+        """The only WHEN MATCHED clause is an unconditional DELETE: several matches are not ambiguous."""
+        m = self.plan.matched
+        return len(m) == 1 and self.plan.kinds[m[0]] == MATCHED_DELETE and self.plan.clauses[m[0]].condition is None
+
+    # ------------------------------------------------------------------ deletion vectors
+    def _deletion_vectors(self, files: pa.Table, pairs: Any) -> None:
+        """The touched rows (from the kept pairs: no target scan) marked in new DVs by the DV job."""
+        from pyspark.sql import functions as F
+
+        plan = self.plan
+        matched = pairs.where(F.col("a").isin(plan.updates + plan.deletes)).select(FID, ROW)
+        result = write_deletion_vectors(self.target, files, matched, self.txn.metadata.configuration)
+        outcome = commit_deletion_vectors(self.txn, files, result, self.now)
+        self.keep_dvs(outcome)
+        m = self.metrics
+        for row in outcome.removed:
+            m.num_target_files_removed += 1
+            m.num_removed_bytes += int(row.get("size") or 0)
+            m.num_deletion_vectors_removed += 1 if row.get("deletion_vector") else 0
+        m.num_deletion_vectors_added += outcome.added
+        m.num_deletion_vectors_removed += outcome.replaced
+
+    # ------------------------------------------------------------------ writing
+    def _write(self, files: pa.Table, touched: np.ndarray, pairs: Any, hidden: tuple[str, str] | None,
+               out: _Outputs, use_dv: bool, duplicates: bool, inserted: int) -> Written:
+        """One write job: updated rows (deletion vectors: from the kept pairs; copy-on-write: the touched files
+        joined with the source again, with the rows they keep), plus the unmatched source rows to insert."""
+        from pyspark.sql import functions as F
+
+        plan, md = self.plan, self.txn.metadata
+        act = F.col(ACTION)
+        frame = None
+        if touched.size:
+            if use_dv:
+                changed = plan.updates + (plan.deletes if out.cdf else [])
+                rows = pairs.where(F.col("a").isin(changed)) if changed else None
+            else:
+                j = plan.joined(files, touched, hidden=hidden, keep_target=True)
+                rows = j.where(~act.isin(plan.deletes)) if plan.deletes and not out.cdf else j
+            if rows is not None:
+                if duplicates:  # the same target row in several pairs (all with the same clause): once
+                    rows = rows.dropDuplicates([FID, ROW])
+                # the joined frame has both sides' names: select, then union
+                frame = rows.select(*out.names) if use_dv else rows.select(*out.values)
+        if inserted:
+            ins = self._unmatched(pairs, hidden).select(*out.values)
+            frame = ins if frame is None else frame.unionByName(ins)
+        if frame is None:
+            return Written()
+        if out.simple:
+            native = RowsPlan(self.target.uri, self.target.storage_options, md, md, self.txn.protocol, hidden,
+                              updated=False)
+            return write_rows(self.target, frame, native, self.keep)
+        rows_plan = MergeRowsPlan(self.target.uri, self.target.storage_options, md, self.txn.protocol, hidden,
+                                  out.cdf, tuple(out.rules), out.old)
+        return write_merge_rows(self.target, frame, rows_plan, self.keep)
+
+    def _rules(self) -> list[ClauseRules]:
+        """Per clause, what its rows must meet (see merge_write.py)."""
+        md, protocol = self.txn.metadata, self.txn.protocol
+        names = [f.name for f in md.schema.fields]
+        full = Enforcer(md, protocol).needed
+        out = []
+        for i, c in enumerate(self.plan.clauses):
+            if c.is_delete:
+                out.append(ClauseRules("delete"))
+            elif c.kind == NOT_MATCHED_INSERT:
+                out.append(ClauseRules("insert", md if full else None, self.plan.assigned[i]))
+            else:
+                r = update_rules(md, protocol, set(self.plan.assigned[i]))
+                keep = tuple(n for n in names if n not in r.regenerate)
+                out.append(ClauseRules("update", r.metadata if r.enforce or r.regenerate else None, keep))
+        return out
+
+    def _remove(self, removed: pa.Table) -> None:
+        m = self.metrics
+        rows = removed.select(FILE_ROW_COLUMNS).to_pylist()
+        self.txn.remove_files([remove_action(r, self.now) for r in rows])
+        for r in rows:
+            m.num_target_files_removed += 1
+            m.num_removed_bytes += int(r.get("size") or 0)
+            m.num_deletion_vectors_removed += 1 if r.get("deletion_vector") else 0
+
+    def _add(self, written: Written) -> None:
+        m = self.metrics
+        self.txn.add_files(written.adds)
+        m.num_target_files_added += len(written.adds)
+        m.num_added_bytes += sum(int(a.get("size") or 0) for a in written.adds)
+        if written.cdcs:
+            self.txn.add_cdc_files(written.cdcs)
+            m.num_added_change_files += len(written.cdcs)
+
+
+# ----------------------------------------------------------------------------- entry point
+def merge(spark: Any, path: str, source: Any, condition: Any, clauses: list[SparkClause], *,
+          alias: str | None = None, schema_evolution: bool = False, storage_options: dict[str, str] | None = None,
+          progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """MERGE `source` (a Spark DataFrame, aliased or not) into the table at `path` on `condition`;
+    returns deltalake's metrics dict (the commit carries delta-spark's). Unchanged table on any error;
+    nothing to do -> no commit. `progress(done, total)` is called per job."""
+    start = time.monotonic()
+    if not clauses:
+        raise MergeError("MERGE needs at least one WHEN clause (whenMatchedUpdate, whenNotMatchedInsert, ...)")
+    target = load_target(spark, path, alias, storage_options)
+    if any(c.kind != NOT_MATCHED_INSERT for c in clauses):
+        check_writable(target, "MERGE")
+    else:  # insert-only: allowed on append-only tables
+        _check_protocol(target)
+    kernel_clauses = [c.kernel_clause() for c in clauses]
+    cond_text = condition if isinstance(condition, str) else None
+    txn = KernelTransaction(target.storage, target.snapshot, operation="MERGE",
+                            operation_parameters=_parameters(cond_text or text_of(condition), kernel_clauses),
+                            engine_info=ENGINE_INFO)
+    if schema_evolution:
+        from ...operations.merge_schema import evolve_schema
+        from ..writer import table_arrow_schema
+
+        evolve_schema(txn, table_arrow_schema(source.schema), kernel_clauses, alias)
+    plan = MergePlan(target, source, condition, clauses, txn.metadata)
+    plan.prepare()
+    if cond_text is None and plan.analysis.sql:
+        txn.operation_parameters["predicate"] = plan.analysis.sql
+    if not native_readable(target) or _identity_inserts(plan):
+        return _embedded(target, source, condition, clauses, schema_evolution)
+    op = SparkMerge(target, plan, txn, progress)
+    metrics, _ = run_commit(op, start)
+    return metrics
+
+
+def _check_protocol(target: Target) -> None:
+    from ...kernel.protocol.features import check_write_supported
+
+    check_write_supported(target.snapshot.protocol)
+
+
+def _identity_inserts(plan: MergePlan) -> bool:
+    """Inserts that would generate identity values: one writer must (the embedded MERGE does)."""
+    identity = {f.name for f in plan.schema.fields if IDENTITY_START in f.metadata}
+    return bool(identity) and any(not identity <= set(plan.assigned[i]) for i in plan.inserts)
+
+
+def _embedded(target: Target, source: Any, condition: Any, clauses: list[SparkClause],
+              schema_evolution: bool) -> dict[str, Any]:
+    """The embedded engine's MERGE on the driver (the source collected as Arrow)."""
+    from ...operations.merge import merge as embedded_merge
+
+    texts = [condition] + [c.condition for c in clauses] + [v for c in clauses for v in (c.assignments or {}).values()]
+    if any(x is not None and not isinstance(x, str) for x in texts):
+        raise UnsupportedFeatureError("sparkMerge", "this MERGE runs on the driver (the table is not scanned by "
+                                      "Spark's Parquet reader, or it inserts identity values) and needs its "
+                                      "condition and values as SQL strings, not Columns")
+    _log.warning("deltakernel: MERGE on %s runs on the driver (embedded engine)", target.uri)
+    s_alias = _source_alias(source)
+    metrics, _ = embedded_merge(target.storage, target.snapshot, source.toArrow(), condition,
+                                [c.kernel_clause() for c in clauses], source_alias=s_alias,
+                                target_alias=target.alias, merge_schema=schema_evolution)
+    return metrics
+
+
+def _source_alias(source: Any) -> str | None:
+    try:
+        plan = source._jdf.queryExecution().analyzed()
+        return str(plan.alias()) if plan.nodeName() == "SubqueryAlias" else None
+    except Exception:
+        return None
+
+
+# ----------------------------------------------------------------------------- delta-spark's builder
+class DeltaMergeBuilder:
+    """delta-spark's `DeltaMergeBuilder`: WHEN clauses in order (the first whose condition holds applies),
+    `withSchemaEvolution()`, `execute()`."""
+
+    def __init__(self, spark: Any, path: str, alias: str | None, source: Any, condition: Any) -> None:
+        from pyspark.sql import Column, DataFrame
+
+        if not isinstance(source, DataFrame):
+            raise TypeError(f"the MERGE source must be a Spark DataFrame, found {type(source).__name__}")
+        if condition is None or not isinstance(condition, (str, Column)):
+            raise TypeError("condition must be a Spark SQL Column or a string (expression in SQL syntax), found "
+                            f"{type(condition).__name__}")
+        self._spark = spark
+        self._path = path
+        self._alias = alias
+        self._source = source
+        self._condition = condition
+        self._clauses: list[SparkClause] = []
+        self._evolve = False
+
+    def _add(self, kind: str, condition: Any, assignments: Any = None, what: str = "",
+             all_columns: bool = False) -> DeltaMergeBuilder:
+        from pyspark.sql import Column
+
+        if condition is not None and not isinstance(condition, (str, Column)):
+            raise TypeError(f"condition must be a Spark SQL Column or a string (expression in SQL syntax), found "
+                            f"{type(condition).__name__}")
+        if what:
+            if assignments is None:
+                raise ValueError(f"{what} cannot be None")
+            if not isinstance(assignments, dict):
+                raise TypeError(f"{what} must be a dict, found {type(assignments).__name__}")
+            for k, v in assignments.items():
+                if not isinstance(k, str):
+                    raise TypeError(f"keys of {what} must be column names (str), found {k!r}")
+                if not isinstance(v, (str, Column)):
+                    raise TypeError(f"values of {what} must be Spark SQL Columns or strings, found "
+                                    f"{type(v).__name__} for {k!r}")
+            assignments = dict(assignments)
+        self._clauses.append(SparkClause(kind, condition, assignments, all_columns))
+        return self
+
+    def whenMatchedUpdate(self, condition: Any = None, set: Any = None) -> DeltaMergeBuilder:
+        return self._add(MATCHED_UPDATE, condition, set, "'set' in whenMatchedUpdate")
+
+    def whenMatchedUpdateAll(self, condition: Any = None) -> DeltaMergeBuilder:
+        return self._add(MATCHED_UPDATE, condition, all_columns=True)
+
+    def whenMatchedDelete(self, condition: Any = None) -> DeltaMergeBuilder:
+        return self._add(MATCHED_DELETE, condition)
+
+    def whenNotMatchedInsert(self, condition: Any = None, values: Any = None) -> DeltaMergeBuilder:
+        return self._add(NOT_MATCHED_INSERT, condition, values, "'values' in whenNotMatchedInsert")
+
+    def whenNotMatchedInsertAll(self, condition: Any = None) -> DeltaMergeBuilder:
+        return self._add(NOT_MATCHED_INSERT, condition, all_columns=True)
+
+    def whenNotMatchedBySourceUpdate(self, condition: Any = None, set: Any = None) -> DeltaMergeBuilder:
+        return self._add(BY_SOURCE_UPDATE, condition, set, "'set' in whenNotMatchedBySourceUpdate")
+
+    def whenNotMatchedBySourceDelete(self, condition: Any = None) -> DeltaMergeBuilder:
+        return self._add(BY_SOURCE_DELETE, condition)
+
+    def withSchemaEvolution(self) -> DeltaMergeBuilder:
+        self._evolve = True
+        return self
+
+    def execute(self) -> Any:
+        """Run the MERGE; a one-row DataFrame `num_affected_rows, num_updated_rows, num_deleted_rows,
+        num_inserted_rows` (delta-spark 4's)."""
+        evolve = self._evolve or _conf_true(self._spark, AUTO_MERGE_CONF)
+        m = merge(self._spark, self._path, self._source, self._condition, list(self._clauses), alias=self._alias,
+                  schema_evolution=evolve)
+        u, d, i = (int(m.get("num_target_rows_updated", 0)), int(m.get("num_target_rows_deleted", 0)),
+                   int(m.get("num_target_rows_inserted", 0)))
+        table = pa.table({"num_affected_rows": [u + d + i], "num_updated_rows": [u], "num_deleted_rows": [d],
+                          "num_inserted_rows": [i]}, schema=pa.schema([(n, pa.int64()) for n in (
+                              "num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows")]))
+        return self._spark.createDataFrame(table)
+
+
+def _conf_true(spark: Any, key: str) -> bool:
+    try:
+        return str(spark.conf.get(key, "false")).strip().lower() == "true"
+    except Exception:
+        return False
+
+
+__all__ = ["DeltaMergeBuilder", "SparkMerge", "merge"]

@@ -1,0 +1,460 @@
+"""Planning a Spark MERGE on the driver: the clauses, the joined frame and the action of every row of it.
+
+Every expression is Spark's, resolved by Spark's analyzer on the frames it belongs to:
+- the target side `T` is the candidate files' rows (`frame.target_frame`: file id, physical row index, the
+  DeltaTable's alias) plus internal copies of its columns (`__dk_t<i>`) and the NOT MATCHED BY SOURCE
+  clauses' conditions and values, evaluated on the target alone (they may not read the source);
+- the source side `S` is the user's DataFrame (its alias kept) plus internal copies of its columns
+  (`__dk_s<j>`, for `*` clauses) and the NOT MATCHED clauses' conditions and values, evaluated on the source
+  alone;
+- MATCHED clauses are evaluated on the joined frame (both aliases in scope), as delta-spark does.
+`T` and `S` carry a marker column each; after the join (inner, or left outer when target rows without a
+match matter; source-only rows come from an anti-join on the source row id `__dk_sid`, see `merge.py`), the
+markers tell a matched pair from a target-only and a source-only row, and one `CASE WHEN` gives each row the
+index of the first clause of its kind whose condition holds (-1: none; NULL conditions do not hold). New
+values are one `CASE` on that index per column, cast to the column's type.
+
+The join condition is analyzed once on an empty target: its `target.col = source.col` conjuncts are the keys
+whose source ranges prune target files (a one-row aggregate job on the source), its target-only conjuncts
+prune too (through the kernel's SQL translation). A condition without an equality still runs (Spark picks
+a nested-loop join), it only prunes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ...errors import DeltaError, InvalidFilterError
+from ...kernel.expressions import predicate as ex
+from ...kernel.log.actions import Metadata
+from ...kernel.schema.types import PrimitiveType
+from ...operations.merge_plan import (
+    BY_SOURCE_DELETE,
+    BY_SOURCE_UPDATE,
+    MATCHED_DELETE,
+    MATCHED_UPDATE,
+    NOT_MATCHED_INSERT,
+    Clause,
+    MergeError,
+    Names,
+    unprefix,
+)
+from .._schema import to_spark_schema
+from .frame import FID, ROW, Target, quote, target_frame
+from .plan import analysis_error
+from .touched import to_arrow
+
+T_MARK = "__dk_tm"
+S_MARK = "__dk_sm"
+ACTION = "__dk_clause"
+SID = "__dk_sid"
+PARTITION_IN_LIMIT = 1000  # as the embedded MERGE: distinct source values of a partition key -> IN list
+_log = logging.getLogger(__name__)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+@dataclass
+class SparkClause:
+    """One WHEN clause as given to the builder: condition and values are SQL strings or Columns."""
+
+    kind: str
+    condition: Any = None
+    assignments: dict[str, Any] | None = None  # target column -> str | Column; None for delete and `*`
+    all_columns: bool = False
+
+    @property
+    def is_delete(self) -> bool:
+        return self.kind in (MATCHED_DELETE, BY_SOURCE_DELETE)
+
+    def kernel_clause(self) -> Clause:
+        """The embedded engine's Clause (texts only): schema evolution and operationParameters use it."""
+        updates = None if self.assignments is None else {k: text_of(v) for k, v in self.assignments.items()}
+        return Clause(self.kind, None if self.condition is None else text_of(self.condition), updates,
+                      self.all_columns)
+
+
+def text_of(value: Any) -> str:
+    """A string as given; a Column as Spark prints it (history only, never parsed back)."""
+    return value if isinstance(value, str) else str(value._jc.toString())
+
+
+def as_column(value: Any, what: str) -> Any:
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    if isinstance(value, Column):
+        return value
+    if isinstance(value, str):
+        if not value.strip():
+            raise InvalidFilterError(f"{what} must be a non-empty SQL string or a Column")
+        return F.expr(value)
+    raise TypeError(f"{what} must be a Spark SQL Column or a string (expression in SQL syntax), "
+                    f"found {type(value).__name__}")
+
+
+@dataclass
+class Analysis:
+    """What the analyzed join condition says: equi-join keys (target column, source column), the SQL of
+    the target-only conjuncts and of the whole condition."""
+
+    keys: list[tuple[str, str]] = field(default_factory=list)
+    target_only: list[str] = field(default_factory=list)
+    sql: str | None = None
+
+
+def _seq(s: Any) -> list[Any]:
+    return [s.apply(i) for i in range(s.size())]
+
+
+def _join_node(plan: Any) -> Any:
+    node = plan
+    for _ in range(8):
+        if node.nodeName() == "Join":
+            return node
+        children = _seq(node.children())
+        if len(children) != 1:
+            return None
+        node = children[0]
+    return None
+
+
+def analyze_condition(joined: Any) -> Analysis:
+    """Keys and target-only conjuncts of the condition of `joined` (target on the left), from Spark's
+    analyzed plan: attributes are told apart by expression id, so aliases, case and unqualified names
+    resolve exactly as Spark resolves them."""
+    out = Analysis()
+    try:
+        join = _join_node(joined._jdf.queryExecution().analyzed())
+        if join is None or join.condition().isEmpty():
+            return out
+        cond = join.condition().get()
+        out.sql = str(cond.sql())
+        left = {a.exprId().id(): str(a.name()) for a in _seq(join.left().output())}
+        right = {a.exprId().id(): str(a.name()) for a in _seq(join.right().output())}
+        stack = [cond]
+        while stack:
+            e = stack.pop()
+            name = e.nodeName()
+            if name == "And":
+                stack += [e.right(), e.left()]
+                continue
+            refs = {r.exprId().id() for r in _seq(e.references().toSeq())}
+            if name == "EqualTo":
+                key = _key(e.left(), e.right(), left, right) or _key(e.right(), e.left(), left, right)
+                if key is not None:
+                    out.keys.append(key)
+                    continue
+            if refs and refs <= set(left):
+                out.target_only.append(str(e.sql()))
+    except Exception as exc:  # Spark Connect or an unexpected plan shape: no pruning, Spark still decides
+        _log.debug("deltakernel MERGE: cannot analyze the join condition for pruning: %s", exc)
+    return out
+
+
+def _key(t: Any, s: Any, left: dict[int, str], right: dict[int, str]) -> tuple[str, str] | None:
+    """(target, source) column names when `t` is a bare target attribute and `s` a (cast) source one."""
+    if s.nodeName() == "Cast":
+        s = s.child()
+    if t.nodeName() != "AttributeReference" or s.nodeName() != "AttributeReference":
+        return None
+    ti, si = t.exprId().id(), s.exprId().id()
+    if ti in left and si in right:
+        return left[ti], right[si]
+    return None
+
+
+# ----------------------------------------------------------------------------- the plan
+class MergePlan:
+    """The clauses resolved against the commit's schema, and the frames built from them."""
+
+    def __init__(self, target: Target, source: Any, condition: Any, clauses: list[SparkClause],
+                 metadata: Metadata) -> None:
+        self.target = target
+        self.spark = target.spark
+        self.source = source
+        self.condition = as_column(condition, "the MERGE condition")
+        self.clauses = clauses
+        self.metadata = metadata
+        self.schema = metadata.schema  # the commit's (evolved) schema
+        self.spark_schema = to_spark_schema(self.schema)
+        self.t_names = [f.name for f in target.snapshot.schema.fields]  # columns the target frame has
+        self.t_index = {n: i for i, n in enumerate(self.t_names)}
+        self.s_names = list(source.columns)
+        s_lower = {n.lower(): j for j, n in enumerate(self.s_names)}
+        self.kinds = [c.kind for c in clauses]
+        self.matched = [i for i, c in enumerate(clauses) if c.kind in (MATCHED_UPDATE, MATCHED_DELETE)]
+        self.inserts = [i for i, c in enumerate(clauses) if c.kind == NOT_MATCHED_INSERT]
+        self.by_source = [i for i, c in enumerate(clauses) if c.kind in (BY_SOURCE_UPDATE, BY_SOURCE_DELETE)]
+        self.updates = [i for i, c in enumerate(clauses) if c.kind in (MATCHED_UPDATE, BY_SOURCE_UPDATE)]
+        self.deletes = [i for i, c in enumerate(clauses) if c.is_delete]
+        names = Names(self.t_names + [f.name for f in self.schema.fields if f.name not in self.t_index],
+                      self.s_names, target.alias or "target", "__dk_no_source_alias__")
+        # per clause: target column -> Column (matched: on the joined frame) or internal column name
+        self.values: list[dict[str, Any]] = []
+        self.side_values: dict[int, list[tuple[str, Any]]] = {}
+        self.assigned: list[tuple[str, ...]] = []
+        for i, c in enumerate(clauses):
+            vals: dict[str, Any] = {}
+            if c.all_columns:
+                for f in self.schema.fields:
+                    j = s_lower.get(f.name.lower())
+                    if j is not None:
+                        vals[f.name] = f"__dk_s{j}"
+            elif c.assignments is not None:
+                for key, value in c.assignments.items():
+                    if not isinstance(key, str):
+                        raise TypeError(f"keys of a MERGE assignment must be column names (str), found {key!r}")
+                    name = names.target_column(key)
+                    if name in vals:
+                        raise MergeError(f"MERGE assigns column {name!r} twice")
+                    vals[name] = as_column(value, f"the value of {key!r}")
+            self.assigned.append(tuple(vals))
+            if c.kind in (NOT_MATCHED_INSERT, BY_SOURCE_UPDATE):  # evaluated on their own side, before the join
+                for k, name in enumerate(list(vals)):
+                    if not isinstance(vals[name], str):  # `*` values are the source copies already
+                        self.side_values.setdefault(i, []).append((f"__dk_v{i}_{k}", vals[name]))
+                        vals[name] = f"__dk_v{i}_{k}"
+            self.values.append(vals)
+        self.analysis = Analysis()
+        self._persisted: list[Any] = []
+
+    # ------------------------------------------------------------------ the two sides
+    def _extras(self, clause_ids: list[int]) -> list[Any]:
+        """Conditions and values of one-sided clauses, evaluated on their own side."""
+        from pyspark.sql import functions as F
+
+        out = []
+        for i in clause_ids:
+            c = self.clauses[i]
+            cond = F.lit(True) if c.condition is None else as_column(c.condition, "a MERGE clause condition")
+            out.append(cond.alias(f"__dk_c{i}"))
+            out += [v.alias(n) for n, v in self.side_values.get(i, [])]
+        return out
+
+    def source_side(self, matched_sids: Any = None) -> Any:
+        from pyspark.sql import functions as F
+
+        cols = [F.col(quote(n)).alias(f"__dk_s{j}") for j, n in enumerate(self.s_names)]
+        base = self.source if matched_sids is None else self.source.join(matched_sids, SID, "left_anti")
+        try:
+            return base.select("*", *cols, F.lit(True).alias(S_MARK), *self._extras(self.inserts))
+        except analysis_error() as e:
+            raise InvalidFilterError(f"invalid MERGE source or NOT MATCHED clause (it may read source columns "
+                                     f"only): {_first_line(e)}") from e
+
+    def target_side(self, files: pa.Table | None, fids: Any, hidden: tuple[str, str] | None) -> Any:
+        from pyspark.sql import functions as F
+
+        base = target_frame(self.target, files, fids, hidden=hidden) if files is not None else None
+        if base is None:  # no candidate file: an empty frame of the same shape
+            from .plan import empty_frame
+
+            extra = [F.lit(None).cast("int").alias(FID), F.lit(None).cast("long").alias(ROW)]
+            extra += [F.lit(None).cast("long").alias(n) for n in (hidden or ())]
+            base = empty_frame(self.spark, self.target.snapshot).select("*", *extra)
+            if self.target.alias:
+                base = base.alias(self.target.alias)
+        cols = [F.col(quote(n)).alias(f"__dk_t{i}") for i, n in enumerate(self.t_names)]
+        try:
+            return base.select("*", *cols, F.lit(True).alias(T_MARK), *self._extras(self.by_source))
+        except analysis_error() as e:
+            raise InvalidFilterError(f"invalid NOT MATCHED BY SOURCE clause (it may read target columns only): "
+                                     f"{_first_line(e)}") from e
+
+    # ------------------------------------------------------------------ the join
+    def materialize(self) -> None:
+        """Read the source once (delta-spark's materialized MERGE source) with a row id `__dk_sid`: every job
+        sees the same rows, and a source row is told matched or not by its id."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        self.source = self.source.withColumn(SID, F.monotonically_increasing_id()).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(self.source)
+
+    def persist(self, df: Any) -> Any:
+        from pyspark import StorageLevel
+
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(df)
+        return df
+
+    def release(self) -> None:
+        for df in self._persisted:
+            try:
+                df.unpersist()
+            except Exception:  # the session is gone: nothing to free
+                pass
+        self._persisted = []
+
+    def joined(self, files: pa.Table | None, fids: Any = None, *, hidden: tuple[str, str] | None = None,
+               keep_target: bool = False, matched_sids: Any = None) -> Any:
+        """The target rows of `files` (file ids `fids`, all when None) joined with the source (left outer
+        with `keep_target`, else inner: Spark broadcasts a small source), `ACTION` added. With `matched_sids`
+        (a frame of `__dk_sid`): the source rows NOT among them instead, as source-only rows (no target scan)."""
+        if matched_sids is not None:
+            return self._join(self.target_side(None, None, hidden), self.source_side(matched_sids), "right")
+        return self._join(self.target_side(files, fids, hidden), self.source_side(), "left" if keep_target else "inner")
+
+    def _join(self, t_side: Any, s_side: Any, how: str) -> Any:
+        try:
+            j = t_side.join(s_side, self.condition, how)
+            return j.select("*", self._action().alias(ACTION))
+        except analysis_error() as e:
+            raise InvalidFilterError(f"invalid MERGE condition or WHEN MATCHED clause: {_first_line(e)}") from e
+
+    def prepare(self) -> None:
+        """Check every expression with Spark's analyzer and analyze the condition (no job runs)."""
+        empty = self._join(self.target_side(None, None, None), self.source_side(), "full")
+        self.check_values(empty)
+        self.analysis = analyze_condition(empty)
+
+    def _action(self) -> Any:
+        from pyspark.sql import functions as F
+
+        def chain(ids: list[int], matched: bool) -> Any:
+            out = None
+            for i in ids:
+                c = self.clauses[i]
+                if matched:
+                    cond = F.lit(True) if c.condition is None else as_column(c.condition, "a MERGE clause condition")
+                else:
+                    cond = F.col(f"__dk_c{i}")
+                out = F.when(cond, F.lit(i)) if out is None else out.when(cond, F.lit(i))
+            return F.lit(-1) if out is None else out.otherwise(F.lit(-1))
+
+        t, s = F.col(T_MARK).isNotNull(), F.col(S_MARK).isNotNull()
+        return F.when(t & s, chain(self.matched, True)).when(s, chain(self.inserts, False)) \
+            .when(t, chain(self.by_source, False)).otherwise(F.lit(-1)).cast("int")
+
+    # ------------------------------------------------------------------ values
+    def old(self, name: str) -> Any:
+        from pyspark.sql import functions as F
+
+        i = self.t_index.get(name)
+        return F.col(f"__dk_t{i}") if i is not None else F.lit(None)
+
+    def _value(self, i: int, name: str) -> Any:
+        from pyspark.sql import functions as F
+
+        v = self.values[i].get(name)
+        if v is None:
+            return F.lit(None) if self.kinds[i] == NOT_MATCHED_INSERT else self.old(name)
+        return F.col(v) if isinstance(v, str) else v
+
+    def new_values(self) -> list[Any]:
+        """Each column of the commit's schema: its value after the row's clause (old value when none)."""
+        from pyspark.sql import functions as F
+
+        act = F.col(ACTION)
+        cols = []
+        writers = [i for i in range(len(self.clauses)) if not self.clauses[i].is_delete]
+        for f in self.schema.fields:
+            expr = None
+            for i in writers:
+                branch = self._value(i, f.name)
+                expr = F.when(act == i, branch) if expr is None else expr.when(act == i, branch)
+            expr = self.old(f.name) if expr is None else expr.otherwise(self.old(f.name))
+            cols.append(expr.cast(self.spark_schema[f.name].dataType).alias(f.name))
+        return cols
+
+    def hidden_values(self, hidden: tuple[str, str]) -> list[Any]:
+        """Row id kept (NULL for inserted rows), row commit version NULL (= this commit) for updated rows."""
+        from pyspark.sql import functions as F
+
+        id_col, version_col = hidden
+        version = F.col(quote(version_col))
+        if self.updates:
+            version = F.when(F.col(ACTION).isin(self.updates), F.lit(None).cast("long")).otherwise(version)
+        return [F.col(quote(id_col)).cast("long").alias(id_col), version.cast("long").alias(version_col)]
+
+    def check_values(self, joined: Any) -> None:
+        try:
+            joined.select(*self.new_values())
+        except analysis_error() as e:
+            raise InvalidFilterError(f"invalid MERGE assignment: {_first_line(e)}") from e
+
+    # ------------------------------------------------------------------ pruning
+    def source_stats(self) -> tuple[int, dict[str, Any]]:
+        """(source rows, per key: min / max / distinct values cast to the target's type, and the number of
+        rows with every key non-NULL) from one aggregate job on the source; no key bounds with NOT MATCHED
+        BY SOURCE clauses (every target file is a candidate)."""
+        from pyspark.sql import functions as F
+
+        aggs = [F.count(F.lit(1)).alias("n")]
+        keys = [] if self.by_source else self._prunable_keys()
+        valid = None
+        parts = {p.lower() for p in self.target.snapshot.partition_columns}
+        for k, (t, s) in enumerate(keys):
+            c = F.col(quote(s)).cast(self.spark_schema[t].dataType)
+            aggs += [F.min(c).alias(f"lo{k}"), F.max(c).alias(f"hi{k}")]
+            if t.lower() in parts:
+                aggs.append(F.slice(F.array_sort(F.collect_set(c)), 1, PARTITION_IN_LIMIT + 1).alias(f"in{k}"))
+            valid = c.isNotNull() if valid is None else valid & c.isNotNull()
+        if valid is not None:
+            aggs.append(F.count(F.when(valid, F.lit(1))).alias("valid"))
+        row = to_arrow(self.source.agg(*aggs)).to_pylist()[0]
+        row["keys"] = keys
+        return int(row["n"]), row
+
+    def _prunable_keys(self) -> list[tuple[str, str]]:
+        out = []
+        for t, s in self.analysis.keys:
+            if not self.target.snapshot.schema.has(t):
+                continue
+            dtype = self.target.snapshot.schema.field(t).type
+            if isinstance(dtype, PrimitiveType) and dtype.name not in ("binary", "boolean"):
+                out.append((t, s))
+        return out
+
+    def pruning(self, stats: dict[str, Any]) -> ex.Expr | None:
+        """The kernel predicate every matched target row satisfies (None: every file is a candidate), as the
+        embedded MERGE builds it: source key ranges (IN lists for partition keys) + target-only conjuncts."""
+        if self.by_source:
+            return None
+        snapshot = self.target.snapshot
+        parts: list[ex.Expr] = []
+        keys = stats.get("keys") or []
+        if keys and not stats.get("valid"):
+            return ex.AlwaysFalse()
+        for k, (t, _s) in enumerate(keys):
+            dtype = snapshot.schema.field(t).type
+            try:
+                values = stats.get(f"in{k}")
+                if values is not None and len(values) <= PARTITION_IN_LIMIT:
+                    parts.append(ex.In(ex.Column((t,)), tuple(ex.coerce_literal(v, dtype, t).value for v in values)))
+                    continue
+                lo, hi = stats[f"lo{k}"], stats[f"hi{k}"]
+                parts.append(ex.Comparison(">=", ex.Column((t,)), ex.coerce_literal(lo, dtype, t)))
+                parts.append(ex.Comparison("<=", ex.Column((t,)), ex.coerce_literal(hi, dtype, t)))
+            except (DeltaError, TypeError, ValueError):
+                continue
+        for text in self.analysis.target_only:
+            p = self._target_predicate(text)
+            if p is not None:
+                parts.append(p)
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else ex.And(*parts)
+
+    def _target_predicate(self, text: str) -> ex.Expr | None:
+        from ...kernel.expressions.sql import parse_sql, to_predicate
+        from ..reader import _fold_casts
+
+        try:
+            names = Names(self.t_names, [], self.target.alias or "target", "__dk_no_source_alias__")
+            parsed = names.qualify(_fold_casts(parse_sql(text)), text, allow_source=False)
+            return to_predicate(unprefix(parsed), self.target.snapshot.schema)
+        except Exception:  # Spark functions the kernel does not know: this conjunct does not prune
+            return None
+
+
+__all__ = ["ACTION", "Analysis", "MergePlan", "SID", "S_MARK", "SparkClause", "T_MARK", "analyze_condition", "text_of"]
