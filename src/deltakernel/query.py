@@ -117,9 +117,19 @@ class QueryBuilder:
 
 
 def _guarded(stream: pa.RecordBatchReader, sql: str) -> Iterator[pa.RecordBatch]:
-    """`stream`'s batches; DataFusion / Arrow errors while executing become `QueryError`."""
+    """`stream`'s batches; DataFusion / Arrow errors while executing become `QueryError`. Each batch is pulled
+    with garbage collection paused (`datafusion.dataset.gc_paused`; not across yields: the caller may hold
+    a half-read reader for long)."""
+    from .datafusion.dataset import gc_paused
+
     try:
-        yield from stream
+        while True:
+            with gc_paused():
+                try:
+                    batch = stream.read_next_batch()
+                except StopIteration:
+                    return
+            yield batch
     except DeltaError:
         raise
     except Exception as e:

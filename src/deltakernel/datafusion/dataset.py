@@ -34,6 +34,8 @@ on the uninitialised native dataset.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import os
 import threading
@@ -94,6 +96,33 @@ class DatasetMetrics:
         self.files_opened = 0
         self.files_kernel_path = 0
         self.files_native_path = 0
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause cyclic garbage collection while DataFusion executes a plan over our datasets. A collection there
+    can finalize an unreachable DataFusion object (an earlier SessionContext or DataFrame caught in a reference
+    cycle) re-entrantly, inside DataFusion's own execution: the clean-clone CI runs crashed twice with SIGSEGV
+    while "Garbage-collecting" (in `get_fragments`, and while an INSERT ... SELECT streamed). Reference counting
+    still frees everything acyclic; the pending cycles are collected when the pause ends."""
+    global _GC_PAUSES, _GC_WAS_ENABLED
+    with _GC_LOCK:  # a counter: pauses of interleaved streams may end in any order
+        if _GC_PAUSES == 0:
+            _GC_WAS_ENABLED = gc.isenabled()
+            gc.disable()
+        _GC_PAUSES += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_PAUSES -= 1
+            if _GC_PAUSES == 0 and _GC_WAS_ENABLED:
+                gc.enable()
+
+
+_GC_LOCK = threading.Lock()
+_GC_PAUSES = 0
+_GC_WAS_ENABLED = True
 
 
 class DeltaDataset(ds.Dataset):  # type: ignore[misc]
@@ -167,15 +196,8 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         can finalize DataFusion objects re-entrantly and crashed the interpreter once in CI (SIGSEGV while
         "Garbage-collecting" in this call). Collection is paused for the planning and resumed after.
         """
-        import gc
-
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             return self._fragments(filter)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _fragments(self, filter: pc.Expression | None) -> list[DeltaFragment]:
         files = self.snapshot.files

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import DeltaError
-from .dataset import DeltaDataset
+from .dataset import DeltaDataset, gc_paused
 from .dml_parse import DmlError, DmlTargetError, head
 
 DEFAULT_CATALOG = "datafusion"
@@ -227,8 +227,12 @@ def run_query(ctx: Any, text: str, what: str) -> pa.RecordBatchReader:
 
 
 def _guarded(stream: pa.RecordBatchReader, what: str, text: str) -> Iterator[pa.RecordBatch]:
+    """The query's batches with errors typed, garbage collection paused while the stream is open (see
+    `dataset.gc_paused`: a collection while DataFusion executes crashed CI; its partitions run our Python
+    fragment code on its own threads between our pulls too)."""
     try:
-        yield from stream
+        with gc_paused():
+            yield from stream
     except DeltaError:
         raise
     except Exception as e:
