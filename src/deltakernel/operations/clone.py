@@ -77,45 +77,14 @@ def clone_table(
     sizes = files.column("size").to_pylist()
     rows = files.to_pylist()
     copied: list[str] = []
-    now = int(time.time() * 1000)
     txn: Transaction | None = None
     try:
         if shallow:
             adds = [_shallow_add(source_storage, r) for r in rows]
         else:
             adds = _DeepCopier(source_storage, target_storage, progress).run(rows, copied)
-        txn = Transaction(target_storage, existing, operation="CLONE", operation_parameters={
-            "source": source_storage.root_uri, "sourceVersion": source.version, "isShallow": shallow})
-        md, protocol = metadata_and_protocol(source, existing, properties)
-        txn.update_metadata(md)
-        if existing is None or protocol != existing.protocol:
-            txn.update_protocol(protocol)
-        removes: list[dict[str, Any]] = []
-        if existing is not None:
-            txn.read_whole_table()
-            removes = [remove_action(r, now) for r in existing.files.to_pylist()]
-            txn.remove_files(removes)
-            for name in existing.domain_metadata:
-                if name not in source.domain_metadata:
-                    txn.set_domain_metadata(name, existing.domain_metadata[name].configuration, removed=True)
-        for name, dm in source.domain_metadata.items():
-            txn.set_domain_metadata(name, dm.configuration)
-        if existing is not None and ROW_TRACKING_DOMAIN in source.domain_metadata:
-            # row ids stay unique over the target's history: the high-water mark never goes down
-            txn.set_domain_metadata(ROW_TRACKING_DOMAIN, json.dumps({"rowIdHighWaterMark": max(
-                row_id_high_water_mark(source), row_id_high_water_mark(existing))}, separators=(",", ":")))
-        if ROW_TRACKING_DOMAIN not in source.domain_metadata and any(a.get("baseRowId") is not None for a in adds):
-            adds = [{k: v for k, v in a.items() if k not in ("baseRowId", "defaultRowCommitVersion")} for a in adds]
-        txn.add_files(adds)
-        metrics = {
-            "sourceTableSize": int(sum(sizes)),
-            "sourceNumOfFiles": len(rows),
-            "numRemovedFiles": len(removes),
-            "numCopiedFiles": 0 if shallow else len(adds),
-            "copiedFilesSize": 0 if shallow else int(sum(int(a["size"]) for a in adds)),
-            "removedFilesSize": int(sum(int(r["size"]) for r in removes)),
-        }
-        txn.operation_metrics.update(metrics)
+        txn, metrics = clone_transaction(source_storage, source, target_storage, existing, adds, properties,
+                                         shallow=shallow, source_size=int(sum(int(x or 0) for x in sizes)))
         txn.commit()
     except BaseException:
         if copied and not (txn is not None and txn.may_have_committed):
@@ -125,6 +94,49 @@ def clone_table(
     log.info("cloned %s@%d into %s (%s, %d files) in %.2fs", source_storage.root_uri, source.version,
              target_storage.root_uri, "shallow" if shallow else "deep", len(rows), time.perf_counter() - start)
     return metrics, txn.committed_version
+
+
+def clone_transaction(source_storage: Storage, source: Snapshot, target_storage: Storage, existing: Snapshot | None,
+                      adds: list[dict[str, Any]], properties: Mapping[str, str | None] | None, *, shallow: bool,
+                      source_size: int, engine_info: str | None = None) -> tuple[Transaction, dict[str, Any]]:
+    """The CLONE commit (not yet committed) and delta-spark's metrics: the source's metadata and protocol, the
+    target's files removed when replaced, domain metadata carried over, the row-id high-water mark never going
+    down. Shared by `clone_table` and Spark's deep clone (which copies the files with a job)."""
+    now = int(time.time() * 1000)
+    kwargs: dict[str, Any] = {"engine_info": engine_info} if engine_info is not None else {}
+    txn = Transaction(target_storage, existing, operation="CLONE", operation_parameters={
+        "source": source_storage.root_uri, "sourceVersion": source.version, "isShallow": shallow}, **kwargs)
+    md, protocol = metadata_and_protocol(source, existing, properties)
+    txn.update_metadata(md)
+    if existing is None or protocol != existing.protocol:
+        txn.update_protocol(protocol)
+    removes: list[dict[str, Any]] = []
+    if existing is not None:
+        txn.read_whole_table()
+        removes = [remove_action(r, now) for r in existing.files.to_pylist()]
+        txn.remove_files(removes)
+        for name in existing.domain_metadata:
+            if name not in source.domain_metadata:
+                txn.set_domain_metadata(name, existing.domain_metadata[name].configuration, removed=True)
+    for name, dm in source.domain_metadata.items():
+        txn.set_domain_metadata(name, dm.configuration)
+    if existing is not None and ROW_TRACKING_DOMAIN in source.domain_metadata:
+        # row ids stay unique over the target's history: the high-water mark never goes down
+        txn.set_domain_metadata(ROW_TRACKING_DOMAIN, json.dumps({"rowIdHighWaterMark": max(
+            row_id_high_water_mark(source), row_id_high_water_mark(existing))}, separators=(",", ":")))
+    if ROW_TRACKING_DOMAIN not in source.domain_metadata and any(a.get("baseRowId") is not None for a in adds):
+        adds = [{k: v for k, v in a.items() if k not in ("baseRowId", "defaultRowCommitVersion")} for a in adds]
+    txn.add_files(adds)
+    metrics = {
+        "sourceTableSize": source_size,
+        "sourceNumOfFiles": source.files.num_rows,
+        "numRemovedFiles": len(removes),
+        "numCopiedFiles": 0 if shallow else len(adds),
+        "copiedFilesSize": 0 if shallow else int(sum(int(a["size"]) for a in adds)),
+        "removedFilesSize": int(sum(int(r["size"]) for r in removes)),
+    }
+    txn.operation_metrics.update(metrics)
+    return txn, metrics
 
 
 def metadata_and_protocol(source: Snapshot, existing: Snapshot | None,

@@ -25,14 +25,12 @@ import pyarrow.compute as pc
 
 from ...kernel.log.actions import Metadata, Protocol
 from ...kernel.schema.arrow import to_arrow_schema
-from ...kernel.schema.types import PrimitiveType, StructField, StructType
 from ...operations.change_data import ChangeDataWriter
 from ...operations.constraints import Enforcer
-from ...operations.data_output import without_stats_of
 from .._errors import marked
 from .frame import Target, executor_storage
 from .merge_plan import ACTION as CLAUSE
-from .output import Written, _cast, _collect, _result, _with_hidden
+from .output import Written, _cast, _collect, _with_hidden, write_task_files
 
 
 @dataclass(frozen=True)
@@ -123,28 +121,8 @@ class _MergeTask:
                 yield from data.to_batches()
 
     def run(self, batches: Iterator[pa.RecordBatch]) -> pa.RecordBatch:
-        from ...operations.data_output import delete_quietly
-        from ...operations.file_writer import write_data_files
-
-        md = self.plan.metadata
-        hidden = self.plan.hidden
-        schema = md.schema
-        if hidden is not None:
-            schema = StructType((*schema.fields, *(StructField(n, PrimitiveType("long"), True, {}) for n in hidden)))
-        adds: list[dict[str, Any]] = []
-        try:
-            adds = write_data_files(self.storage, self.batches(batches), schema=schema,
-                                    partition_columns=list(md.partition_columns), column_mapping_mode=self.mode,
-                                    configuration=md.configuration)
-            cdcs = self.cdc.actions() if self.cdc is not None else []
-        except BaseException:
-            if self.cdc is not None:
-                self.cdc.abort()
-            delete_quietly(self.storage, [a["path"] for a in adds])
-            raise
-        if hidden is not None:
-            adds = [without_stats_of(a, hidden) for a in adds]
-        return _result(adds, cdcs, self.rows)
+        return write_task_files(self.storage, self.plan.metadata, self.plan.hidden, self.mode, self.cdc,
+                                self.batches(batches), lambda: self.rows)
 
 
 def _task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:

@@ -221,28 +221,34 @@ class _RowsTask:
                     yield from part.to_batches()
 
     def run(self, batches: Iterator[pa.RecordBatch]) -> pa.RecordBatch:
-        from ...operations.data_output import delete_quietly
-        from ...operations.file_writer import write_data_files
+        return write_task_files(self.storage, self.plan.metadata, self.plan.hidden, self.mode, self.cdc,
+                                self.batches(batches), lambda: self.rows)
 
-        md = self.plan.metadata
-        hidden = self.plan.hidden
-        schema = md.schema
-        if hidden is not None:
-            schema = StructType((*schema.fields, *(StructField(n, PrimitiveType("long"), True, {}) for n in hidden)))
-        adds: list[dict[str, Any]] = []
-        try:
-            adds = write_data_files(self.storage, self.batches(batches), schema=schema,
-                                    partition_columns=list(md.partition_columns), column_mapping_mode=self.mode,
-                                    configuration=md.configuration)
-            cdcs = self.cdc.actions() if self.cdc is not None else []
-        except BaseException:
-            if self.cdc is not None:
-                self.cdc.abort()
-            delete_quietly(self.storage, [a["path"] for a in adds])
-            raise
-        if hidden is not None:
-            adds = [without_stats_of(a, hidden) for a in adds]
-        return _result(adds, cdcs, self.rows)
+
+def write_task_files(storage: Any, md: Metadata, hidden: tuple[str, str] | None, mode: str,
+                     cdc: ChangeDataWriter | None, rows: Iterator[pa.RecordBatch],
+                     count: Callable[[], int]) -> pa.RecordBatch:
+    """On an executor: write `rows` as data files (and the change data the iteration collected) and return
+    their actions (`_result`); on failure every file written is deleted. Shared by UPDATE/DELETE and MERGE."""
+    from ...operations.data_output import delete_quietly
+    from ...operations.file_writer import write_data_files
+
+    schema = md.schema
+    if hidden is not None:
+        schema = StructType((*schema.fields, *(StructField(n, PrimitiveType("long"), True, {}) for n in hidden)))
+    adds: list[dict[str, Any]] = []
+    try:
+        adds = write_data_files(storage, rows, schema=schema, partition_columns=list(md.partition_columns),
+                                column_mapping_mode=mode, configuration=md.configuration)
+        cdcs = cdc.actions() if cdc is not None else []
+    except BaseException:
+        if cdc is not None:
+            cdc.abort()
+        delete_quietly(storage, [a["path"] for a in adds])
+        raise
+    if hidden is not None:
+        adds = [without_stats_of(a, hidden) for a in adds]
+    return _result(adds, cdcs, count())
 
 
 def _result(adds: list[dict[str, Any]], cdcs: list[dict[str, Any]], rows: int) -> pa.RecordBatch:

@@ -17,7 +17,6 @@ which is proportional to the data, so the copy is a Spark job and never streams 
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 import time
@@ -29,11 +28,10 @@ from ...errors import DeltaError, MissingFileError, StorageError, TableNotFoundE
 from ...kernel.deletion_vectors import DeletionVectorDescriptor
 from ...kernel.paths import is_absolute, resolve_file, resolve_key
 from ...kernel.snapshot import Snapshot
-from ...kernel.transaction.transaction import ROW_TRACKING_DOMAIN, Transaction
-from ...operations.clone import base_add, clone_table, metadata_and_protocol, row_id_high_water_mark
+from ...kernel.transaction.transaction import Transaction
+from ...operations.clone import base_add, clone_table, clone_transaction
 from ...operations.data_layout import uri_encode_path
 from ...operations.data_output import delete_quietly
-from ...operations.rewrite import remove_action
 from ...storage import Storage, storage_for_uri
 from .._errors import marked, task_errors
 from ._common import ENGINE_INFO, executor_storage, spark_timestamp
@@ -172,37 +170,10 @@ def _run_copies(spark: Any, items: list[tuple[int, str, str, str, bool]], target
 # ----------------------------------------------------------------------------- commit
 def _commit_clone(source_storage: Storage, source: Snapshot, target: Storage, existing: Snapshot | None,
                   adds: list[dict[str, Any]], properties: dict[str, str] | None) -> Transaction:
-    """The CLONE commit of a deep clone, built as `operations/clone.clone_table` builds it."""
-    now = int(time.time() * 1000)
-    txn = Transaction(target, existing, operation="CLONE", engine_info=ENGINE_INFO, operation_parameters={
-        "source": source_storage.root_uri, "sourceVersion": source.version, "isShallow": False})
-    md, protocol = metadata_and_protocol(source, existing, properties)
-    txn.update_metadata(md)
-    if existing is None or protocol != existing.protocol:
-        txn.update_protocol(protocol)
-    removes: list[dict[str, Any]] = []
-    if existing is not None:
-        txn.read_whole_table()
-        removes = [remove_action(r, now) for r in existing.files.to_pylist()]
-        txn.remove_files(removes)
-        for name in existing.domain_metadata:
-            if name not in source.domain_metadata:
-                txn.set_domain_metadata(name, existing.domain_metadata[name].configuration, removed=True)
-    for name, dm in source.domain_metadata.items():
-        txn.set_domain_metadata(name, dm.configuration)
-    if existing is not None and ROW_TRACKING_DOMAIN in source.domain_metadata:
-        txn.set_domain_metadata(ROW_TRACKING_DOMAIN, json.dumps(
-            {"rowIdHighWaterMark": max(row_id_high_water_mark(source), row_id_high_water_mark(existing))},
-            separators=(",", ":")))
-    if ROW_TRACKING_DOMAIN not in source.domain_metadata:
-        adds = [{k: v for k, v in a.items() if k not in ("baseRowId", "defaultRowCommitVersion")} for a in adds]
-    txn.add_files(adds)
-    txn.operation_metrics.update({
-        "sourceTableSize": int(sum(int(r or 0) for r in source.files.column("size").to_pylist())),
-        "sourceNumOfFiles": source.files.num_rows, "numRemovedFiles": len(removes),
-        "numCopiedFiles": len(adds), "copiedFilesSize": int(sum(int(a["size"]) for a in adds)),
-        "removedFilesSize": int(sum(int(r["size"]) for r in removes)),
-    })
+    """The CLONE commit of a deep clone (`operations/clone.clone_transaction`, as the embedded clone)."""
+    size = int(sum(int(r or 0) for r in source.files.column("size").to_pylist()))
+    txn, _ = clone_transaction(source_storage, source, target, existing, adds, properties, shallow=False,
+                               source_size=size, engine_info=ENGINE_INFO)
     txn.commit()
     return txn
 
