@@ -446,6 +446,20 @@ def sort_columns(snapshot: Snapshot, columns: Sequence[str] | None, clustered: l
     return out
 
 
+def plan_bins(snapshot: Snapshot, files: pa.Table, target: int, bin_bytes: int, clustered: list[str] | None,
+              sort_cols: list[str] | None) -> tuple[OptimizePlan, dict[str, Any]]:
+    """The bins (clustering: files not yet clustered by the current columns, sorted bins; Z-order: sorted bins;
+    else size-capped compaction bins) and the fields every new add carries (clustering provider and tag).
+    Shared with Spark's OPTIMIZE."""
+    if clustered is not None:
+        tag = cl.clustered_tag(cl.clustering_physical_paths(snapshot))
+        extra_add = {"clusteringProvider": cl.CLUSTERING_PROVIDER, "tags": {cl.CLUSTERED_BY_TAG: tag}}
+        return plan_sorted(files, bin_bytes, select=lambda r: not cl.already_clustered(r, tag)), extra_add
+    if sort_cols is not None:
+        return plan_sorted(files, bin_bytes), {}
+    return plan_compaction(files, target), {}
+
+
 def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[str] | None = None,
              partition_predicate: Any = None, partition_filters: Any = None, target_size: int | None = None,
              max_concurrent_tasks: int | None = None, max_spill_size: int | None = None,
@@ -462,19 +476,11 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
     target = target_file_size(snapshot, target_size)
     files = Scan(snapshot, predicate=partition_predicate).plan() if partition_predicate is not None \
         else snapshot.files
-    extra_add: dict[str, Any] = {}
     workers = max(1, max_concurrent_tasks or min(4, os.cpu_count() or 2))
     # a sorted bin is held in memory: all bins in flight together stay within `max_spill_size` (Arrow bytes)
     memory = int(max_spill_size) if max_spill_size else DEFAULT_SORT_MEMORY
     bin_bytes = max(target, memory // (ARROW_EXPANSION * workers))
-    if clustered is not None:
-        tag = cl.clustered_tag(cl.clustering_physical_paths(snapshot))
-        plan = plan_sorted(files, bin_bytes, select=lambda r: not cl.already_clustered(r, tag))
-        extra_add = {"clusteringProvider": cl.CLUSTERING_PROVIDER, "tags": {cl.CLUSTERED_BY_TAG: tag}}
-    elif sort_cols is not None:
-        plan = plan_sorted(files, bin_bytes)
-    else:
-        plan = plan_compaction(files, target)
+    plan, extra_add = plan_bins(snapshot, files, target, bin_bytes, clustered, sort_cols)
 
     metrics = OptimizeMetrics(zorder=sort_cols is not None)
     metrics.total_considered_files = plan.considered

@@ -50,10 +50,11 @@ from ...operations.optimize import (
     BinRunner,
     OptimizeMetrics,
     commit_metrics,
+    plan_bins,
     sort_columns,
     target_file_size,
 )
-from ...operations.optimize_plan import Bin, OptimizePlan, plan_compaction, plan_sorted
+from ...operations.optimize_plan import Bin, OptimizePlan
 from ...operations.properties import commit_with
 from ...operations.rewrite import remove_action
 from ...operations.touched_rows import partition_matches, plan_predicate
@@ -147,15 +148,7 @@ def _plan(spark: Any, snapshot: Snapshot, filters: list[str], zorder: list[str] 
     target = target_file_size(snapshot, _int_conf(spark, MAX_FILE_SIZE_CONF))
     files = _selected_files(snapshot, filters)
     bin_bytes = max(target, _int_conf(spark, MAX_BIN_BYTES_CONF) or DEFAULT_BIN_BYTES)
-    extra_add: dict[str, Any] = {}
-    if clustered is not None:
-        tag = cl.clustered_tag(cl.clustering_physical_paths(snapshot))
-        plan = plan_sorted(files, bin_bytes, select=lambda r: not cl.already_clustered(r, tag))
-        extra_add = {"clusteringProvider": cl.CLUSTERING_PROVIDER, "tags": {cl.CLUSTERED_BY_TAG: tag}}
-    elif sort_cols is not None:
-        plan = plan_sorted(files, bin_bytes)
-    else:
-        plan = plan_compaction(files, target)
+    plan, extra_add = plan_bins(snapshot, files, target, bin_bytes, clustered, sort_cols)
     params: dict[str, Any] = {"predicate": list(filters), "targetSize": str(target)}
     if clustered is not None:
         params["clusterBy"] = clustered
