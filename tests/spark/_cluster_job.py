@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 from pyspark.sql import SparkSession
@@ -31,8 +32,44 @@ def main(master_url: str, path: str) -> None:
     hosts = {r[0] for r in spark.range(0, 8, numPartitions=8).rdd.mapPartitions(
         lambda _: [__import__("socket").gethostname() + ":" + str(__import__("os").getpid())]).map(
         lambda x: (x,)).collect()}
+    small = _dml_with_deletion_vectors(spark, f"{path}_dml_small", 100_000, 20_000)
+    large = _dml_with_deletion_vectors(spark, f"{path}_dml_large", 1_000_000, 200_000)
+    print("DML driver peak RSS MB " + json.dumps({"small": small, "large": large}))
     print(f"CLUSTER OK executors={executors} python_workers={len(hosts)}")
     spark.stop()
+
+
+def _peak_mb(fn: object) -> float:
+    """This (driver) process's peak RSS while `fn` runs: VmHWM reset to the current RSS first."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    fn()  # type: ignore[operator]
+    with open("/proc/self/status") as f:
+        return int(next(line for line in f if line.startswith("VmHWM")).split()[1]) / 1024
+
+
+def _dml_with_deletion_vectors(spark: SparkSession, path: str, n_target: int, n_source: int) -> tuple[float, float]:
+    """A MERGE upsert (half the source matches) and a DELETE of 10 % on a table with deletion vectors, run by
+    the cluster; returns the driver's peak RSS (MB) during each."""
+    from deltakernel.spark import DeltaTable as SparkDeltaTable
+
+    spark.range(0, n_target, numPartitions=8).withColumn("v", F.lit(0)).write.format("delta") \
+        .option("delta.enableDeletionVectors", "true").save(path)
+    source = spark.range(n_target - n_source // 2, n_target + n_source // 2, numPartitions=8).withColumn("v", F.lit(1))
+    table = SparkDeltaTable.forPath(spark, path)
+    merge_mb = _peak_mb(lambda: table.alias("t").merge(source.alias("s"), "t.id = s.id")
+                        .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    delete_mb = _peak_mb(lambda: table.delete("id % 10 = 3"))
+    data = DeltaTable(path).to_pyarrow_table()
+    ids = data.column("id").to_numpy()
+    total = n_target + n_source // 2
+    assert data.num_rows == total - total // 10, (data.num_rows, total)
+    assert not (ids % 10 == 3).any()
+    updated = int((data.column("v").to_numpy() == 1).sum())
+    assert updated == len([i for i in range(n_target - n_source // 2, total) if i % 10 != 3])
+    adds = DeltaTable(path).get_add_actions(flatten=True).to_pylist()
+    assert any(a.get("deletion_vector") for a in adds), "no deletion vector written"
+    return round(merge_mb, 1), round(delete_mb, 1)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ deltakernel: that is all a cluster needs besides pyspark.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -70,6 +71,14 @@ def test_standalone_cluster(tmp_path):
                                 capture_output=True, text=True, timeout=600)
         assert result.returncode == 0 and "CLUSTER OK" in result.stdout, (
             result.stdout[-3000:] + result.stderr[-5000:])
+        # MERGE and DELETE with deletion vectors ran on the cluster: the driver's peak RSS must not grow with the
+        # data (10x the rows: 1M-row target, 200k-row source) - nothing proportional to the data reaches it
+        line = next(x for x in result.stdout.splitlines() if x.startswith("DML driver peak RSS MB"))
+        print(line)
+        peaks = json.loads(line.removeprefix("DML driver peak RSS MB "))
+        small, large = peaks["small"], peaks["large"]
+        for op, s_mb, l_mb in zip(("merge", "delete"), small, large):
+            assert l_mb - s_mb < 64, f"driver peak RSS of {op} grew from {s_mb} MB to {l_mb} MB with 10x the data"
     finally:
         for p in reversed(procs):
             p.terminate()
