@@ -329,6 +329,8 @@ def test_local_walk_prunes_and_delete_many_refuses_escapes(tmp_path: Path) -> No
     assert {m.key for page in store.walk("e") for m in page} == {"e/c.parquet"}
     with pytest.raises(InvalidPathError):
         store.delete_many(["../outside.parquet"])
+    with pytest.raises(InvalidPathError):  # one escaping key among many safe ones is still caught
+        store.delete_many([*(f"gone{i}.parquet" for i in range(50)), "x/../../outside.parquet", "more.parquet"])
     store.delete_many(["b.parquet", "e/../e/c.parquet", "missing.parquet"])
     assert not (tmp_path / "d" / "b.parquet").exists() and not (tmp_path / "d" / "e" / "c.parquet").exists()
     assert (tmp_path / "outside.parquet").exists() and (tmp_path / "d" / "_skip" / "y.parquet").exists()

@@ -22,6 +22,7 @@ from deltakernel.storage.base import ObjectMeta, Storage, check_range, normalize
 
 #: a key `delete_many` must not join to the root as is ('.'/'..' segments, absolute, '//', NUL)
 _UNSAFE_KEY = re.compile(r"(^|/)\.\.?(/|$)|^/|//|\x00")
+_UNSAFE_KEYS = re.compile(_UNSAFE_KEY.pattern, re.MULTILINE)  # over many keys joined by newlines: a superset
 
 #: suffix of the temp files `put_if_absent` writes; listings hide them
 _TMP_SUFFIX = ".dktmp"
@@ -351,8 +352,11 @@ class LocalStorage(Storage):
         """A tight unlink loop (threads only contend on the directory lock); keys that need normalizing
         take the checked `delete` path."""
         root = self.root_path
+        # one scan over all keys (10k keys: 1 ms instead of 23 ms); only when it finds something are keys checked
+        # one by one (the multi-line pattern matches wherever the per-key one does, and more)
+        all_safe = os.sep == "/" and all(keys) and not _UNSAFE_KEYS.search("\n".join(keys))
         for key in keys:
-            if os.sep != "/" or not key or _UNSAFE_KEY.search(key):
+            if not all_safe and (os.sep != "/" or not key or _UNSAFE_KEY.search(key)):
                 self.delete(key)
                 continue
             try:
