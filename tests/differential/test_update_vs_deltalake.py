@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers import assert_same_rows, duckdb_table, make_dml_table
+from helpers import assert_same_rows, dml_data, duckdb_table, make_dml_table
 
 from deltakernel import DeltaTable
 
@@ -21,13 +21,7 @@ deltalake = pytest.importorskip("deltalake")
 
 def _data(n: int, offset: int = 0) -> pa.Table:
     rng = range(offset, offset + n)
-    return pa.table({
-        "id": pa.array(list(rng), pa.int64()),
-        "p": [["a", "b", "c"][i % 3] for i in rng],
-        "v": pa.array([None if i % 7 == 0 else i * 1.5 for i in rng], pa.float64()),
-        "s": [None if i % 5 == 0 else f"s{i % 11}" for i in rng],
-        "n": pa.array([i % 13 for i in rng], pa.int32()),
-    })
+    return dml_data(n, offset).append_column("n", pa.array([i % 13 for i in rng], pa.int32()))
 
 
 def _make(path: Path, kind: str, configuration: dict[str, str] | None = None) -> None:

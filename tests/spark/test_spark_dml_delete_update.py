@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers import assert_same_rows, duckdb_table, make_dml_table
+from helpers import assert_same_rows, dml_data, duckdb_table, make_dml_table
 
 from deltakernel import DeltaTable as KernelTable
 from deltakernel.errors import (
@@ -40,13 +40,7 @@ COUNTERS = ["numRemovedFiles", "numCopiedRows", "numDeletionVectorsAdded", "numD
 
 
 def _data(n: int, offset: int = 0) -> pa.Table:
-    rng = range(offset, offset + n)
-    return pa.table({
-        "id": pa.array(list(rng), pa.int64()),
-        "p": [["a", "b", "c"][i % 3] for i in rng],
-        "v": pa.array([None if i % 7 == 0 else i * 1.5 for i in rng], pa.float64()),
-        "s": [None if i % 5 == 0 else f"s{i % 11}" for i in rng],
-    })
+    return dml_data(n, offset)
 
 
 def _copies(tmp_path: Path, kind: str, conf: dict[str, str]) -> tuple[str, str]:

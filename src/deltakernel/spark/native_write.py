@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import logging
 import os
 import shutil
 import uuid
@@ -57,6 +58,8 @@ from ..storage.base import Storage
 from ..storage.local import LocalStorage
 from ._schema import to_spark_schema
 from .footer_stats import FooterStats
+
+_log = logging.getLogger(__name__)
 
 WRITE_PATH_OPTION = "deltakernel.writePath"  # auto (default) | native | arrow
 WRITE_PATH_CONF = "spark.deltakernel.writePath"
@@ -163,6 +166,24 @@ def write_path_choice(spark: Any, options: Any) -> str:
     if choice not in ("auto", "native", "arrow"):
         raise DeltaError(f"{WRITE_PATH_OPTION} must be auto, native or arrow, got {raw!r}")
     return choice
+
+
+def native_or_fallback(spark: Any, df: Any, storage: Storage, metadata: Metadata, protocol: Protocol,
+                       predicate: str | None, choice: str, what: str) -> Any | None:
+    """The native-write frame for `df`, or None when the caller should write through `mapInArrow` instead
+    (the write is ineligible, or Spark has no Hadoop filesystem for the storage: the kernel's storage writes).
+    `choice` "native" makes ineligibility an error. Shared by batch writes and Spark DML."""
+    from .reader import hadoop_can_read
+
+    try:
+        if not hadoop_can_read(spark, storage):
+            raise Ineligible(f"Spark has no Hadoop filesystem for {storage.root_uri}")
+        return native_frame(df, metadata, protocol, predicate, can_move=isinstance(storage, LocalStorage))
+    except Ineligible as e:
+        if choice == "native":
+            raise DeltaError(f"{WRITE_PATH_OPTION}=native is not possible for this write: {e}") from e
+        _log.debug("deltakernel Spark %s through mapInArrow: %s", what, e)
+        return None
 
 
 # ----------------------------------------------------------------------------- the job

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,17 +28,15 @@ from ..kernel.log.actions import Metadata, Protocol
 from ..kernel.schema.types import ArrayType, MapType, StructField, StructType
 from ..operations.properties import CommitProperties, Transaction
 from ..storage import storage_for_uri
-from ..storage.local import LocalStorage
 from ._errors import marked, task_errors
 from ._schema import Options, from_spark_schema, table_uri
-from .native_write import WRITE_PATH_OPTION, Ineligible, native_frame, write_native, write_path_choice
+from .native_write import native_or_fallback, write_native, write_path_choice
 
 _MODES = {"append": "append", "overwrite": "overwrite", "error": "error", "errorifexists": "error",
           "default": "error", "ignore": "ignore"}
 ENGINE_INFO = "deltakernel-spark/0.1.0"
 _ADD_SCHEMA = "add string, rows long"
 ARROW_BATCH_ROWS = 131072
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -203,7 +200,6 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
           **options: Any) -> None:
     """`df.write.format("delta")...save(path)` with every mode, partitionBy and delta-spark's options."""
     from ..operations.write import write_deltalake
-    from .reader import hadoop_can_read
 
     if isinstance(partitionBy, str):
         partitionBy = [partitionBy]
@@ -217,16 +213,9 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
     def write_files(metadata: Metadata, protocol: Protocol) -> tuple[list[dict[str, Any]], int]:
         if choice != "arrow":
             storage = storage_for_uri(uri, kwargs.get("storage_options"))
-            try:
-                if not hadoop_can_read(df.sparkSession, storage):  # no S3A jars: the kernel's storage writes
-                    raise Ineligible(f"Spark has no Hadoop filesystem for {storage.root_uri}")
-                frame = native_frame(df, metadata, protocol, kwargs.get("predicate"),
-                                     can_move=isinstance(storage, LocalStorage))
-            except Ineligible as e:
-                if choice == "native":
-                    raise DeltaError(f"{WRITE_PATH_OPTION}=native is not possible for this write: {e}") from e
-                _log.debug("deltakernel Spark write through mapInArrow: %s", e)
-            else:
+            frame = native_or_fallback(df.sparkSession, df, storage, metadata, protocol, kwargs.get("predicate"),
+                                       choice, "write")
+            if frame is not None:
                 return write_native(frame, path, uri, kwargs.get("storage_options"), metadata,
                                     kwargs.get("max_rows_per_file"))
         plan = WritePlan(uri, kwargs.get("storage_options"), metadata, protocol, kwargs.get("predicate"),

@@ -22,6 +22,7 @@ from ...kernel.protocol.features import check_write_supported
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
 from ...operations.data_output import delete_quietly
 from ...operations.dml_commit import FileChangeMetrics, run_and_commit
+from ...operations.dv_writer import deletion_vectors_writable
 from ...operations.properties import CommitProperties
 from ...operations.rewrite import remove_action, row_tracking_configuration
 from .frame import Target
@@ -61,6 +62,24 @@ class SparkDml:
     def _report(self) -> None:
         if self.progress is not None:
             self.progress(*self._steps)
+
+    # ------------------------------------------------------------------ execution
+    def change_files(self, files: pa.Table, start: float) -> None:
+        """Record the candidate files as read, then change them with deletion vectors where the table allows
+        (delta-spark's condition), else by copy-on-write."""
+        self.txn.read_files(files.column("path").to_pylist())
+        if files.num_rows == 0:
+            return
+        if deletion_vectors_writable(self.target.snapshot):
+            self._with_deletion_vectors(files, start)
+        else:
+            self._copy_on_write(files, start)
+
+    def _with_deletion_vectors(self, files: pa.Table, start: float) -> None:
+        raise NotImplementedError
+
+    def _copy_on_write(self, files: pa.Table, start: float) -> None:
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ bookkeeping
     def keep(self, written: Written) -> None:

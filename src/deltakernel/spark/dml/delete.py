@@ -30,7 +30,6 @@ from ...kernel.transaction.transaction import Transaction as KernelTransaction
 from ...operations.change_data import cdf_enabled
 from ...operations.delete import DeleteMetrics, _live_rows
 from ...operations.dml_commit import ms_since
-from ...operations.dv_writer import deletion_vectors_writable
 from ...operations.touched_rows import DmlPredicate, candidate_files, partition_matches
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, Target, target_frame
@@ -67,13 +66,7 @@ class SparkDelete(SparkDml):
             self.metrics.scan_time_ms = ms_since(start)
             self.step()
             return
-        self.txn.read_files(files.column("path").to_pylist())
-        if files.num_rows == 0:
-            return
-        if deletion_vectors_writable(snapshot):
-            self._with_deletion_vectors(files, start)
-        else:
-            self._copy_on_write(files, start)
+        self.change_files(files, start)
 
     def _matched(self, frame: Any) -> Any:
         return frame.where(self.condition) if self.condition is not None else frame

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,9 +42,8 @@ from ...operations.constraints import (
     Enforcer,
 )
 from ...operations.data_output import without_stats_of
-from ...storage.local import LocalStorage
 from .._errors import marked, task_errors
-from ..native_write import WRITE_PATH_OPTION, Ineligible, native_frame, write_native, write_path_choice
+from ..native_write import WRITE_PATH_OPTION, native_or_fallback, write_native, write_path_choice
 from ..writer import ARROW_BATCH_ROWS, _arrow_batch_rows
 from .frame import Target, executor_storage
 from .touched import to_arrow
@@ -55,7 +53,6 @@ _OUT_SCHEMA = pa.schema([("kind", pa.string()), ("action", pa.string()), ("rows"
 _FALSE = scalar(False)
 _IDENTITY_KEYS = (IDENTITY_START, IDENTITY_STEP, IDENTITY_HWM, IDENTITY_EXPLICIT)
 _RULE_KEYS = (GENERATION_EXPRESSION, INVARIANTS, CURRENT_DEFAULT, *_IDENTITY_KEYS)
-_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -293,20 +290,10 @@ def write_rows(target: Target, frame: Any, plan: RowsPlan, on_written: Callable[
     choice = write_path_choice(spark, {})
     simple = not plan.change_data and (plan.updated is False or not plan.enforce)
     if choice != "arrow" and simple:
-        from ..reader import hadoop_can_read
-
         native_md = plain_metadata(md, plan.hidden)
-        storage = target.storage
-        try:
-            if not hadoop_can_read(spark, storage):
-                raise Ineligible(f"Spark has no Hadoop filesystem for {storage.root_uri}")
-            nf = native_frame(frame.select(*logical), native_md, plan.protocol, None,
-                              can_move=isinstance(storage, LocalStorage))
-        except Ineligible as e:
-            if choice == "native":
-                raise DeltaError(f"{WRITE_PATH_OPTION}=native is not possible for this write: {e}") from e
-            _log.debug("deltakernel Spark DML rewrite through mapInArrow: %s", e)
-        else:
+        nf = native_or_fallback(spark, frame.select(*logical), target.storage, native_md, plan.protocol, None,
+                                choice, "DML rewrite")
+        if nf is not None:
             adds, rows = write_native(nf, target.path, target.uri, target.storage_options, native_md, None)
             if plan.hidden is not None:
                 adds = [without_stats_of(a, plan.hidden) for a in adds]

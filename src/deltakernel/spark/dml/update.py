@@ -31,7 +31,6 @@ from ...errors import UnsupportedFeatureError
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
 from ...operations.change_data import cdf_enabled
 from ...operations.dml_commit import ms_since
-from ...operations.dv_writer import deletion_vectors_writable
 from ...operations.touched_rows import DmlPredicate, candidate_files, partition_matches
 from ...operations.update import UpdateMetrics
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
@@ -72,13 +71,7 @@ class SparkUpdate(SparkDml):
         if self.pred.partition_only and self.pred.text is not None:  # decided exactly on partition values
             files = files.filter(partition_matches(snapshot, self.pred, files))
             self.condition = None
-        self.txn.read_files(files.column("path").to_pylist())
-        if files.num_rows == 0:
-            return
-        if deletion_vectors_writable(snapshot):
-            self._with_deletion_vectors(files, start)
-        else:
-            self._copy_on_write(files, start)
+        self.change_files(files, start)
 
     def _plan(self, hidden: tuple[str, str] | None, updated: str | bool) -> RowsPlan:
         md = self.txn.metadata
