@@ -109,8 +109,8 @@ def stable_commit_versions(
     return fresh if mat is None else pc.coalesce(mat, fresh)
 
 
-def physical_row_index(num_rows: int) -> pa.Array:
-    return pa.array(np.arange(num_rows, dtype=np.int64))
+def physical_row_index(num_rows: int, offset: int = 0) -> pa.Array:
+    return pa.array(np.arange(offset, offset + num_rows, dtype=np.int64))
 
 
 def _as_int64(arr: pa.Array | pa.ChunkedArray | None, n: int) -> pa.Array | None:

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -28,8 +29,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..kernel.arrow_build import bool_to_arrow
-from ..kernel.expressions.sql import evaluate
 from ..kernel.paths import resolve_file
 from ..kernel.scan.scan import Scan
 from ..kernel.snapshot import Snapshot
@@ -43,13 +42,11 @@ from .rewrite import FILE_COLUMNS, FileChange, Rewriter, remove_action, row_trac
 from .touched_rows import (
     DmlPredicate,
     TouchedFile,
-    as_mask,
     candidate_files,
     find_touched_rows,
     partition_matches,
     physical_task,
     plan_predicate,
-    prefetch,
 )
 
 _COLUMNS = [*FILE_COLUMNS, "modification_time"]
@@ -161,17 +158,13 @@ class _Delete:
         self.rewriter = rewriter = Rewriter(self.snapshot, self.storage, configuration=configuration,
                                             now=self.now, writer_properties=self.writer_properties,
                                             change_data=cdc)
-        sql = self.pred.sql
-
         def change(t: TouchedFile) -> FileChange:
-            data = rewriter.read(t.file)
-            mask = t.live_mask(data.num_rows)  # found already: no second evaluation
-            if mask is None:
-                mask = as_mask(evaluate(sql, data), self.pred.text) if data.num_rows and sql is not None \
-                    else bool_to_arrow(np.ones(data.num_rows, dtype=bool))
-            return FileChange(t.file, data, mask)
+            # the matched rows are known already (no second evaluation); the file streams through in pieces
+            mask = t.live_mask(t.num_rows - int(t.existing.size))
+            assert mask is not None
+            return FileChange(t.file, functools.partial(rewriter.read_pieces, t.file), mask)
 
-        result = rewriter.rewrite(prefetch(change, touched))
+        result = rewriter.rewrite(change(t) for t in touched)
         self.txn.remove_files(result.removes)
         self.txn.add_files(result.adds)
         m = self.metrics

@@ -13,13 +13,14 @@ take those fresh ids.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import DeltaError
 from ..kernel import row_tracking as rt
 from ..kernel.arrow_build import scalar
 from ..kernel.scan.scan import Scan
@@ -28,6 +29,8 @@ from ..kernel.snapshot import Snapshot, SnapshotView
 from ..storage import Storage
 from .change_data import ChangeDataWriter
 from .data_output import DataFileOutput
+
+PIECE_ROWS = 65_536  # physical rows per piece when a rewrite streams a file (see FileChange)
 
 FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row_id",
                 "default_row_commit_version", "tags", "stats"]
@@ -62,11 +65,16 @@ def remove_action(row: Mapping[str, Any], now: int, data_change: bool = True) ->
 
 @dataclass
 class FileChange:
-    """One live file: its file-table row, its live rows (from :meth:`Rewriter.read`) and the rows that leave."""
+    """One live file: its file-table row, its live rows and the rows that leave.
+
+    `data` is the file's live rows (from :meth:`Rewriter.read`), or a callable streaming them in pieces
+    (:meth:`Rewriter.read_pieces`) so a rewrite holds a few batches of a file instead of all of it; `removed`
+    is a boolean mask over all the file's live rows (True = the row leaves this file; null counts as False).
+    """
 
     file: Mapping[str, Any]
-    data: pa.Table
-    removed: pa.Array | pa.ChunkedArray  # boolean, True = the row leaves this file (null counts as False)
+    data: pa.Table | Callable[[], Iterable[pa.Table]]
+    removed: pa.Array | pa.ChunkedArray
 
 
 @dataclass
@@ -109,6 +117,10 @@ class Rewriter:
         """A file's live rows (DV applied); with row tracking also `_row_id` / `_row_commit_version`."""
         return self._scan.read_file(dict(file_row))
 
+    def read_pieces(self, file_row: Mapping[str, Any]) -> Iterator[pa.Table]:
+        """:meth:`read` in pieces of about `PIECE_ROWS` physical rows."""
+        return self._scan.read_file_pieces(dict(file_row), PIECE_ROWS)
+
     def _logical(self, data: pa.Table) -> pa.Table:
         drop = [n for n in (rt.ROW_ID, rt.ROW_COMMIT_VERSION) if n in data.schema.names] if self.row_tracking else []
         return data.drop_columns(drop) if drop else data
@@ -122,22 +134,32 @@ class Rewriter:
 
         def kept() -> Iterator[pa.RecordBatch]:
             for change in changes:
-                data = change.data
-                if data.num_rows == 0:  # nothing live left: the file goes, no row changes
+                mask = pc.fill_null(change.removed, _FALSE)
+                live = len(mask)
+                if live == 0:  # nothing live left: the file goes, no row changes
                     result.removes.append(remove_action(change.file, self.now))
                     continue
-                mask = pc.fill_null(change.removed, _FALSE)
                 n_removed = int(pc.sum(mask.cast(pa.int64())).as_py() or 0)
                 if n_removed == 0:
                     continue
                 result.removes.append(remove_action(change.file, self.now))
                 result.removed_rows += n_removed
-                if self.change_data is not None:
-                    self.change_data.add(self._logical(data.filter(mask)), self.removed_change_type)
-                if n_removed < data.num_rows:
-                    keep = data.filter(pc.invert(mask))
-                    result.copied_rows += keep.num_rows
-                    yield from output.materialize(keep).to_batches()
+                if n_removed == live and self.change_data is None:
+                    continue  # every row leaves and none is recorded: nothing to read
+                pieces = [change.data] if isinstance(change.data, pa.Table) else change.data()
+                offset = 0
+                for piece in pieces:
+                    part = mask.slice(offset, piece.num_rows)
+                    offset += piece.num_rows
+                    if self.change_data is not None:
+                        self.change_data.add(self._logical(piece.filter(part)), self.removed_change_type)
+                    if n_removed < live:
+                        keep = piece.filter(pc.invert(part))
+                        result.copied_rows += keep.num_rows
+                        yield from output.materialize(keep).to_batches()
+                if offset != live:
+                    raise DeltaError(f"data file {change.file['path']} changed while it was rewritten: "
+                                     f"{offset} live rows read, {live} expected")
 
         output.write(kept())
         result.adds = output.finish()

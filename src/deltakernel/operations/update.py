@@ -37,10 +37,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConstraintViolationError, InvalidFilterError, SchemaError
+from ..errors import ConstraintViolationError, DeltaError, InvalidFilterError, SchemaError
 from ..kernel import row_tracking as rt
-from ..kernel.arrow_build import bool_to_arrow, broadcast
-from ..kernel.expressions.sql import SqlExpr, evaluate, parse_sql, referenced_columns
+from ..kernel.arrow_build import broadcast
+from ..kernel.expressions.sql import SqlExpr, parse_sql, referenced_columns
 from ..kernel.log.actions import Metadata
 from ..kernel.scan.scan import Scan
 from ..kernel.schema.arrow import to_arrow_schema, to_arrow_type
@@ -54,16 +54,16 @@ from .data_output import DataFileOutput
 from .dml_commit import FileChangeMetrics, ms_since, run_and_commit
 from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .properties import CommitProperties, PostCommitHookProperties
-from .rewrite import FILE_COLUMNS, remove_action, row_tracking_configuration
+from .rewrite import FILE_COLUMNS, PIECE_ROWS, remove_action, row_tracking_configuration
 from .touched_rows import (
     DmlPredicate,
     TouchedFile,
-    as_mask,
     candidate_files,
     find_touched_rows,
     partition_matches,
     plan_predicate,
     prefetch,
+    run_ahead,
 )
 
 _COLUMNS = [*FILE_COLUMNS, "modification_time"]
@@ -337,33 +337,37 @@ class _Update:
         assert self.output is not None
         output = self.output
         scan = Scan(self.snapshot, row_tracking=output.row_tracking)
-        sql, text = self.pred.sql, self.pred.text
         m = self.metrics
 
-        def work(t: TouchedFile) -> tuple[dict[str, Any], int, pa.Table, pa.Table, pa.Table | None]:
-            """On a prefetch thread (overlapping the writer): read the live rows, update the matched ones
-            and build the file's new content (copied and updated rows, in the original order)."""
-            data = scan.read_file(t.file)
-            mask = t.live_mask(data.num_rows)  # found already: no second evaluation
-            if mask is None:
-                mask = as_mask(evaluate(sql, data), text) if sql is not None and data.num_rows \
-                    else bool_to_arrow(np.ones(data.num_rows, dtype=np.bool_))
-            old = data.filter(mask)
-            if old.num_rows == 0:
-                return t.file, data.num_rows, old, old, None
-            new = updater.apply(old)
-            written = _with_new_versions(new, old) if output.row_tracking else new
-            return t.file, data.num_rows, old, new, output.materialize(_scatter(data, mask, written,
-                                                                                updater.changed))
+        def pieces() -> Iterator[pa.Table]:
+            """On a helper thread (overlapping the writer): each touched file streamed in pieces, its matched
+            rows updated in place (copied and updated rows in the original order); removes and change data
+            recorded on the way."""
+            for t in touched:
+                live = t.num_rows - int(t.existing.size)
+                mask_all = t.live_mask(live)  # found already: no second evaluation
+                assert mask_all is not None
+                self._remove(t.file)
+                offset = 0
+                for piece in scan.read_file_pieces(t.file, PIECE_ROWS):
+                    mask = mask_all.slice(offset, piece.num_rows)
+                    offset += piece.num_rows
+                    old = piece.filter(mask)
+                    m.num_copied_rows += piece.num_rows - old.num_rows
+                    if old.num_rows == 0:
+                        yield output.materialize(piece)
+                        continue
+                    new = updater.apply(old)
+                    self._changed(old, new)
+                    m.num_updated_rows += old.num_rows
+                    written = _with_new_versions(new, old) if output.row_tracking else new
+                    yield output.materialize(_scatter(piece, mask, written, updater.changed))
+                if offset != live:
+                    raise DeltaError(f"data file {t.file['path']} changed while it was updated: {offset} live "
+                                     f"rows read, {live} expected")
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for file, n, old, new, content in prefetch(work, touched):
-                if content is None:
-                    continue
-                self._remove(file)
-                self._changed(old, new)
-                m.num_updated_rows += old.num_rows
-                m.num_copied_rows += n - old.num_rows
+            for content in run_ahead(pieces()):
                 yield from content.to_batches()
 
         write_start = time.monotonic()

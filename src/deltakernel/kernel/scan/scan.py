@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -46,6 +47,18 @@ def _threaded(task: dict[str, Any]) -> bool:
     read helps object stores, not the page cache)."""
     size = task.get("size")
     return size is None or int(size) >= _THREADED_READ_BYTES
+
+
+@dataclass
+class _OpenFile:
+    """A data file opened for reading: the physical columns to read and its deleted rows (sorted)."""
+
+    pf: pq.ParquetFile
+    uri: str
+    columns: list[str]
+    hidden: list[str]
+    data_fields: list[StructField]
+    deleted: npt.NDArray[np.uint64] | None
 
 
 @dataclass
@@ -167,48 +180,72 @@ class Scan:
             out = out & e
         return out
 
-    def read_file(self, task: dict[str, Any]) -> pa.Table:
-        """One file as logical Arrow data, deletion vector applied, filter applied."""
+    def _open_file(self, task: dict[str, Any]) -> _OpenFile:
+        """Open a task's Parquet file and plan which physical columns to read."""
         table_storage = self.snapshot.storage
         storage, key = resolve_file(table_storage, task["path"])  # absolute paths may leave the table root
+        uri = storage.full_uri(key)
         try:
             source = storage.open_input_file(key)
             pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", pre_buffer=not storage.sequential_reads)
         except (ObjectNotFoundError, FileNotFoundError) as e:
             raise MissingFileError(
-                f"data file {storage.full_uri(key)} referenced by the Delta log (version "
-                f"{self.snapshot.version}) does not exist"
+                f"data file {uri} referenced by the Delta log (version {self.snapshot.version}) does not exist"
             ) from e
         except (pa.ArrowInvalid, OSError) as e:
-            raise CorruptLogError(f"data file {storage.full_uri(key)} is not readable Parquet: {e}") from e
+            raise CorruptLogError(f"data file {uri} is not readable Parquet: {e}") from e
         data_fields = [self.schema.field(c) for c in self._read_columns if not self._is_partition(c)]
         file_cols = self._file_columns(pf.schema_arrow, data_fields)
         hidden = [n for n in self._materialized if n is not None and n in pf.schema_arrow.names
                   and n not in file_cols] if self.row_tracking else []
-        try:
-            table = pf.read(columns=file_cols + hidden, use_threads=_threaded(task))
-        except (pa.ArrowInvalid, OSError) as e:
-            raise CorruptLogError(f"data file {storage.full_uri(key)} could not be read: {e}") from e
-        num_rows = table.num_rows
-        if self.row_tracking:  # the physical row index is taken before the deletion vector drops rows
-            table = table.append_column("__row_index", rt.physical_row_index(num_rows))
+        deleted: npt.NDArray[np.uint64] | None = None
         if task.get("deletion_vector"):
             dv = DeletionVectorDescriptor.from_dict(task["deletion_vector"])
             deleted = read_deletion_vector(table_storage, dv)
+            num_rows = pf.metadata.num_rows
             if deleted.size and int(deleted[-1]) >= num_rows:
-                raise DeltaError(
-                    f"deletion vector of {storage.full_uri(key)} deletes row {int(deleted[-1])} "
-                    f"but the file has {num_rows} rows"
-                )
-            if deleted.size:
-                table = table.filter(pa.array(deleted_mask(deleted, 0, num_rows)))
+                raise DeltaError(f"deletion vector of {uri} deletes row {int(deleted[-1])} but the file has "
+                                 f"{num_rows} rows")
+        return _OpenFile(pf, uri, file_cols + hidden, hidden, data_fields, deleted)
+
+    def read_file(self, task: dict[str, Any]) -> pa.Table:
+        """One file as logical Arrow data, deletion vector applied, filter applied."""
+        f = self._open_file(task)
+        try:
+            table = f.pf.read(columns=f.columns, use_threads=_threaded(task))
+        except (pa.ArrowInvalid, OSError) as e:
+            raise CorruptLogError(f"data file {f.uri} could not be read: {e}") from e
+        return self._piece(f, task, table, 0)
+
+    def read_file_pieces(self, task: dict[str, Any], rows: int = DEFAULT_BATCH_SIZE) -> Iterator[pa.Table]:
+        """One file as :meth:`read_file` returns it, in pieces of about `rows` physical rows, in order (so a
+        rewrite holds a few batches of a file, not all of it). Every piece is yielded, also empty ones."""
+        f = self._open_file(task)
+        offset = 0
+        try:
+            for batch in f.pf.iter_batches(batch_size=max(1, rows), columns=f.columns, use_threads=False):
+                table = pa.Table.from_batches([batch])
+                yield self._piece(f, task, table, offset)
+                offset += table.num_rows
+        except (pa.ArrowInvalid, OSError) as e:
+            raise CorruptLogError(f"data file {f.uri} could not be read: {e}") from e
+
+    def _piece(self, f: _OpenFile, task: dict[str, Any], table: pa.Table, offset: int) -> pa.Table:
+        """Physical rows [offset, offset + n) of a file -> logical rows (DV, row tracking, conform, filter)."""
+        num_rows = table.num_rows
+        if self.row_tracking:  # the physical row index is taken before the deletion vector drops rows
+            table = table.append_column("__row_index", rt.physical_row_index(num_rows, offset))
+        if f.deleted is not None and f.deleted.size:
+            keep = deleted_mask(f.deleted, offset, num_rows)
+            if not keep.all():
+                table = table.filter(pa.array(keep))
                 self.metrics.rows_deleted_by_dv += num_rows - table.num_rows
         extra: list[pa.Array] = []
         if self.row_tracking:
             extra = self._row_tracking_columns(table, task)
-            table = table.drop_columns([*hidden, "__row_index"])
-        if data_fields:
-            conformed = conform_table(table, StructType(tuple(data_fields)), self.mode, source=storage.full_uri(key))
+            table = table.drop_columns([*f.hidden, "__row_index"])
+        if f.data_fields:
+            conformed = conform_table(table, StructType(tuple(f.data_fields)), self.mode, source=f.uri)
         else:  # only partition columns requested: keep the row count
             conformed = pa.table({"__rows": pa.nulls(table.num_rows, pa.null())})
         return self._finish(conformed, task, extra)
