@@ -112,7 +112,7 @@ def test_streamed_update_matches_deltalake_and_whole_files(tmp_path: Path, monke
 
 
 def test_producer_error_surfaces_and_table_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An error while a piece is read on the helper thread fails the UPDATE with that error; nothing commits."""
+    """An error while a file is streamed fails the UPDATE with that error; nothing commits, no file is left."""
     t = tmp_path / "t"
     _table(t)
     import deltakernel.operations.update as update_mod

@@ -3,22 +3,16 @@
 One place for what every rewrite needs:
 - row tracking: rows carry `_row_id` / `_row_commit_version`; they are written into the table's hidden
   materialized columns (`materialize`), and the stats of the new files leave those columns out;
-- parallel encoding (MERGE copy-on-write): pyarrow's Parquet writer encodes one file on one core. The rows
-  a large touched file keeps (`submit_file`, >= `PARALLEL_MIN_ROWS`) can become a file of their own, encoded
-  on a 2-thread pool while the main stream (`write`) takes updated rows, inserts and small remainders (so
-  small files are still coalesced). At most `in_flight` such files are pending, so memory stays bounded.
-  MERGE uses it (its main stream is busy with updates and inserts); DELETE / UPDATE / replaceWhere stream
-  everything through `write`: on 2 cores per-file files were no faster there and ~120 MB larger;
-- cleanup: `abort()` waits for the pool and deletes every file written (only called when the commit is
-  known absent).
+- one stream: every operation hands its rows to `write` in pieces (the file writer encodes two files side by
+  side); row groups default to `DML_ROW_GROUP_ROWS` so a rewrite's memory stays near deltalake's. (Writing each
+  touched file's kept rows as a file of its own on a pool was tried: no faster on 2 cores, ~120 MB larger.)
+- cleanup: `abort()` deletes every file written (only called when the commit is known absent).
 """
 
 from __future__ import annotations
 
 import json
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -30,7 +24,6 @@ from ..kernel.snapshot import Snapshot
 from ..storage import Storage
 from .writer_properties import WriterProperties
 
-PARALLEL_MIN_ROWS = 65536  # kept rows of one file worth a file (and an encoding thread) of their own
 #: row-group rows of DML output when the caller sets no writer properties: pyarrow takes a row group as one
 #: Arrow table, so each lane of the writer holds up to ~3 of them; 256k rows keeps a rewrite's memory near
 #: deltalake's (which encodes incrementally) at no cost in time (DuckDB writes 122,880-row groups)
@@ -51,7 +44,7 @@ class DataFileOutput:
     """Writes a DML's new data files; `adds` lists every file written so far (also after an error)."""
 
     def __init__(self, snapshot: Snapshot, storage: Storage, schema: StructType, partition_columns: Iterable[str],
-                 configuration: Mapping[str, str], writer_properties: Any = None, in_flight: int = 2) -> None:
+                 configuration: Mapping[str, str], writer_properties: Any = None) -> None:
         self.storage = storage
         self.schema = schema
         self.partition_columns = list(partition_columns)
@@ -63,9 +56,6 @@ class DataFileOutput:
                                           storage.root_uri)
         self.row_tracking = self.hidden is not None
         self.adds: list[dict[str, Any]] = []
-        self._in_flight = max(1, in_flight)
-        self._pool: ThreadPoolExecutor | None = None
-        self._futures: deque[Future[None]] = deque()
 
     # ------------------------------------------------------------------ rows
     def materialize(self, rows: pa.Table) -> pa.Table:
@@ -98,40 +88,12 @@ class DataFileOutput:
         self.adds.extend(adds)
         return adds
 
-    def worth_a_file(self, rows: int) -> bool:
-        return rows >= PARALLEL_MIN_ROWS
-
-    def submit_file(self, batches: Callable[[], Iterator[pa.RecordBatch]]) -> None:
-        """Write `batches()` (computed on the pool too) as file(s) of their own, in parallel with `write`."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self._in_flight, thread_name_prefix="deltakernel-rewrite")
-        while len(self._futures) >= self._in_flight:
-            self._futures.popleft().result()
-        self._futures.append(self._pool.submit(self._write_part, batches))
-
-    def _write_part(self, batches: Callable[[], Iterator[pa.RecordBatch]]) -> None:
-        self.write(batches())
-
     def finish(self) -> list[dict[str, Any]]:
-        """Wait for the parallel files; every add written."""
-        while self._futures:
-            self._futures.popleft().result()
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        """Every add written."""
         return list(self.adds)
 
     def abort(self) -> None:
-        """Wait for writes in progress (their errors ignored: the original one matters), delete every file."""
-        for f in self._futures:
-            try:
-                f.result()
-            except BaseException:
-                pass
-        self._futures.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        """Delete every file written."""
         delete_quietly(self.storage, [a["path"] for a in self.adds])
         self.adds = []
 
@@ -150,4 +112,4 @@ def without_stats_of(add: dict[str, Any], columns: tuple[str, ...]) -> dict[str,
     return {**add, "stats": json.dumps(doc, separators=(",", ":"))}
 
 
-__all__ = ["DML_ROW_GROUP_ROWS", "PARALLEL_MIN_ROWS", "DataFileOutput", "delete_quietly", "without_stats_of"]
+__all__ = ["DML_ROW_GROUP_ROWS", "DataFileOutput", "delete_quietly", "without_stats_of"]

@@ -96,13 +96,12 @@ class _CountingFile:
 class _OpenFile:
     """One Parquet file being written for one partition."""
 
-    def __init__(self, key: str, slot: tuple[tuple[str | None, ...], int], sink: Any, writer: pq.ParquetWriter,
-                 stats: StatsCollector) -> None:
+    def __init__(self, key: str, slot: tuple[tuple[str | None, ...], int], stats: StatsCollector) -> None:
         self.key = key
         self.slot = slot  # (partition values, lane)
         self.values = slot[0]
-        self.sink = sink
-        self.writer = writer
+        self.sink: Any = None  # opened with the writer at the first flush (see _FileWriter._start)
+        self.writer: pq.ParquetWriter | None = None
         self.stats = stats
         self.rows = 0  # rows handed to the encoder (encoded or being encoded)
         self.buffer: list[pa.RecordBatch] = []
@@ -123,7 +122,7 @@ class _OpenFile:
 
     def size(self) -> int:
         self.wait()  # never read the sink's position while another thread writes to it
-        return int(self.sink.tell())
+        return int(self.sink.tell()) if self.sink is not None else 0
 
 
 def dictionary_options(options: dict[str, Any], sample: pa.Table | pa.RecordBatch,
@@ -197,14 +196,16 @@ class _FileWriter:
         self.suffix = f"-c000.{ext}parquet"
 
     # -------------------------------------------------------------- encoding choice
-    def plan_dictionary(self, batch: pa.RecordBatch) -> None:
-        """Choose dictionary columns once, from the first batch (logical rows): see `dictionary_options`."""
+    def plan_dictionary(self, physical: pa.Table) -> None:
+        """Choose dictionary columns once, from the first row group flushed (physical rows): see
+        `dictionary_options`. Not from the first input batch: a DML's first batch may be a few updated rows,
+        too few to judge, and dictionary-encoding unique columns doubles the encoder's memory and time. Files
+        started before a row group large enough to judge keep pyarrow's default (dictionary everywhere)."""
         if self.dictionary_planned:
             return
-        self.dictionary_planned = True
-        if batch.num_rows >= _DICT_SAMPLE_MIN_ROWS:
-            self.options = dictionary_options(self.options, to_physical(batch.slice(0, _DICT_SAMPLE_ROWS),
-                                                                        self.layout), self.layout)
+        if physical.num_rows >= _DICT_SAMPLE_MIN_ROWS:
+            self.dictionary_planned = True
+            self.options = dictionary_options(self.options, physical.slice(0, _DICT_SAMPLE_ROWS), self.layout)
 
     # -------------------------------------------------------------- files
     def _path(self, key: str) -> str:
@@ -225,19 +226,24 @@ class _FileWriter:
         if isinstance(self.fs, pafs.LocalFileSystem) and directory not in self.made_dirs:
             self.fs.create_dir(self._path(directory.rstrip("/")) if directory else self.base, recursive=True)
             self.made_dirs.add(directory)
-        self.created_keys.append(key)
-        sink = self.fs.open_output_stream(self._path(key))
+        stats = StatsCollector(self.layout.data_schema, self.mode, self.configuration,
+                               tight_bounds=self.tight_bounds, footer_min_max=self.footer_stats,
+                               string_prefix_length=self.props.stats_string_prefix())
+        f = _OpenFile(key, slot, stats)
+        self.open[slot] = f
+        return f
+
+    def _start(self, f: _OpenFile, physical: pa.Table) -> None:
+        """Create `f`'s file and Parquet writer at its first flush (encoding options planned by then)."""
+        self.plan_dictionary(physical)
+        self.created_keys.append(f.key)
+        sink = self.fs.open_output_stream(self._path(f.key))
         try:
             sink.tell()
         except (OSError, AttributeError, NotImplementedError, pa.ArrowNotImplementedError):
             sink = _CountingFile(sink)
-        writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **self.options)
-        stats = StatsCollector(self.layout.data_schema, self.mode, self.configuration,
-                               tight_bounds=self.tight_bounds, footer_min_max=self.footer_stats,
-                               string_prefix_length=self.props.stats_string_prefix())
-        f = _OpenFile(key, slot, sink, writer, stats)
-        self.open[slot] = f
-        return f
+        f.sink = sink
+        f.writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **self.options)
 
     def _flush(self, f: _OpenFile) -> None:
         """Hand the buffered rows of `f` to the encode pool as one row group (stats from the logical columns).
@@ -251,6 +257,8 @@ class _FileWriter:
         table = pa.Table.from_batches(f.buffer, schema=self.layout.logical_arrow)
         physical = pa.Table.from_batches([to_physical(b, self.layout) for b in f.buffer],
                                          schema=self.layout.physical_arrow)
+        if f.writer is None:
+            self._start(f, physical)
         buffered_bytes, buffered_rows = f.buffered_bytes, f.buffered_rows
         self.buffered_total -= buffered_bytes
         f.buffer, f.buffered_rows, f.buffered_bytes = [], 0, 0
@@ -267,6 +275,7 @@ class _FileWriter:
         pending = self.pool.submit(f.stats.update, table) if table.num_rows >= _PARALLEL_STATS_ROWS else None
         if pending is None:
             f.stats.update(table)
+        assert f.writer is not None
         try:
             f.writer.write_table(physical, row_group_size=max(self.rg_rows, physical.num_rows))
         finally:
@@ -281,6 +290,8 @@ class _FileWriter:
     def _close(self, f: _OpenFile) -> None:
         self._flush(f)
         f.wait()
+        if f.writer is None:  # no row was ever flushed: no file was created
+            return
         f.writer.close()
         f.stats.fold_parquet_footer(f.writer.writer.metadata)
         size = f.size()
@@ -362,9 +373,10 @@ class _FileWriter:
         self.encode_pool.shutdown(wait=True)
         self.pool.shutdown(wait=True)
         for f in self.open.values():
-            for closer in (f.writer.close, f.sink.close):
+            for obj in (f.writer, f.sink):
                 try:
-                    closer()
+                    if obj is not None:
+                        obj.close()
                 except Exception:  # best effort: the original error matters
                     pass
         self.open.clear()
@@ -417,8 +429,6 @@ def write_data_files(
             rows += raw_batch.num_rows
             if progress is not None:
                 progress(rows, len(writer.adds))
-            if not writer.dictionary_planned:
-                writer.plan_dictionary(conform(raw_batch.slice(0, _DICT_SAMPLE_ROWS), layout))
             if splitter is None:
                 writer.add((), conform(raw_batch, layout))
                 continue

@@ -25,7 +25,6 @@ Execution (see docs/decisions.md, "MERGE execution"):
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -70,7 +69,7 @@ from .merge_plan import (
 )
 from .merge_schema import update_star_struct
 from .merge_source import MergeSource
-from .rewrite import remove_action, row_tracking_configuration
+from .rewrite import PIECE_ROWS, remove_action, row_tracking_configuration
 from .touched_rows import as_mask, existing_deleted, live_positions, physical_task, prefetch
 
 _FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row_id",
@@ -504,46 +503,18 @@ class MergeRun:
             data = data.append_column(self.hidden[1], versions if versions is not None else pa.nulls(n, pa.int64()))
         yield from data.to_batches()
 
-    def _kept(self, logical: pa.Table, data: pa.Table, keep: pa.Array) -> Iterator[pa.RecordBatch]:
-        """A copy-on-write file's surviving rows (row ids and commit versions kept)."""
-        ids = data.column(rt.ROW_ID).filter(keep) if self.hidden is not None else None
-        vers = data.column(rt.ROW_COMMIT_VERSION).filter(keep) if self.hidden is not None else None
-        return self._materialize(logical.filter(keep), ids, vers)
-
     def _output(self, touched: list[FileMatch], insert_rows: npt.NDArray[np.int64], use_dv: bool,
                 dv_files: list[FileMatch]) -> Iterator[pa.RecordBatch]:
         """Every row the MERGE writes: per touched file its updated rows (and, copy-on-write, the rows it
-        keeps), then the inserts; removes / DVs are recorded on the way."""
+        keeps), then the inserts; removes / DVs are recorded on the way. Touched files are streamed in pieces, so
+        memory does not grow with file size."""
         full = Scan(self.snapshot, row_tracking=self.row_tracking)
         m_ = self.metrics
-        for m, data in prefetch(lambda m: (m, full.read_file(dict(m.file))), touched, 2):
-            logical = data.drop_columns([c for c in (rt.ROW_ID, rt.ROW_COMMIT_VERSION) if c in data.schema.names])
-            logical = conform_to(logical, self.arrow_schema)
-
-            def live(pos: npt.NDArray[np.uint64], m: FileMatch = m) -> pa.Array:
-                return np_to_arrow(live_positions(pos, m.existing))
-
-            if m.del_pos.size:
-                m_.num_target_rows_deleted += int(m.del_pos.size)
-                if self.cdc is not None:
-                    self.cdc.add(logical.take(live(m.del_pos)), "delete")
-            for ci in np.unique(m.upd_clause):
-                sel = m.upd_clause == ci
-                li = live(m.upd_pos[sel])
-                tgt = logical.take(li)
-                if self.hidden is not None:
-                    tgt = tgt.append_column(rt.ROW_ID, data.column(rt.ROW_ID).take(li))
-                src_idx = m.upd_src[sel]
-                src = self.source.take(src_idx) if self.clauses[ci].kind == MATCHED_UPDATE else None
-                post = self._updated(self.clauses[int(ci)], tgt, src)
-                m_.num_target_rows_updated += post.num_rows
-                if self.cdc is not None:
-                    self.cdc.add(logical.take(li), "update_preimage")
-                    self.cdc.add(post.select(self.arrow_schema.names), "update_postimage")
-                ids = post.column(rt.ROW_ID) if self.hidden is not None else None
-                yield from self._materialize(post.select(self.arrow_schema.names), ids, None)
+        for m in touched:
             removed = np.union1d(m.del_pos, m.upd_pos).astype(np.uint64)
             whole = int(removed.size + m.existing.size) >= m.num_rows
+            copy = not whole and not use_dv
+            yield from self._file_rows(m, full, removed, copy)
             if use_dv and not whole:
                 assert self.dv_writer is not None
                 self.dv_writer.add(np.union1d(m.existing, removed).astype(np.uint64) if m.existing.size else removed)
@@ -554,18 +525,6 @@ class MergeRun:
             m_.num_removed_bytes += int(m.file.get("size") or 0)
             if m.file.get("deletion_vector"):
                 m_.num_deletion_vectors_removed += 1
-            if whole:
-                continue
-            mask = np.ones(logical.num_rows, dtype=bool)
-            mask[live(removed).to_numpy()] = False
-            m_.num_target_rows_copied += int(mask.sum())
-
-            kept = functools.partial(self._kept, logical, data, pa.array(mask))
-            assert self.output is not None
-            if self.output.worth_a_file(int(mask.sum())):  # a file of its own, filtered and encoded in parallel
-                self.output.submit_file(kept)
-            else:
-                yield from kept()
         for lo in range(0, int(insert_rows.size), _INSERT_CHUNK):
             chunk = self.source.take(insert_rows[lo:lo + _INSERT_CHUNK])
             which = self._first_clause(_prefixed(chunk, S_PREFIX), self.not_matched)
@@ -578,6 +537,59 @@ class MergeRun:
                 if self.cdc is not None:
                     self.cdc.add(rows, "insert")
                 yield from self._materialize(rows, None, None)
+
+    def _file_rows(self, m: FileMatch, full: Scan, removed: npt.NDArray[np.uint64],
+                   copy: bool) -> Iterator[pa.RecordBatch]:
+        """One touched file, piece by piece: its deleted rows (change data), its updated rows and, when the
+        file is rewritten (`copy`), the rows it keeps (row ids and commit versions kept)."""
+        m_ = self.metrics
+        cdc = self.cdc
+        if not (m.upd_pos.size or copy or (cdc is not None and m.del_pos.size)):
+            m_.num_target_rows_deleted += int(m.del_pos.size)
+            return
+        del_live = live_positions(m.del_pos, m.existing)
+        upd_live = live_positions(m.upd_pos, m.existing)
+        gone_live = live_positions(removed, m.existing)
+        live = m.num_rows - int(m.existing.size)
+        lo = 0
+        for data in full.read_file_pieces(dict(m.file), PIECE_ROWS):
+            hi = lo + data.num_rows
+            logical = data.drop_columns([c for c in (rt.ROW_ID, rt.ROW_COMMIT_VERSION) if c in data.schema.names])
+            logical = conform_to(logical, self.arrow_schema)
+            dels = del_live[(del_live >= lo) & (del_live < hi)] - lo
+            if dels.size:
+                m_.num_target_rows_deleted += int(dels.size)
+                if cdc is not None:
+                    cdc.add(logical.take(np_to_arrow(dels)), "delete")
+            in_piece = (upd_live >= lo) & (upd_live < hi)
+            for ci in np.unique(m.upd_clause[in_piece]):
+                sel = in_piece & (m.upd_clause == ci)
+                li = np_to_arrow(upd_live[sel] - lo)
+                tgt = logical.take(li)
+                if self.hidden is not None:
+                    tgt = tgt.append_column(rt.ROW_ID, data.column(rt.ROW_ID).take(li))
+                src = self.source.take(m.upd_src[sel]) if self.clauses[ci].kind == MATCHED_UPDATE else None
+                post = self._updated(self.clauses[int(ci)], tgt, src)
+                m_.num_target_rows_updated += post.num_rows
+                if cdc is not None:
+                    cdc.add(logical.take(li), "update_preimage")
+                    cdc.add(post.select(self.arrow_schema.names), "update_postimage")
+                ids = post.column(rt.ROW_ID) if self.hidden is not None else None
+                yield from self._materialize(post.select(self.arrow_schema.names), ids, None)
+            if copy:
+                keep = np.ones(data.num_rows, dtype=bool)
+                keep[gone_live[(gone_live >= lo) & (gone_live < hi)] - lo] = False
+                n_keep = int(keep.sum())
+                m_.num_target_rows_copied += n_keep
+                if n_keep:
+                    mask = pa.array(keep)
+                    ids = data.column(rt.ROW_ID).filter(mask) if self.hidden is not None else None
+                    vers = data.column(rt.ROW_COMMIT_VERSION).filter(mask) if self.hidden is not None else None
+                    yield from self._materialize(logical.filter(mask), ids, vers)
+            lo = hi
+        if lo != live:
+            raise DeltaError(f"data file {m.file['path']} changed while it was merged: {lo} live rows read, "
+                             f"{live} expected")
 
     def _write(self, batches: Iterator[pa.RecordBatch]) -> None:
         assert self.output is not None

@@ -14,12 +14,10 @@ counts without a second read. No per-row Python: masks -> `pc.indices_nonzero` -
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from queue import Empty, Full, Queue
 from typing import Any, TypeVar
 
 import numpy as np
@@ -57,48 +55,6 @@ def prefetch(fn: Callable[[_T], _R], items: Iterable[_T], in_flight: int = 2) ->
                 yield queue.popleft().result()
         while queue:
             yield queue.popleft().result()
-
-
-def run_ahead(items: Iterator[_T], depth: int = 2) -> Iterator[_T]:
-    """`items`, produced on a helper thread up to `depth` items ahead of the caller (a rewrite reads and
-    transforms the next pieces while the caller hands the current ones to the writer). The producer's
-    errors are re-raised here; when the caller stops early the producer stops at its next item."""
-    done = threading.Event()
-    queue: Queue[tuple[bool, Any]] = Queue(maxsize=max(1, depth))
-
-    def produce() -> None:
-        try:
-            for item in items:
-                while not done.is_set():
-                    try:
-                        queue.put((True, item), timeout=0.1)
-                        break
-                    except Full:
-                        continue
-                if done.is_set():
-                    return
-            queue.put((False, None))
-        except BaseException as e:  # handed to the consumer
-            queue.put((False, e))
-
-    worker = threading.Thread(target=produce, name="deltakernel-ahead", daemon=True)
-    worker.start()
-    try:
-        while True:
-            ok, value = queue.get()
-            if not ok:
-                if value is not None:
-                    raise value
-                return
-            yield value
-    finally:
-        done.set()
-        while worker.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                queue.get_nowait()
-            except Empty:
-                pass
-            worker.join(timeout=0.05)
 
 
 @dataclass(frozen=True)
@@ -254,4 +210,4 @@ def find_touched_rows(snapshot: Snapshot, pred: DmlPredicate, files: Sequence[di
 
 
 __all__ = ["DmlPredicate", "TouchedFile", "as_mask", "candidate_files", "existing_deleted", "find_touched_rows",
-           "partition_matches", "physical_task", "plan_predicate", "prefetch", "run_ahead"]
+           "partition_matches", "physical_task", "plan_predicate", "prefetch"]
