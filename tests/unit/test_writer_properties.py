@@ -78,6 +78,18 @@ def test_default_properties_keep_dictionary_planning(tmp_path: Path) -> None:
     assert "RLE_DICTIONARY" in cols["cat"].encodings
 
 
+def test_dictionary_planning_waits_for_a_row_group_large_enough(tmp_path: Path) -> None:
+    """A stream that starts with a few rows (a MERGE's first updated rows) is planned on its first row group,
+    not on that first batch: unique columns are still written plain."""
+    data = _data(40_000)
+    batches = [*data.slice(0, 3).to_batches(), *data.slice(3).to_batches(max_chunksize=5_000)]
+    deltakernel.write_deltalake(str(tmp_path), pa.RecordBatchReader.from_batches(data.schema, iter(batches)))
+    cols = _columns(tmp_path)
+    assert "RLE_DICTIONARY" not in cols["id"].encodings
+    assert "RLE_DICTIONARY" in cols["cat"].encodings
+    assert DeltaTable(str(tmp_path)).to_pyarrow_table().sort_by("id").equals(data)
+
+
 def test_deltalake_objects_are_accepted(tmp_path: Path) -> None:
     deltalake = pytest.importorskip("deltalake")
     theirs = deltalake.WriterProperties(

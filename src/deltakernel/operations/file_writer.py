@@ -10,8 +10,9 @@ Why it looks like this:
   on two cores; the buffering thread never waits for the encoder except on back-pressure and rolling.
 - stats: null counts and NaN flags from the data (`kernel.stats_collect`), min/max folded from the footer
   of each file written (the encoder computes them anyway).
-- dictionary encoding is chosen per column from a sample of the first batch (nearly-unique columns are
-  written plain instead of overflowing a dictionary in every column chunk).
+- dictionary encoding is chosen per column from a sample of the first row group flushed (nearly-unique columns
+  are written plain instead of overflowing a dictionary in every column chunk); a file's Parquet writer opens at
+  its first flush, once that choice is made.
 - paths, partition directories and the physical file schema: `data_layout.py`; timestamps are INT64
   microseconds (UTC-adjusted for `timestamp`, not for `timestamp_ntz`).
 - nothing here commits: on failure every file written so far is deleted (best effort) and the error re-raised.
@@ -60,7 +61,7 @@ MAX_OPEN_FILES = 64
 MEMORY_BUDGET = 256 * 1024 * 1024  # uncompressed bytes buffered across all partitions
 MAX_ROW_GROUP_BYTES = 128 * 1024 * 1024  # uncompressed bytes of one buffered row group
 _DICT_SAMPLE_ROWS = 32768  # rows looked at to decide dictionary encoding per column
-_DICT_SAMPLE_MIN_ROWS = 16384  # smaller first batches keep pyarrow's default (dictionary everywhere)
+_DICT_SAMPLE_MIN_ROWS = 16384  # smaller row groups do not decide (their file keeps dictionary everywhere)
 _PARALLEL_STATS_ROWS = 65536  # below this a thread hand-off costs more than it hides
 LANES = 2  # files written side by side per partition once it has a full row group (see _FileWriter.add)
 _LANE_MIN_ROWS = 65536  # a flushed row group smaller than this does not open a second file

@@ -26,7 +26,7 @@ Execution (see docs/decisions.md, "MERGE execution"):
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -510,11 +510,23 @@ class MergeRun:
         memory does not grow with file size."""
         full = Scan(self.snapshot, row_tracking=self.row_tracking)
         m_ = self.metrics
-        for m in touched:
+        cdc = self.cdc is not None
+
+        def plan(m: FileMatch) -> tuple[FileMatch, npt.NDArray[np.uint64], bool, bool, Iterable[pa.Table] | None]:
+            """A file rewritten (`copy`) streams in pieces on the caller's thread; a file only a few rows are
+            taken from (deletion vectors, or removed whole) is read whole here, on a prefetch thread."""
             removed = np.union1d(m.del_pos, m.upd_pos).astype(np.uint64)
             whole = int(removed.size + m.existing.size) >= m.num_rows
             copy = not whole and not use_dv
-            yield from self._file_rows(m, full, removed, copy)
+            pieces: Iterable[pa.Table] | None = None
+            if copy:
+                pieces = full.read_file_pieces(dict(m.file), PIECE_ROWS)
+            elif m.upd_pos.size or (cdc and m.del_pos.size):
+                pieces = [full.read_file(dict(m.file))]
+            return m, removed, whole, copy, pieces
+
+        for m, removed, whole, copy, pieces in prefetch(plan, touched, 2):
+            yield from self._file_rows(m, pieces, removed, copy)
             if use_dv and not whole:
                 assert self.dv_writer is not None
                 self.dv_writer.add(np.union1d(m.existing, removed).astype(np.uint64) if m.existing.size else removed)
@@ -538,13 +550,14 @@ class MergeRun:
                     self.cdc.add(rows, "insert")
                 yield from self._materialize(rows, None, None)
 
-    def _file_rows(self, m: FileMatch, full: Scan, removed: npt.NDArray[np.uint64],
+    def _file_rows(self, m: FileMatch, pieces: Iterable[pa.Table] | None, removed: npt.NDArray[np.uint64],
                    copy: bool) -> Iterator[pa.RecordBatch]:
-        """One touched file, piece by piece: its deleted rows (change data), its updated rows and, when the
-        file is rewritten (`copy`), the rows it keeps (row ids and commit versions kept)."""
+        """One touched file, piece by piece (`pieces`: its live rows in order; None when nothing needs
+        reading): its deleted rows (change data), its updated rows and, when the file is rewritten (`copy`),
+        the rows it keeps (row ids and commit versions kept)."""
         m_ = self.metrics
         cdc = self.cdc
-        if not (m.upd_pos.size or copy or (cdc is not None and m.del_pos.size)):
+        if pieces is None:
             m_.num_target_rows_deleted += int(m.del_pos.size)
             return
         del_live = live_positions(m.del_pos, m.existing)
@@ -552,7 +565,7 @@ class MergeRun:
         gone_live = live_positions(removed, m.existing)
         live = m.num_rows - int(m.existing.size)
         lo = 0
-        for data in full.read_file_pieces(dict(m.file), PIECE_ROWS):
+        for data in pieces:
             hi = lo + data.num_rows
             logical = data.drop_columns([c for c in (rt.ROW_ID, rt.ROW_COMMIT_VERSION) if c in data.schema.names])
             logical = conform_to(logical, self.arrow_schema)
