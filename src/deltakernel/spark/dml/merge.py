@@ -126,7 +126,10 @@ class SparkMerge(SparkDml):
             return
         hidden = self._hidden()
         out = self._outputs(hidden)
-        pairs, touched, counts, duplicates = self._classify(files, out if use_dv else None)
+        # deletion vectors: updated rows whose new values come from the source alone are valued after the
+        # classification (pairs joined with the source), so it scans only the columns the join reads
+        from_source = plan.source_update_values() if use_dv and out.simple and hidden is None else None
+        pairs, touched, counts, duplicates = self._classify(files, out if use_dv and from_source is None else None)
         inserted = self._count_inserts(pairs)
         self.step()
         m = self.metrics
@@ -142,7 +145,7 @@ class SparkMerge(SparkDml):
         if use_dv and touched.size:
             self._deletion_vectors(files, pairs)
         self.step()
-        written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, inserted)
+        written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, inserted, from_source)
         self.step()
         if not use_dv:
             self._remove(files.take(pa.array(touched)))
@@ -256,9 +259,11 @@ class SparkMerge(SparkDml):
 
     # ------------------------------------------------------------------ writing
     def _write(self, files: pa.Table, touched: np.ndarray, pairs: Any, hidden: tuple[str, str] | None,
-               out: _Outputs, use_dv: bool, duplicates: bool, inserted: int) -> Written:
-        """One write job: updated rows (deletion vectors: from the kept pairs; copy-on-write: the touched files
-        joined with the source again, with the rows they keep), plus the unmatched source rows to insert."""
+               out: _Outputs, use_dv: bool, duplicates: bool, inserted: int,
+               from_source: list[Any] | None = None) -> Written:
+        """One write job: updated rows (deletion vectors: from the kept pairs, valued there or - `from_source` -
+        by joining them with the source; copy-on-write: the touched files joined with the source again, with the
+        rows they keep), plus the unmatched source rows to insert."""
         from pyspark.sql import functions as F
 
         plan, md = self.plan, self.txn.metadata
@@ -275,7 +280,11 @@ class SparkMerge(SparkDml):
                 if duplicates:  # the same target row in several pairs (all with the same clause): once
                     rows = rows.dropDuplicates([FID, ROW])
                 # the joined frame has both sides' names: select, then union
-                frame = rows.select(*out.names) if use_dv else rows.select(*out.values)
+                if from_source is not None:
+                    valued = rows.select(SID, F.col("a").alias(ACTION)).join(plan.source_side(), SID)
+                    frame = valued.select(*from_source)
+                else:
+                    frame = rows.select(*out.names) if use_dv else rows.select(*out.values)
         if inserted:
             ins = self._unmatched(pairs, hidden).select(*out.values)
             frame = ins if frame is None else frame.unionByName(ins)

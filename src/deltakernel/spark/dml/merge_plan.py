@@ -350,21 +350,41 @@ class MergePlan:
             return F.lit(None) if self.kinds[i] == NOT_MATCHED_INSERT else self.old(name)
         return F.col(v) if isinstance(v, str) else v
 
-    def new_values(self) -> list[Any]:
-        """Each column of the commit's schema: its value after the row's clause (old value when none)."""
+    def new_values(self, writers: list[int] | None = None) -> list[Any]:
+        """Each column of the commit's schema: its value after the row's clause (old value when none).
+        With `writers`, only rows of those clauses are valued (others get NULL, no old value is read)."""
         from pyspark.sql import functions as F
 
         act = F.col(ACTION)
         cols = []
-        writers = [i for i in range(len(self.clauses)) if not self.clauses[i].is_delete]
+        only = writers is not None
+        if writers is None:
+            writers = [i for i in range(len(self.clauses)) if not self.clauses[i].is_delete]
         for f in self.schema.fields:
             expr = None
             for i in writers:
                 branch = self._value(i, f.name)
                 expr = F.when(act == i, branch) if expr is None else expr.when(act == i, branch)
-            expr = self.old(f.name) if expr is None else expr.otherwise(self.old(f.name))
+            fallback = F.lit(None) if only else self.old(f.name)
+            expr = fallback if expr is None else expr.otherwise(fallback)
             cols.append(expr.cast(self.spark_schema[f.name].dataType).alias(f.name))
         return cols
+
+    def source_update_values(self) -> list[Any] | None:
+        """The new values of matched-update rows computed from the source row alone (on `source_side()` with
+        `ACTION`), or None when an update reads the target row (a column it does not assign, a target
+        column in a value) or a NOT MATCHED BY SOURCE clause updates: Spark's analyzer decides, on a frame
+        without the target's columns."""
+        from pyspark.sql import functions as F
+
+        if self.by_source or not self.updates:
+            return None
+        values = self.new_values(self.updates)
+        try:
+            self.source_side().select("*", F.lit(0).alias(ACTION)).select(*values)
+        except analysis_error():
+            return None
+        return values
 
     def hidden_values(self, hidden: tuple[str, str]) -> list[Any]:
         """Row id kept (NULL for inserted rows), row commit version NULL (= this commit) for updated rows."""
