@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     CommitConflictError,
     CorruptLogError,
@@ -12,14 +14,53 @@ from .errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from .operations.convert import convert_to_deltalake
-from .operations.properties import CommitProperties, PostCommitHookProperties, Transaction
-from .operations.write import write_deltalake
-from .operations.writer_properties import BloomFilterProperties, ColumnProperties, WriterProperties
-from .query import QueryBuilder
-from .schema import DataType, Field, Schema, VariantType
-from .table import DeltaTable
-from .table_info import Metadata, TableFeatures
+
+if TYPE_CHECKING:
+    from .operations.convert import convert_to_deltalake
+    from .operations.properties import CommitProperties, PostCommitHookProperties, Transaction
+    from .operations.write import write_deltalake
+    from .operations.writer_properties import BloomFilterProperties, ColumnProperties, WriterProperties
+    from .query import QueryBuilder
+    from .schema import DataType, Field, Schema, VariantType
+    from .table import DeltaTable
+    from .table_info import Metadata, TableFeatures
+
+# Public names load on first use (py-polars' lazy imports): a process that needs only part of the package
+# (Spark's Python workers, a streaming source's driver-side process) does not import all of it.
+_LAZY = {
+    "convert_to_deltalake": ".operations.convert",
+    "CommitProperties": ".operations.properties",
+    "PostCommitHookProperties": ".operations.properties",
+    "Transaction": ".operations.properties",
+    "write_deltalake": ".operations.write",
+    "BloomFilterProperties": ".operations.writer_properties",
+    "ColumnProperties": ".operations.writer_properties",
+    "WriterProperties": ".operations.writer_properties",
+    "QueryBuilder": ".query",
+    "DataType": ".schema",
+    "Field": ".schema",
+    "Schema": ".schema",
+    "VariantType": ".schema",
+    "DeltaTable": ".table",
+    "Metadata": ".table_info",
+    "TableFeatures": ".table_info",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'deltakernel' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 

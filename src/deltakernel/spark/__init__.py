@@ -16,9 +16,32 @@ Without `enable()` the same is available as functions: `read(spark, path, **opti
 
 from __future__ import annotations
 
-from .reader import DeltaFrame, read
-from .routing import enable
-from .tables import DeltaTable, DeltaTableBuilder
-from .writer import write
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .reader import DeltaFrame, read
+    from .routing import enable
+    from .tables import DeltaTable, DeltaTableBuilder
+    from .writer import write
+
+# loaded on first use: Spark's Python workers import submodules (the data sources, the executors' tasks)
+# without paying for the whole engine (a streaming query starts a Python process for its source)
+_LAZY = {"DeltaFrame": ".reader", "read": ".reader", "enable": ".routing", "DeltaTable": ".tables",
+         "DeltaTableBuilder": ".tables", "write": ".writer"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'deltakernel.spark' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 __all__ = ["DeltaFrame", "DeltaTable", "DeltaTableBuilder", "enable", "read", "write"]
