@@ -16,7 +16,9 @@ Without `enable()` the same is available as functions: `read(spark, path, **opti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from .reader import DeltaFrame, read
@@ -30,18 +32,6 @@ _LAZY = {"DeltaFrame": ".reader", "read": ".reader", "enable": ".routing", "Delt
          "DeltaTableBuilder": ".tables", "write": ".writer"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'deltakernel.spark' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 __all__ = ["DeltaFrame", "DeltaTable", "DeltaTableBuilder", "enable", "read", "write"]
