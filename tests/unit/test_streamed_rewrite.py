@@ -163,3 +163,32 @@ def test_streamed_merge_matches_whole_files(tmp_path: Path, monkeypatch: pytest.
            for n in ("whole", "pieces")]
     assert cdf[1].num_rows == 15 + 2 * 15 + 10
     assert_same_rows(cdf[1], cdf[0])
+
+
+@pytest.mark.parametrize("op", ["delete", "update", "merge"])
+def test_a_file_shorter_than_the_log_says_fails_and_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    op: str) -> None:
+    """A streamed file that yields fewer live rows than the log promised (changed underneath) fails the operation
+    with a DeltaError naming the file; nothing commits."""
+    from deltakernel import DeltaError
+
+    t = tmp_path / "t"
+    _table(t)
+    original = Scan.read_file_pieces
+
+    def short(self: Scan, task: dict, rows: int = 7):  # type: ignore[no-untyped-def]
+        pieces = list(original(self, task, rows))
+        yield from pieces[:-1]
+
+    monkeypatch.setattr(Scan, "read_file_pieces", short)
+    version = DeltaTable(str(t)).version()
+    with pytest.raises(DeltaError, match=r"data file .*\.parquet changed while it was rewritten"):
+        dt = DeltaTable(str(t))
+        if op == "delete":
+            dt.delete("id % 4 = 1")
+        elif op == "update":
+            dt.update(updates={"v": "0"}, predicate="id % 4 = 1")
+        else:
+            dt.merge(pa.table({"id": pa.array([1, 5], pa.int64())}), "t.id = s.id", source_alias="s",
+                     target_alias="t").when_matched_delete().execute()
+    assert DeltaTable(str(t)).version() == version

@@ -160,9 +160,7 @@ class _Delete:
                                             change_data=cdc)
         def change(t: TouchedFile) -> FileChange:
             # the matched rows are known already (no second evaluation); the file streams through in pieces
-            mask = t.live_mask(t.num_rows - int(t.existing.size))
-            assert mask is not None
-            return FileChange(t.file, functools.partial(rewriter.read_pieces, t.file), mask)
+            return FileChange(t.file, functools.partial(rewriter.read_pieces, t.file), t.live_mask())
 
         result = rewriter.rewrite(change(t) for t in touched)
         self.txn.remove_files(result.removes)

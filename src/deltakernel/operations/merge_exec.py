@@ -69,7 +69,7 @@ from .merge_plan import (
 )
 from .merge_schema import update_star_struct
 from .merge_source import MergeSource
-from .rewrite import PIECE_ROWS, remove_action, row_tracking_configuration
+from .rewrite import PIECE_ROWS, live_pieces, remove_action, row_tracking_configuration
 from .touched_rows import as_mask, existing_deleted, live_positions, physical_task, prefetch
 
 _FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row_id",
@@ -564,8 +564,7 @@ class MergeRun:
         upd_live = live_positions(m.upd_pos, m.existing)
         gone_live = live_positions(removed, m.existing)
         live = m.num_rows - int(m.existing.size)
-        lo = 0
-        for data in pieces:
+        for lo, data in live_pieces(m.file["path"], pieces, live):
             hi = lo + data.num_rows
             logical = data.drop_columns([c for c in (rt.ROW_ID, rt.ROW_COMMIT_VERSION) if c in data.schema.names])
             logical = conform_to(logical, self.arrow_schema)
@@ -599,10 +598,6 @@ class MergeRun:
                     ids = data.column(rt.ROW_ID).filter(mask) if self.hidden is not None else None
                     vers = data.column(rt.ROW_COMMIT_VERSION).filter(mask) if self.hidden is not None else None
                     yield from self._materialize(logical.filter(mask), ids, vers)
-            lo = hi
-        if lo != live:
-            raise DeltaError(f"data file {m.file['path']} changed while it was merged: {lo} live rows read, "
-                             f"{live} expected")
 
     def _write(self, batches: Iterator[pa.RecordBatch]) -> None:
         assert self.output is not None

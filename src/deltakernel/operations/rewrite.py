@@ -77,6 +77,17 @@ class FileChange:
     removed: pa.Array | pa.ChunkedArray
 
 
+def live_pieces(path: str, pieces: Iterable[pa.Table], live: int) -> Iterator[tuple[int, pa.Table]]:
+    """`(offset, piece)` over a file's live rows read in pieces; raises when the pieces do not add up to the
+    `live` rows the log promised (the file changed underneath the operation: nothing may be written from it)."""
+    offset = 0
+    for piece in pieces:
+        yield offset, piece
+        offset += piece.num_rows
+    if offset != live:
+        raise DeltaError(f"data file {path} changed while it was rewritten: {offset} live rows read, {live} expected")
+
+
 @dataclass
 class RewriteResult:
     adds: list[dict[str, Any]] = field(default_factory=list)
@@ -147,19 +158,14 @@ class Rewriter:
                 if n_removed == live and self.change_data is None:
                     continue  # every row leaves and none is recorded: nothing to read
                 pieces = [change.data] if isinstance(change.data, pa.Table) else change.data()
-                offset = 0
-                for piece in pieces:
+                for offset, piece in live_pieces(change.file["path"], pieces, live):
                     part = mask.slice(offset, piece.num_rows)
-                    offset += piece.num_rows
                     if self.change_data is not None:
                         self.change_data.add(self._logical(piece.filter(part)), self.removed_change_type)
                     if n_removed < live:
                         keep = piece.filter(pc.invert(part))
                         result.copied_rows += keep.num_rows
                         yield from output.materialize(keep).to_batches()
-                if offset != live:
-                    raise DeltaError(f"data file {change.file['path']} changed while it was rewritten: "
-                                     f"{offset} live rows read, {live} expected")
 
         output.write(kept())
         result.adds = output.finish()
@@ -181,8 +187,8 @@ def read_written(storage: Storage, adds: Iterable[Mapping[str, Any]], schema: St
                               "deletion_vector": a.get("deletionVector"), "size": a.get("size")})
 
 
-__all__ = ["FILE_COLUMNS", "FileChange", "RewriteResult", "Rewriter", "read_written", "row_tracking_configuration",
-           "remove_action"]
+__all__ = ["FILE_COLUMNS", "PIECE_ROWS", "FileChange", "RewriteResult", "Rewriter", "live_pieces", "read_written",
+           "remove_action", "row_tracking_configuration"]
 
 
 def row_tracking_configuration(txn: Any) -> dict[str, str]:

@@ -156,12 +156,14 @@ class TouchedFile:
         """Every row of the file is deleted once `matched` is."""
         return int(self.matched.size + self.existing.size) >= self.num_rows
 
-    def live_mask(self, live_rows: int) -> pa.Array | None:
-        """`matched` as a mask over the file's live rows (its old deletion vector applied), so a rewrite does not
-        evaluate the predicate again; None when `live_rows` disagrees with the DV (then evaluate)."""
-        if live_rows != self.num_rows - int(self.existing.size):
-            return None
-        values = np.zeros(live_rows, dtype=np.bool_)
+    @property
+    def live_rows(self) -> int:
+        """Rows a read of the file returns (its old deletion vector applied)."""
+        return self.num_rows - int(self.existing.size)
+
+    def live_mask(self) -> pa.Array:
+        """`matched` as a mask over the file's live rows, so a rewrite does not evaluate the predicate again."""
+        values = np.zeros(self.live_rows, dtype=np.bool_)
         values[live_positions(self.matched, self.existing)] = True
         return bool_to_arrow(values)
 

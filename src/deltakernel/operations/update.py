@@ -37,7 +37,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConstraintViolationError, DeltaError, InvalidFilterError, SchemaError
+from ..errors import ConstraintViolationError, InvalidFilterError, SchemaError
 from ..kernel import row_tracking as rt
 from ..kernel.arrow_build import broadcast
 from ..kernel.expressions.sql import SqlExpr, parse_sql, referenced_columns
@@ -54,7 +54,7 @@ from .data_output import DataFileOutput
 from .dml_commit import FileChangeMetrics, ms_since, run_and_commit
 from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .properties import CommitProperties, PostCommitHookProperties
-from .rewrite import FILE_COLUMNS, PIECE_ROWS, remove_action, row_tracking_configuration
+from .rewrite import FILE_COLUMNS, PIECE_ROWS, live_pieces, remove_action, row_tracking_configuration
 from .touched_rows import (
     DmlPredicate,
     TouchedFile,
@@ -343,14 +343,11 @@ class _Update:
             in the original order); removes and change data recorded on the way. (Producing the pieces on a
             helper thread ahead of the writer measured no faster: the writer encodes on its own threads.)"""
             for t in touched:
-                live = t.num_rows - int(t.existing.size)
-                mask_all = t.live_mask(live)  # found already: no second evaluation
-                assert mask_all is not None
+                mask_all = t.live_mask()  # found already: no second evaluation
                 self._remove(t.file)
-                offset = 0
-                for piece in scan.read_file_pieces(t.file, PIECE_ROWS):
+                for offset, piece in live_pieces(t.file["path"], scan.read_file_pieces(t.file, PIECE_ROWS),
+                                                 t.live_rows):
                     mask = mask_all.slice(offset, piece.num_rows)
-                    offset += piece.num_rows
                     old = piece.filter(mask)
                     m.num_copied_rows += piece.num_rows - old.num_rows
                     if old.num_rows == 0:
@@ -361,9 +358,6 @@ class _Update:
                     m.num_updated_rows += old.num_rows
                     written = _with_new_versions(new, old) if output.row_tracking else new
                     yield output.materialize(_scatter(piece, mask, written, updater.changed))
-                if offset != live:
-                    raise DeltaError(f"data file {t.file['path']} changed while it was updated: {offset} live "
-                                     f"rows read, {live} expected")
 
         def batches() -> Iterator[pa.RecordBatch]:
             for content in pieces():
