@@ -96,6 +96,11 @@ class Measurement:
         return statistics.median(self.base_rss_kb) / 1024
 
 
+# `deltakernel` loads its public names on first use; a contender's untimed setup resolves them, as `import
+# deltalake` loads deltalake's native extension at import (otherwise the timed op would pay pyarrow's import)
+IMPORT_DELTAKERNEL = "import deltakernel\nfrom deltakernel import DeltaTable, write_deltalake\n"
+
+
 def run_once(c: Contender, params: dict[str, Any]) -> dict[str, Any]:
     code = _CHILD_TEMPLATE.format(
         setup="PARAMS = json.loads(sys.argv[1])\n" + textwrap.dedent(c.setup),

@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, Measurement, load_average, measurement_rows, table
+from _harness import IMPORT_DELTAKERNEL, Contender, Measurement, load_average, measurement_rows, table
 from _prepared import RESET_PEAK_RSS, measure_prepared
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -76,9 +76,9 @@ def make_tables(force: bool = False) -> None:
 CONTENDERS = [
     Contender(DL, "import deltalake\n" + RESET_PEAK_RSS,
               f"m = deltalake.DeltaTable(PARAMS['out']).delete({PREDICATE!r})\nresult = int(m['num_deleted_rows'])"),
-    Contender(DK, "import deltakernel\n" + RESET_PEAK_RSS,
+    Contender(DK, IMPORT_DELTAKERNEL + RESET_PEAK_RSS,
               f"m = deltakernel.DeltaTable(PARAMS['out']).delete({PREDICATE!r})\nresult = int(m['num_deleted_rows'])"),
-    Contender(DK_DV, "import deltakernel\n" + RESET_PEAK_RSS,
+    Contender(DK_DV, IMPORT_DELTAKERNEL + RESET_PEAK_RSS,
               f"m = deltakernel.DeltaTable(PARAMS['out']).delete({PREDICATE!r})\nresult = int(m['num_deleted_rows'])"),
     Contender(RAW, "import glob, pyarrow.compute as pc, pyarrow.parquet as pq\n" + RESET_PEAK_RSS,
               "n = 0\n"
@@ -125,8 +125,8 @@ _MERGE_OP = ("m = {mod}.DeltaTable(PARAMS['out']).merge(SRC, 't.id = s.id', sour
 _MERGE_SETUP = "import pyarrow.parquet as pq\nSRC = pq.read_table(PARAMS['source'])\n"
 MERGE_CONTENDERS = [
     Contender(M_DL, "import deltalake\n" + _MERGE_SETUP + RESET_PEAK_RSS, _MERGE_OP.format(mod="deltalake")),
-    Contender(M_DK, "import deltakernel\n" + _MERGE_SETUP + RESET_PEAK_RSS, _MERGE_OP.format(mod="deltakernel")),
-    Contender(M_DK_DV, "import deltakernel\n" + _MERGE_SETUP + RESET_PEAK_RSS, _MERGE_OP.format(mod="deltakernel")),
+    Contender(M_DK, IMPORT_DELTAKERNEL + _MERGE_SETUP + RESET_PEAK_RSS, _MERGE_OP.format(mod="deltakernel")),
+    Contender(M_DK_DV, IMPORT_DELTAKERNEL + _MERGE_SETUP + RESET_PEAK_RSS, _MERGE_OP.format(mod="deltakernel")),
 ]
 
 
@@ -179,8 +179,8 @@ _UPDATE_OP = (f"m = MOD.DeltaTable(PARAMS['out']).update(updates={UPDATES!r}, pr
               "result = int(m['num_updated_rows'])")
 UPDATE_CONTENDERS = [
     Contender(U_DL, "import deltalake\n" + RESET_PEAK_RSS, _UPDATE_OP.replace("MOD", "deltalake")),
-    Contender(U_DK, "import deltakernel\n" + RESET_PEAK_RSS, _UPDATE_OP.replace("MOD", "deltakernel")),
-    Contender(U_DK_DV, "import deltakernel\n" + RESET_PEAK_RSS, _UPDATE_OP.replace("MOD", "deltakernel")),
+    Contender(U_DK, IMPORT_DELTAKERNEL + RESET_PEAK_RSS, _UPDATE_OP.replace("MOD", "deltakernel")),
+    Contender(U_DK_DV, IMPORT_DELTAKERNEL + RESET_PEAK_RSS, _UPDATE_OP.replace("MOD", "deltakernel")),
 ]
 
 

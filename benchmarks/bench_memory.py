@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, Measurement, load_average, table
+from _harness import IMPORT_DELTAKERNEL, Contender, Measurement, load_average, table
 from _prepared import measure_prepared
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -71,7 +71,7 @@ reader = make_reader(PARAMS['rows'])
 DK = "deltakernel write_deltalake"
 DL = "deltalake write_deltalake"
 CONTENDERS = [
-    Contender(DK, SETUP + "import deltakernel",
+    Contender(DK, SETUP + IMPORT_DELTAKERNEL,
               "deltakernel.write_deltalake(PARAMS['out'], reader, mode='append')\nresult = 0"),
     Contender(DL, SETUP + "import deltalake",
               "deltalake.write_deltalake(PARAMS['out'], reader, mode='append')\nresult = 0"),

@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, load_average, measurement_rows, table
+from _harness import IMPORT_DELTAKERNEL, Contender, load_average, measurement_rows, table
 from _prepared import RESET_PEAK_RSS, measure_prepared
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -138,9 +138,9 @@ def main() -> None:
     make_tables()
     contenders = []
     if args.only in (None, "cow"):
-        contenders.append(Contender(DK, "import deltakernel\n" + _SETUP + RESET_PEAK_RSS, _OP.format(mod="deltakernel")))
+        contenders.append(Contender(DK, IMPORT_DELTAKERNEL + _SETUP + RESET_PEAK_RSS, _OP.format(mod="deltakernel")))
     if args.only in (None, "dv"):
-        contenders.append(Contender(DK_DV, "import deltakernel\n" + _SETUP + RESET_PEAK_RSS,
+        contenders.append(Contender(DK_DV, IMPORT_DELTAKERNEL + _SETUP + RESET_PEAK_RSS,
                                     _OP.format(mod="deltakernel")))
     if args.deltalake:
         contenders.append(Contender(DL, "import deltalake\n" + _SETUP + RESET_PEAK_RSS, _OP.format(mod="deltalake")))

@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, load_average, measurement_rows, table
+from _harness import IMPORT_DELTAKERNEL, Contender, load_average, measurement_rows, table
 from _prepared import RESET_PEAK_RSS, measure_prepared
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -82,13 +82,13 @@ def make_tables(force: bool = False) -> None:
 _OP = "m = MOD.DeltaTable(PARAMS['out']).optimize.compact()\nresult = [int(m['numFilesRemoved']), int(m['numFilesAdded'])]"
 CONTENDERS = [
     Contender(DL, "import deltalake\n" + RESET_PEAK_RSS, _OP.replace("MOD", "deltalake")),
-    Contender(DK, "import deltakernel\n" + RESET_PEAK_RSS, _OP.replace("MOD", "deltakernel")),
+    Contender(DK, IMPORT_DELTAKERNEL + RESET_PEAK_RSS, _OP.replace("MOD", "deltakernel")),
 ]
 _ZOP = (f"m = MOD.DeltaTable(PARAMS['out']).optimize.z_order({Z_COLUMNS!r}, target_size={Z_TARGET})\n"
         "result = int(m['numFilesRemoved'])")
 Z_CONTENDERS = [
     Contender(ZDL, "import deltalake\n" + RESET_PEAK_RSS, _ZOP.replace("MOD", "deltalake")),
-    Contender(ZDK, "import deltakernel\n" + RESET_PEAK_RSS, _ZOP.replace("MOD", "deltakernel")),
+    Contender(ZDK, IMPORT_DELTAKERNEL + RESET_PEAK_RSS, _ZOP.replace("MOD", "deltakernel")),
 ]
 
 

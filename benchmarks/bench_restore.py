@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, load_average, measurement_rows, table
+from _harness import IMPORT_DELTAKERNEL, Contender, load_average, measurement_rows, table
 from _prepared import RESET_PEAK_RSS, measure_prepared
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -86,7 +86,7 @@ def make_table() -> None:
 _OP = "m = {mod}.DeltaTable(PARAMS['out']).restore(0)\nresult = [int(m['numRestoredFile']), int(m['numRemovedFile'])]"
 CONTENDERS = [
     Contender(DL, "import deltalake\n" + RESET_PEAK_RSS, _OP.format(mod="deltalake")),
-    Contender(DK, "import deltakernel\n" + RESET_PEAK_RSS, _OP.format(mod="deltakernel")),
+    Contender(DK, IMPORT_DELTAKERNEL + RESET_PEAK_RSS, _OP.format(mod="deltakernel")),
 ]
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, Measurement, load_average, measurement_rows, table
+from _harness import IMPORT_DELTAKERNEL, Contender, Measurement, load_average, measurement_rows, table
 from _prepared import measure_prepared
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -70,11 +70,11 @@ RAW_P = "pyarrow ds.write_dataset, hive partitioning (info)"
 PLAIN = [
     Contender(RAW, SETUP + "import pyarrow.parquet as pq",
               "pq.write_table(tbl, PARAMS['out'] + '/part-0.snappy.parquet', compression='snappy')\nresult = 0"),
-    Contender(DK, SETUP + "import deltakernel", "deltakernel.write_deltalake(PARAMS['out'], tbl)\nresult = 0"),
+    Contender(DK, SETUP + IMPORT_DELTAKERNEL, "deltakernel.write_deltalake(PARAMS['out'], tbl)\nresult = 0"),
     Contender(DL, SETUP + "import deltalake", "deltalake.write_deltalake(PARAMS['out'], tbl)\nresult = 0"),
 ]
 PARTITIONED = [
-    Contender(DK_P, SETUP + "import deltakernel",
+    Contender(DK_P, SETUP + IMPORT_DELTAKERNEL,
               "deltakernel.write_deltalake(PARAMS['out'], tbl, partition_by=['part'])\nresult = 0"),
     Contender(DL_P, SETUP + "import deltalake",
               "deltalake.write_deltalake(PARAMS['out'], tbl, partition_by=['part'])\nresult = 0"),
