@@ -329,3 +329,22 @@ def dml_data(n: int, offset: int = 0, schema: pa.Schema | None = None, s_stride:
         "v": pa.array([None if i % 7 == 0 else i * 1.5 for i in rng], pa.float64()),
         "s": [None if i % 5 == 0 else f"s{(i * s_stride) % 11}" for i in rng],
     }, schema=schema)
+
+
+def referenced_files(path: str | pathlib.Path) -> set[str]:
+    """Every data, change data and DV file (relative path) any commit of the table's JSON log references."""
+    from urllib.parse import unquote
+
+    from deltakernel.kernel.deletion_vectors import DeletionVectorDescriptor
+
+    out = set()
+    for log in sorted((pathlib.Path(path) / "_delta_log").glob("*.json")):
+        for line in log.read_text().splitlines():
+            action = json.loads(line)
+            for kind in ("add", "remove", "cdc"):
+                if kind in action:
+                    out.add(unquote(action[kind]["path"]))
+                    dv = action[kind].get("deletionVector")
+                    if dv and dv["storageType"] == "u":
+                        out.add(DeletionVectorDescriptor.from_dict(dv).relative_key())
+    return out

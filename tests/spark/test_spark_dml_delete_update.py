@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers import assert_same_rows, dml_data, duckdb_table, make_dml_table
+from helpers import assert_same_rows, dml_data, duckdb_table, make_dml_table, referenced_files
 
 from deltakernel import DeltaTable as KernelTable
 from deltakernel.errors import (
@@ -88,26 +88,6 @@ def _table_files(path: str) -> set[str]:
     root = Path(path)
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "_delta_log" not in p.parts
             and not p.name.endswith(".crc")}
-
-
-def _referenced(path: str) -> set[str]:
-    """Every data, change data and DV file any commit of the log references."""
-    import json
-    from urllib.parse import unquote
-
-    from deltakernel.kernel.deletion_vectors import DeletionVectorDescriptor
-
-    out = set()
-    for log in sorted((Path(path) / "_delta_log").glob("*.json")):
-        for line in log.read_text().splitlines():
-            action = json.loads(line)
-            for kind in ("add", "remove", "cdc"):
-                if kind in action:
-                    out.add(unquote(action[kind]["path"]))
-                    dv = action[kind].get("deletionVector")
-                    if dv and dv["storageType"] == "u":
-                        out.add(DeletionVectorDescriptor.from_dict(dv).relative_key())
-    return out
 
 
 # ----------------------------------------------------------------------------- DELETE
@@ -377,7 +357,7 @@ def test_concurrent_delete_conflicts(spark, tmp_path, mode, monkeypatch):
     with pytest.raises(CommitConflictError):
         DeltaTable.forPath(spark, ours).delete("id % 4 = 1")
     assert KernelTable(ours).version() == version + 1  # only the concurrent commit
-    assert _table_files(ours) <= _referenced(ours)  # nothing of ours left behind
+    assert _table_files(ours) <= referenced_files(ours)  # nothing of ours left behind
     assert KernelTable(ours).to_pyarrow_table().num_rows == 89
 
 

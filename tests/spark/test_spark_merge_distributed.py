@@ -20,10 +20,10 @@ import pytest
 from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers import assert_same_rows, dml_data, duckdb_table, make_dml_table
+from helpers import assert_same_rows, dml_data, duckdb_table, make_dml_table, referenced_files
 
 from deltakernel import DeltaTable as KernelTable
-from deltakernel.errors import ConstraintViolationError, DeltaError, InvalidFilterError
+from deltakernel.errors import CommitConflictError, ConstraintViolationError, DeltaError, InvalidFilterError
 from deltakernel.operations.merge_plan import MergeDuplicateMatchError
 from deltakernel.operations.write import write_deltalake
 from deltakernel.spark import DeltaTable
@@ -129,15 +129,17 @@ CASES: dict[str, tuple[list[int | None], Callable[[Any], Any], Callable[[Any], A
 }
 
 
-@pytest.mark.parametrize("kind", ["unpartitioned", "partitioned"])
+@pytest.mark.parametrize("kind", ["unpartitioned", "partitioned", "column_mapped"])
 @pytest.mark.parametrize("mode", ["dv", "cow"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_merge_matches_embedded(spark, tmp_path, kind, mode, case):
+def test_merge_matches_embedded(spark, tmp_path, kind, mode, case, caplog):
     ids, spark_clauses, kernel_clauses = CASES[case]
     ours, theirs = _copies(tmp_path, kind, MODES[mode])
     src = _source(ids, "keep")
     before = KernelTable(ours).version()
-    result, metrics = _run_both(spark, ours, theirs, src, spark_clauses, kernel_clauses)
+    with caplog.at_level("WARNING", logger="deltakernel.spark.dml.merge"):
+        result, metrics = _run_both(spark, ours, theirs, src, spark_clauses, kernel_clauses)
+    assert "runs on the driver" not in caplog.text  # Spark jobs did it (column mapping too)
     what = f"{kind} {mode} {case}"
     row = result.collect()[0]
     assert (row.num_updated_rows, row.num_deleted_rows, row.num_inserted_rows) == (
@@ -352,6 +354,94 @@ def test_driver_collects_small_results_only(spark, tmp_path, mode, monkeypatch):
         row.num_updated_rows + row.num_inserted_rows
 
 
+@pytest.mark.parametrize("mode", ["dv", "cow"])
+def test_one_source_row_updates_many_target_rows(spark, tmp_path, mode):
+    """A source row matching several target rows updates each of them (written once per target row, also when
+    the new values come from the source alone); a source row matching none is inserted."""
+    ours, theirs = _copies(tmp_path, "unpartitioned", MODES[mode])
+    src = pa.table({"id": pa.array([1000, 2000], pa.int64()), "p": ["a", "zz"], "v": [1.25, 2.5], "s": ["x", "y"]})
+    condition = "t.p = s.p AND t.id < 40"
+    _run_both(spark, ours, theirs, src, lambda b: b.whenMatchedUpdateAll().whenNotMatchedInsertAll(),
+              lambda k: k.when_matched_update_all().when_not_matched_insert_all(), condition=condition)
+    _assert_same_commit(ours, theirs, mode)
+    _assert_same_table(spark, ours, theirs, mode)
+    metrics = _last(ours)["operationMetrics"]
+    assert (int(metrics["numTargetRowsUpdated"]), int(metrics["numTargetRowsInserted"])) == (
+        len([i for i in range(40) if i % 3 == 0]), 1)
+
+
+@pytest.mark.parametrize("mode", ["dv", "cow"])
+def test_merge_without_row_counts_in_the_stats(spark, tmp_path, mode):
+    """Copy-on-write tells copied from inserted rows by the touched files' numRecords, and the DV job knows a
+    file is wholly deleted from it; files without stats take a counting job / their footer instead."""
+    import json
+
+    ours, theirs = _copies(tmp_path, "partitioned", MODES[mode])
+    for path in (ours, theirs):
+        for log in sorted(Path(path, "_delta_log").glob("*.json")):
+            lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+            for action in lines:
+                action.get("add", {}).pop("stats", None)
+            log.write_text("".join(json.dumps(a) + "\n" for a in lines))
+    ids, spark_clauses, kernel_clauses = CASES["delete_when_matched"]
+    _run_both(spark, ours, theirs, _source(ids, "keep"), spark_clauses, kernel_clauses)
+    _assert_same_commit(ours, theirs, "no stats")
+    _assert_same_table(spark, ours, theirs, "no stats")
+    assert int(_last(ours)["operationMetrics"]["numTargetRowsCopied"]) > 0 if mode == "cow" else \
+        int(_last(ours)["operationMetrics"]["numTargetDeletionVectorsAdded"]) > 0
+
+
+@pytest.mark.parametrize("mode", ["dv", "cow"])
+def test_nothing_to_change_commits_nothing(spark, tmp_path, mode):
+    """Every source row matched (nothing to insert) and no matched clause: no file written, no commit."""
+    ours, _ = _copies(tmp_path, "partitioned", MODES[mode])
+    version, files = KernelTable(ours).version(), _table_files(ours)
+    src = spark.createDataFrame(_source([1, 2, 3], "keep")).alias("s")
+    result = DeltaTable.forPath(spark, ours).alias("t").merge(src, "t.id = s.id").whenNotMatchedInsertAll() \
+        .whenMatchedUpdate("s.id > 100", {"v": "s.v"}).execute()
+    assert result.collect()[0].num_affected_rows == 0
+    assert KernelTable(ours).version() == version
+    assert _table_files(ours) == files
+
+
+@pytest.mark.parametrize("mode", ["dv", "cow"])
+def test_concurrent_commits(spark, tmp_path, mode, monkeypatch):
+    """Commits landing between the Spark MERGE's jobs and its commit: a DELETE of a file the MERGE read is a
+    typed conflict (nothing of ours left behind); an append elsewhere is not, both commit."""
+    from deltakernel.spark.dml.merge import SparkMerge
+
+    ours, _ = _copies(tmp_path, "partitioned", MODES[mode])
+    run = SparkMerge.run
+    concurrent: list[Callable[[], Any]] = []
+
+    def run_then_concurrent(self):
+        run(self)
+        concurrent.pop()()
+
+    monkeypatch.setattr(SparkMerge, "run", run_then_concurrent)
+
+    def merge(ids: list[int]) -> None:
+        src = spark.createDataFrame(_source(ids, "keep")).alias("s")
+        DeltaTable.forPath(spark, ours).alias("t").merge(src, "t.id = s.id AND t.p = 'b'") \
+            .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
+    version = KernelTable(ours).version()
+    concurrent.append(lambda: KernelTable(ours).delete("id = 4"))  # in partition b, which the MERGE rewrites
+    with pytest.raises(CommitConflictError):
+        merge([1, 4, 7, 500])
+    assert KernelTable(ours).version() == version + 1  # only the concurrent commit
+    assert _table_files(ours) <= referenced_files(ours)  # nothing of ours left behind
+    rows = KernelTable(ours).to_pyarrow_table().num_rows
+    # an append to partition a does not touch what this MERGE read (t.p = 'b'): both commit
+    concurrent.append(lambda: write_deltalake(ours, _source([900], "z").set_column(1, "p", pa.array(["a"])),
+                                              mode="append"))
+    merge([1, 7, 600])
+    assert KernelTable(ours).version() == version + 3
+    table = KernelTable(ours).to_pyarrow_table()
+    assert table.num_rows == rows + 1 + 1  # the concurrent row and 600 (inserted; 1 and 7 updated in place)
+    assert sorted(table.filter(pa.compute.equal(table.column("s"), "new7")).column("id").to_pylist()) == [7]
+
+
 # ----------------------------------------------------------------------------- pruning, fallback
 def test_source_key_ranges_prune_like_the_embedded_merge(spark, tmp_path):
     """The source's key range (one aggregate job) and the IN list of a partition key prune the same files
@@ -373,7 +463,7 @@ def test_source_key_ranges_prune_like_the_embedded_merge(spark, tmp_path):
     _assert_same_table(spark, ours, theirs, "pruned")
 
 
-def test_identity_inserts_run_on_the_driver(spark, tmp_path):
+def test_identity_inserts_run_on_the_driver(spark, tmp_path, caplog):
     """Identity values come from one writer: such a MERGE runs the embedded engine (same result)."""
     from deltakernel.kernel.schema.types import PrimitiveType, StructField, StructType
     from deltakernel.operations.write import create_table
@@ -391,8 +481,10 @@ def test_identity_inserts_run_on_the_driver(spark, tmp_path):
         paths.append(path)
     ours, theirs = paths
     src = pa.table({"id": pa.array([2, 9], pa.int64()), "v": [20.0, 90.0]})
-    _run_both(spark, ours, theirs, src, lambda b: b.whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsert(
-        values={"id": "s.id", "v": "s.v"}), lambda k: k.when_matched_update({"v": "s.v"}).when_not_matched_insert(
-        {"id": "s.id", "v": "s.v"}))
+    with caplog.at_level("WARNING", logger="deltakernel.spark.dml.merge"):
+        _run_both(spark, ours, theirs, src, lambda b: b.whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsert(
+            values={"id": "s.id", "v": "s.v"}), lambda k: k.when_matched_update({"v": "s.v"})
+            .when_not_matched_insert({"id": "s.id", "v": "s.v"}))
+    assert "runs on the driver" in caplog.text
     assert_same_rows(KernelTable(ours).to_pyarrow_table(), KernelTable(theirs).to_pyarrow_table(), "identity")
     assert sorted(KernelTable(ours).to_pyarrow_table().column("k").to_pylist()) == [1, 2, 3, 4]

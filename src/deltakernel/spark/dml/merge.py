@@ -10,23 +10,28 @@
    (partition values + stats, the embedded MERGE's predicate; none with NOT MATCHED BY SOURCE clauses).
    The transaction records the predicate and the candidate files.
 3. The source is materialized once (persisted with a row id `__dk_sid`, as delta-spark materializes its
-   MERGE source): every job sees the same rows. Classification job: Spark joins the candidate files' rows
-   (file id, physical row index) with the source - inner, or left outer with NOT MATCHED BY SOURCE clauses;
-   never a right / full outer join, so Spark broadcasts a small source and the target is not shuffled - and
-   gives each row its clause (`CASE WHEN`, first match wins). The matched pairs and the target rows a
-   NOT MATCHED BY SOURCE clause changes are kept on the executors (persisted; with deletion vectors with
-   their new values); the driver receives one row per touched file (updated / deleted counts, most source
-   rows matching one target row). A target row matched by several source rows raises
-   `MergeDuplicateMatchError` (unless the only WHEN MATCHED clause is an unconditional DELETE) before
-   anything is written. Inserted rows are the source rows whose id is in no pair (an anti-join on ids: no
-   target scan); nothing to do -> no commit.
-4. Deletion vectors: the DV job (`touched.py`: grouped per file, one DV file per task) reads the kept pairs;
-   updated rows (also from the pairs: the target is scanned once) and inserted rows are written as new
-   files. Copy-on-write: the touched files are joined with the source again and rewritten (copied + updated
-   rows) together with the inserted rows. Insert-only MERGEs touch no target file. Rows are written by
-   Spark's native Parquet writer, or in `mapInArrow` (`merge_write.py`) when a table rule must be checked
-   or change data (insert / delete / update pre- and post-images) written. Row tracking: updated and copied
-   rows keep their row ids.
+   MERGE source): every job sees the same rows. The source-stats job runs on a second driver thread while
+   the driver plans what does not depend on the pruned files. The pairs: Spark joins the candidate files'
+   rows (file id, physical row index) with the source - inner, or left outer with NOT MATCHED BY SOURCE
+   clauses; never a right / full outer join, so Spark broadcasts a small source and the target is not
+   shuffled - and gives each row its clause (`CASE WHEN`, first match wins). The matched pairs and the
+   target rows a NOT MATCHED BY SOURCE clause changes are kept on the executors (persisted; with deletion
+   vectors, when a written value needs the target row, with their new values). A target row matched by
+   several source rows raises `MergeDuplicateMatchError` (unless the only WHEN MATCHED clause is an
+   unconditional DELETE), and nothing is committed.
+4. Deletion vectors: ONE job (`touched.py`: pairs grouped per file, one DV file per task) computes and
+   keeps the pairs, writes the DVs and returns per file the rows updated / deleted and the most pairs of
+   one target row; the write's plan is built meanwhile. Updated rows come from the kept pairs or - when
+   every written value comes from the source row (`UPDATE SET *`, or values Spark's analyzer resolves on
+   the source alone) - from the source left-joined with the pairs' clauses, inserted rows in the same pass
+   (`MergePlan.source_rows`). Copy-on-write: a classification job (one row per touched file to the driver),
+   then the touched files are joined with the source again and rewritten (copied + updated rows) together
+   with the inserted rows (source rows whose id is in no pair: an anti-join on ids, no target scan).
+   Inserted rows are counted from what was written (copy-on-write subtracts the copied rows, known from
+   the touched files' numRecords; without stats a counting job runs first). Insert-only MERGEs touch no
+   target file; nothing written -> no commit. Rows are written by Spark's native Parquet writer, or in
+   `mapInArrow` (`merge_write.py`) when a table rule must be checked or change data (insert / delete /
+   update pre- and post-images) written. Row tracking: updated and copied rows keep their row ids.
 5. One kernel transaction commits (operation MERGE, delta-spark's parameters and metrics).
 Tables Spark's Parquet plan cannot scan, and inserts into tables with identity columns (values must come
 from one writer), run the embedded MERGE on the driver with the source collected as Arrow.
@@ -37,6 +42,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +74,7 @@ from .frame import FID, ROW, Target
 from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
 from .merge_write import ClauseRules, MergeRowsPlan, write_merge_rows
 from .output import RowsPlan, Written, update_rules, write_rows
-from .touched import FILE_ROW_COLUMNS, commit_deletion_vectors, to_arrow, write_deletion_vectors
+from .touched import FILE_ROW_COLUMNS, commit_deletion_vectors, num_records, to_arrow, write_deletion_vectors
 
 AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 _log = logging.getLogger(__name__)
@@ -109,7 +115,18 @@ class SparkMerge(SparkDml):
         use_dv = deletion_vectors_writable(snapshot)
         self.steps(4)
         plan.materialize()
-        n_source, stats = plan.source_stats()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # the source-stats job runs while the driver plans what does not depend on the files it prunes
+            stats_job = pool.submit(plan.source_stats)
+            try:
+                hidden = self._hidden()
+                out = self._outputs(hidden)
+                # deletion vectors: when every written value comes from the source row alone, the rows written
+                # are the source rows left-joined with the pairs' clauses (`source_rows`), and classification
+                # scans only the columns the join reads
+                from_source = plan.source_update_values() if use_dv and out.simple and hidden is None else None
+            finally:
+                n_source, stats = stats_job.result()
         self.metrics.num_source_rows = n_source
         pruning = plan.pruning(stats)
         if pruning is not None:
@@ -124,34 +141,59 @@ class SparkMerge(SparkDml):
         self.step()
         if files.num_rows == 0 and not plan.inserts:
             return
-        hidden = self._hidden()
-        out = self._outputs(hidden)
-        # deletion vectors: updated rows whose new values come from the source alone are valued after the
-        # classification (pairs joined with the source), so it scans only the columns the join reads
-        from_source = plan.source_update_values() if use_dv and out.simple and hidden is None else None
-        pairs, touched, counts, duplicates = self._classify(files, out if use_dv and from_source is None else None)
-        inserted = self._count_inserts(pairs)
+        prebuilt = None
+        if use_dv:
+            pairs = self._pairs(files, out if from_source is None else None)
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                dv_job = pool.submit(self._dv_job, files, pairs) if files.num_rows else None
+                try:  # the write's plan is analyzed while the DV job runs
+                    if from_source is not None:
+                        prebuilt = plan.source_rows(pairs.where("matched"), from_source)
+                finally:
+                    result = dv_job.result() if dv_job is not None else None
+            touched, counts, duplicates = self._dv_counts(files, result)
+        else:
+            pairs = self._pairs(files, None)
+            touched, counts, duplicates = self._classify(pairs)
         self.step()
         m = self.metrics
         m.num_target_rows_updated = int(pc.sum(counts.column("upd")).as_py() or 0) if counts.num_rows else 0
         m.num_target_rows_deleted = int(pc.sum(counts.column("del")).as_py() or 0) if counts.num_rows else 0
-        m.num_target_rows_inserted = inserted
+        # rows kept by copy-on-write, from the touched files' stats (None: unknown -> inserts counted by a job)
+        kept = self._kept_rows(files, touched) if not use_dv else 0
+        inserted = self._count_inserts(pairs) if kept is None else None
         m.scan_time_ms = ms_since(start)
-        if touched.size == 0 and inserted == 0:
+        if touched.size == 0 and (not plan.inserts or inserted == 0):
             return
         write_start = time.monotonic()
         if hidden is not None and touched.size:
             txn.set_commit_tag("delta.rowTracking.preserved", "true")
-        if use_dv and touched.size:
-            self._deletion_vectors(files, pairs)
+        written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, inserted, prebuilt)
         self.step()
-        written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, inserted, from_source)
-        self.step()
+        copied = 0 if use_dv else (kept if kept is not None else
+                                   written.rows - m.num_target_rows_updated - (inserted or 0))
+        m.num_target_rows_inserted = inserted if inserted is not None else \
+            max(0, written.rows - m.num_target_rows_updated - copied)
         if not use_dv:
             self._remove(files.take(pa.array(touched)))
-            m.num_target_rows_copied = max(0, written.rows - m.num_target_rows_updated - inserted)
+            m.num_target_rows_copied = max(0, copied)
         self._add(written)
         m.rewrite_time_ms = ms_since(write_start)
+
+    def _kept_rows(self, files: pa.Table, touched: np.ndarray) -> int | None:
+        """Rows copy-on-write copies from the touched files (their live rows minus those updated or deleted),
+        from `numRecords` and the DV cardinalities; None when a touched file has no row count."""
+        if touched.size == 0:
+            return 0
+        sub = files.take(pa.array(touched))
+        records = num_records(sub)
+        if records.null_count:
+            return None
+        dv = sub.column("deletion_vector")
+        gone = pc.sum(pc.fill_null(pc.struct_field(dv, "cardinality"), 0)).as_py() if dv.null_count < len(dv) else 0
+        m = self.metrics
+        return int(pc.sum(records).as_py() or 0) - int(gone or 0) - m.num_target_rows_updated - \
+            m.num_target_rows_deleted
 
     def _hidden(self) -> tuple[str, str] | None:
         """The materialized row-tracking columns rewritten rows carry (names assigned in the commit's
@@ -181,13 +223,11 @@ class SparkMerge(SparkDml):
         return _Outputs(values, names, rules, simple, old, cdf, hidden)
 
     # ------------------------------------------------------------------ classification
-    def _classify(self, files: pa.Table, out: _Outputs | None) -> tuple[Any, np.ndarray, pa.Table, bool]:
-        """One pass over the candidate files joined with the source: the matched pairs and the target rows a
-        NOT MATCHED BY SOURCE clause changes, kept on the executors (`fid, row, sid, clause, matched`);
-        the driver gets one row per touched file (`fid, upd, del, n`: n = most pairs of one target row).
-        Raises on a target row several source rows match for an update/delete, before anything is written.
-        With `out` (deletion vectors), the kept rows carry their new values too: the write reads them there,
-        the target is scanned once."""
+    def _pairs(self, files: pa.Table, out: _Outputs | None) -> Any:
+        """The candidate files joined with the source, kept on the executors (persisted, computed by the first
+        job that reads it): matched pairs and the target rows a NOT MATCHED BY SOURCE clause changes, as
+        `fid, row, sid, a` (the row's clause), `matched`. With `out` (deletion vectors), the kept rows carry
+        their new values too: the write reads them there, the target is scanned once."""
         from pyspark.sql import functions as F
 
         plan = self.plan
@@ -195,8 +235,16 @@ class SparkMerge(SparkDml):
         j = plan.joined(files, hidden=hidden, keep_target=bool(plan.by_source))
         s, act = F.col(S_MARK).isNotNull(), F.col(ACTION)
         carried = [v for v, n in zip(out.values, out.names) if n != ACTION] if out is not None else []
-        pairs = plan.persist(j.where(s | (act >= 0)).select(FID, ROW, F.col(SID), act.alias("a"), s.alias("matched"),
-                                                             act.alias(ACTION), *carried))
+        return plan.persist(j.where(s | (act >= 0)).select(FID, ROW, F.col(SID), act.alias("a"), s.alias("matched"),
+                                                            act.alias(ACTION), *carried))
+
+    def _classify(self, pairs: Any) -> tuple[np.ndarray, pa.Table, bool]:
+        """Copy-on-write: one pass over the candidate files joined with the source (`pairs`, kept by this job);
+        the driver gets one row per touched file (`fid, upd, del, n`: n = most pairs of one target row).
+        Raises on a target row several source rows match for an update/delete, before anything is written."""
+        from pyspark.sql import functions as F
+
+        plan = self.plan
         per_row = pairs.where("matched").groupBy(FID, ROW).agg(F.count(F.lit(1)).alias("n"), F.max("a").alias("a"))
         if plan.by_source:
             per_row = per_row.unionByName(pairs.where(~F.col("matched")).select(
@@ -209,15 +257,43 @@ class SparkMerge(SparkDml):
             F.sum(among(plan.updates).cast("long")).alias("upd"), F.sum(among(plan.deletes).cast("long")).alias("del"),
             F.max("n").alias("n"))
         counts = to_arrow(per_file)
+        duplicates = self._check_duplicates(counts)
+        return self._touched(counts), counts, duplicates
+
+    def _dv_job(self, files: pa.Table, pairs: Any) -> pa.Table:
+        """Deletion vectors: the DV job reads the pairs (computed and kept by this job), writes the touched
+        files' new DVs and counts, per file, the rows updated and deleted and the most pairs of one target
+        row (`touched.write_deletion_vectors`)."""
+        return write_deletion_vectors(self.target, files, pairs.select(FID, ROW, "a"),
+                                      self.txn.metadata.configuration,
+                                      (tuple(self.plan.updates), tuple(self.plan.deletes)))
+
+    def _dv_counts(self, files: pa.Table, result: pa.Table | None) -> tuple[np.ndarray, pa.Table, bool]:
+        """The DV job's result recorded in the transaction (so a failure from here on deletes the DV files)
+        before a duplicate match raises; the touched file ids and the per-file counts."""
+        if result is None:
+            return np.empty(0, np.int32), pa.table({FID: pa.array([], pa.int32())}), False
+        self._record_dvs(files, result)
+        counts = result.rename_columns([FID if n == "fid" else n for n in result.column_names])
+        duplicates = self._check_duplicates(counts)
+        return self._touched(counts), counts, duplicates
+
+    def _check_duplicates(self, counts: pa.Table) -> bool:
+        """Whether a target row is in several pairs; raises unless that is allowed (unconditional delete)."""
         duplicates = bool(counts.num_rows) and int(pc.max(counts.column("n")).as_py() or 0) > 1
-        if duplicates and plan.matched and not self._delete_only():
+        if duplicates and self.plan.matched and not self._delete_only():
             raise MergeDuplicateMatchError(
                 "MERGE: a target row matched several source rows; an update or delete needs at most one matching "
                 "source row per target row (deduplicate the source)")
-        if counts.num_rows:
-            counts = counts.filter(pc.greater(pc.add(counts.column("upd"), counts.column("del")), 0))
-        touched = np.sort(counts.column(FID).to_numpy()) if counts.num_rows else np.empty(0, np.int32)
-        return pairs, touched, counts, duplicates
+        return duplicates
+
+    @staticmethod
+    def _touched(counts: pa.Table) -> np.ndarray:
+        """The file ids with a row updated or deleted, sorted."""
+        if counts.num_rows == 0:
+            return np.empty(0, np.int32)
+        hit = counts.filter(pc.greater(pc.add(counts.column("upd"), counts.column("del")), 0))
+        return np.sort(hit.column(FID).to_numpy())
 
     def _unmatched(self, pairs: Any, hidden: tuple[str, str] | None = None) -> Any:
         """Source rows no target row matched, with their NOT MATCHED clause (no target scan)."""
@@ -240,13 +316,7 @@ class SparkMerge(SparkDml):
         return len(m) == 1 and self.plan.kinds[m[0]] == MATCHED_DELETE and self.plan.clauses[m[0]].condition is None
 
     # ------------------------------------------------------------------ deletion vectors
-    def _deletion_vectors(self, files: pa.Table, pairs: Any) -> None:
-        """The touched rows (from the kept pairs: no target scan) marked in new DVs by the DV job."""
-        from pyspark.sql import functions as F
-
-        plan = self.plan
-        matched = pairs.where(F.col("a").isin(plan.updates + plan.deletes)).select(FID, ROW)
-        result = write_deletion_vectors(self.target, files, matched, self.txn.metadata.configuration)
+    def _record_dvs(self, files: pa.Table, result: pa.Table) -> None:
         outcome = commit_deletion_vectors(self.txn, files, result, self.now)
         self.keep_dvs(outcome)
         m = self.metrics
@@ -259,35 +329,35 @@ class SparkMerge(SparkDml):
 
     # ------------------------------------------------------------------ writing
     def _write(self, files: pa.Table, touched: np.ndarray, pairs: Any, hidden: tuple[str, str] | None,
-               out: _Outputs, use_dv: bool, duplicates: bool, inserted: int,
-               from_source: list[Any] | None = None) -> Written:
-        """One write job: updated rows (deletion vectors: from the kept pairs, valued there or - `from_source` -
-        by joining them with the source; copy-on-write: the touched files joined with the source again, with the
-        rows they keep), plus the unmatched source rows to insert."""
+               out: _Outputs, use_dv: bool, duplicates: bool, inserted: int | None,
+               from_source: Any = None) -> Written:
+        """One write job: updated rows (deletion vectors: from the kept pairs, valued there, or `from_source`,
+        the source rows left-joined with the pairs, built already; copy-on-write: the touched files joined with
+        the source again, with the rows they keep), plus the unmatched source rows to insert (`inserted`: their
+        number when counted already, None when unknown)."""
         from pyspark.sql import functions as F
 
         plan, md = self.plan, self.txn.metadata
         act = F.col(ACTION)
         frame = None
-        if touched.size:
-            if use_dv:
-                changed = plan.updates + (plan.deletes if out.cdf else [])
-                rows = pairs.where(F.col("a").isin(changed)) if changed else None
-            else:
-                j = plan.joined(files, touched, hidden=hidden, keep_target=True)
-                rows = j.where(~act.isin(plan.deletes)) if plan.deletes and not out.cdf else j
-            if rows is not None:
-                if duplicates:  # the same target row in several pairs (all with the same clause): once
-                    rows = rows.dropDuplicates([FID, ROW])
-                # the joined frame has both sides' names: select, then union
-                if from_source is not None:
-                    valued = rows.select(SID, F.col("a").alias(ACTION)).join(plan.source_side(), SID)
-                    frame = valued.select(*from_source)
+        if from_source is not None:
+            frame = from_source
+        else:
+            if touched.size:
+                if use_dv:
+                    changed = plan.updates + (plan.deletes if out.cdf else [])
+                    rows = pairs.where(F.col("a").isin(changed)) if changed else None
                 else:
+                    j = plan.joined(files, touched, hidden=hidden, keep_target=True)
+                    rows = j.where(~act.isin(plan.deletes)) if plan.deletes and not out.cdf else j
+                if rows is not None:
+                    if duplicates:  # the same target row in several pairs (all with the same clause): once
+                        rows = rows.dropDuplicates([FID, ROW])
+                    # the joined frame has both sides' names: select, then union
                     frame = rows.select(*out.names) if use_dv else rows.select(*out.values)
-        if inserted:
-            ins = self._unmatched(pairs, hidden).select(*out.values)
-            frame = ins if frame is None else frame.unionByName(ins)
+            if plan.inserts and inserted != 0:
+                ins = self._unmatched(pairs, hidden).select(*out.values)
+                frame = ins if frame is None else frame.unionByName(ins)
         if frame is None:
             return Written()
         if out.simple:

@@ -225,6 +225,8 @@ class MergePlan:
             self.values.append(vals)
         self.analysis = Analysis()
         self._persisted: list[Any] = []
+        self._values_cache: dict[tuple[int, ...] | None, list[Any]] = {}
+        self._source_side: tuple[Any, Any] | None = None
 
     # ------------------------------------------------------------------ the two sides
     def _extras(self, clause_ids: list[int]) -> list[Any]:
@@ -242,10 +244,15 @@ class MergePlan:
     def source_side(self, matched_sids: Any = None) -> Any:
         from pyspark.sql import functions as F
 
+        if matched_sids is None and self._source_side is not None and self._source_side[0] is self.source:
+            return self._source_side[1]  # analyzed once per source frame
         cols = [F.col(quote(n)).alias(f"__dk_s{j}") for j, n in enumerate(self.s_names)]
         base = self.source if matched_sids is None else self.source.join(matched_sids, SID, "left_anti")
         try:
-            return base.select("*", *cols, F.lit(True).alias(S_MARK), *self._extras(self.inserts))
+            side = base.select("*", *cols, F.lit(True).alias(S_MARK), *self._extras(self.inserts))
+            if matched_sids is None:
+                self._source_side = (self.source, side)
+            return side
         except analysis_error() as e:
             raise InvalidFilterError(f"invalid MERGE source or NOT MATCHED clause (it may read source columns "
                                      f"only): {_first_line(e)}") from e
@@ -317,23 +324,42 @@ class MergePlan:
         self.check_values(empty)
         self.analysis = analyze_condition(empty)
 
+    def _chain(self, ids: list[int], matched: bool) -> Any:
+        """The index of the first clause of `ids` whose condition holds, else -1 (one-sided clauses read
+        their condition from the column their side computed)."""
+        from pyspark.sql import functions as F
+
+        out = None
+        for i in ids:
+            c = self.clauses[i]
+            if matched:
+                cond = F.lit(True) if c.condition is None else as_column(c.condition, "a MERGE clause condition")
+            else:
+                cond = F.col(f"__dk_c{i}")
+            out = F.when(cond, F.lit(i)) if out is None else out.when(cond, F.lit(i))
+        return F.lit(-1) if out is None else out.otherwise(F.lit(-1))
+
     def _action(self) -> Any:
         from pyspark.sql import functions as F
 
-        def chain(ids: list[int], matched: bool) -> Any:
-            out = None
-            for i in ids:
-                c = self.clauses[i]
-                if matched:
-                    cond = F.lit(True) if c.condition is None else as_column(c.condition, "a MERGE clause condition")
-                else:
-                    cond = F.col(f"__dk_c{i}")
-                out = F.when(cond, F.lit(i)) if out is None else out.when(cond, F.lit(i))
-            return F.lit(-1) if out is None else out.otherwise(F.lit(-1))
-
         t, s = F.col(T_MARK).isNotNull(), F.col(S_MARK).isNotNull()
-        return F.when(t & s, chain(self.matched, True)).when(s, chain(self.inserts, False)) \
-            .when(t, chain(self.by_source, False)).otherwise(F.lit(-1)).cast("int")
+        return F.when(t & s, self._chain(self.matched, True)).when(s, self._chain(self.inserts, False)) \
+            .when(t, self._chain(self.by_source, False)).otherwise(F.lit(-1)).cast("int")
+
+    def source_rows(self, pairs: Any, values: list[Any]) -> Any:
+        """The rows a MERGE writes when every written value comes from the source row (`values`, see
+        `source_update_values`): the source left-joined with the matched pairs' `(source id, clause)` - a
+        source row in no pair takes its NOT MATCHED clause, one in k pairs is written once per target row it
+        updates. One pass over the materialized source, no target scan."""
+        from pyspark.sql import functions as F
+
+        pair_clause = "__dk_pair_clause"
+        matched = pairs.select(F.col(SID), F.col("a").alias(pair_clause))
+        joined = self.source_side().join(matched, SID, "left")
+        act = F.when(F.col(pair_clause).isNull(), self._chain(self.inserts, False)) \
+            .otherwise(F.col(pair_clause)).cast("int")
+        return joined.select("*", act.alias(ACTION)).where(F.col(ACTION).isin(self.updates + self.inserts)) \
+            .select(*values)
 
     # ------------------------------------------------------------------ values
     def old(self, name: str) -> Any:
@@ -353,6 +379,12 @@ class MergePlan:
     def new_values(self, writers: list[int] | None = None) -> list[Any]:
         """Each column of the commit's schema: its value after the row's clause (old value when none).
         With `writers`, only rows of those clauses are valued (others get NULL, no old value is read)."""
+        key = None if writers is None else tuple(writers)
+        if key not in self._values_cache:  # Columns are plans, not data: build each list once (py4j calls)
+            self._values_cache[key] = self._new_values(writers)
+        return list(self._values_cache[key])
+
+    def _new_values(self, writers: list[int] | None) -> list[Any]:
         from pyspark.sql import functions as F
 
         act = F.col(ACTION)
@@ -371,15 +403,18 @@ class MergePlan:
         return cols
 
     def source_update_values(self) -> list[Any] | None:
-        """The new values of matched-update rows computed from the source row alone (on `source_side()` with
-        `ACTION`), or None when an update reads the target row (a column it does not assign, a target
-        column in a value) or a NOT MATCHED BY SOURCE clause updates: Spark's analyzer decides, on a frame
-        without the target's columns."""
+        """The new values of matched-update and inserted rows computed from the source row alone (on
+        `source_side()` with `ACTION`; for `source_rows`), or None when an update reads the target row (a
+        column it does not assign, a target column in a value) or a NOT MATCHED BY SOURCE clause updates:
+        Spark's analyzer decides, on a frame without the target's columns."""
         from pyspark.sql import functions as F
 
         if self.by_source or not self.updates:
             return None
-        values = self.new_values(self.updates)
+        values = self.new_values(self.updates + self.inserts)
+        n = len(self.schema.fields)
+        if all(self.clauses[i].all_columns and len(self.values[i]) == n for i in self.updates):
+            return values  # `UPDATE SET *` of every column: source copies by construction, nothing to analyze
         try:
             self.source_side().select("*", F.lit(0).alias(ACTION)).select(*values)
         except analysis_error():

@@ -9,7 +9,9 @@ queues it in one `DeletionVectorWriter`; at the end of the task all its bitmaps 
 Delta's format (offsets per DV), written with put-if-absent. The task returns, per file, only the
 descriptor (path, offset, size, cardinality) and the number of newly deleted rows; files whose every row
 is now deleted come back marked `full` (the driver removes them, no bitmap written). Memory per task: one
-file's row indexes plus the serialized bitmaps of its files.
+file's row indexes plus the serialized bitmaps of its files. MERGE hands in its pairs with their clause:
+the task deletes the rows of updating / deleting clauses and also returns, per file, the rows updated and
+deleted and the most pairs of one target row (a duplicate match), so no separate classification job runs.
 
 Why on executors: the matched rows of a large DELETE do not fit the driver, and a bitmap per file is
 exactly the unit a task can finish alone. A retried task writes a new DV file under a new UUID; only the
@@ -35,8 +37,9 @@ from ...operations.rewrite import FILE_COLUMNS, remove_action
 from .._errors import marked, task_errors
 from .frame import FID, ROW, Target, executor_storage, existing_deleted
 
-DV_RESULT = "fid int, deleted long, full boolean, dv string"
-_DV_SCHEMA = pa.schema([("fid", pa.int32()), ("deleted", pa.int64()), ("full", pa.bool_()), ("dv", pa.string())])
+DV_RESULT = "fid int, deleted long, full boolean, dv string, upd long, del long, n long"
+_DV_SCHEMA = pa.schema([("fid", pa.int32()), ("deleted", pa.int64()), ("full", pa.bool_()), ("dv", pa.string()),
+                        ("upd", pa.int64()), ("del", pa.int64()), ("n", pa.int64())])
 FILE_ROW_COLUMNS = [*FILE_COLUMNS, "modification_time"]
 
 
@@ -71,8 +74,9 @@ def match_counts(frame: Any, condition: Any) -> pa.Table:
 def num_records(files: pa.Table) -> pa.Array:
     """Physical rows per file from the stats' `numRecords` (null when absent), without a JSON parse per file."""
     stats = files.column("stats").combine_chunks()
-    found = pc.extract_regex(stats, r'"numRecords"\s*:\s*(?P<n>\d+)')
-    return pc.cast(found.field("n"), pa.int64())
+    found = pc.extract_regex(stats, r'"numRecords"\s*:\s*(?P<n>\d+)').field("n")
+    found = pc.if_else(pc.greater(pc.utf8_length(found), 0), found, pa.scalar(None, pa.string()))  # no match: ''
+    return pc.cast(found, pa.int64())
 
 
 # ----------------------------------------------------------------------------- the executor task
@@ -85,6 +89,9 @@ class DvPlan:
     storage_options: dict[str, str] | None
     configuration: dict[str, str]
     files: pa.Table  # path, deletion_vector, num_records; row i = file id i
+    # MERGE: (updating, deleting) clause ids. The input's third column is each pair's clause; a file's rows
+    # of these clauses are deleted, and the task also counts them and the most pairs of one target row
+    clauses: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
 
 @dataclass
@@ -92,20 +99,38 @@ class _DvBuilder:
     plan: DvPlan
     storage: Any
     writer: DeletionVectorWriter
-    found: list[tuple[int, int, bool, int]] = field(default_factory=list)  # fid, new rows, full, writer index
+    # fid, new rows, full, writer index (-1: none), (updated, deleted, most pairs of one row) for MERGE
+    found: list[tuple[int, int, bool, int, tuple[int, int, int]]] = field(default_factory=list)
 
-    def finish(self, fid: int, parts: list[np.ndarray]) -> None:
-        matched = np.unique(np.concatenate(parts).astype(np.uint64))
+    def finish(self, fid: int, parts: list[np.ndarray], clauses: list[np.ndarray] | None = None) -> None:
+        rows = np.concatenate(parts).astype(np.uint64)
+        counts = (0, 0, 1)
+        if clauses is not None and self.plan.clauses is not None:
+            rows, counts = self._merge_rows(rows, np.concatenate(clauses))
+        matched = np.unique(rows)
         dv = self.plan.files.column("deletion_vector")[fid].as_py()
-        existing = existing_deleted(self.storage, dv)
+        existing = existing_deleted(self.storage, dv) if matched.size else matched
         new = np.setdiff1d(matched, existing, assume_unique=True) if existing.size else matched
         if new.size == 0:
+            if counts[2] > 1:  # no row changes here, but the driver must see the duplicate match
+                self.found.append((fid, 0, False, -1, counts))
             return
         union = np.union1d(existing, new).astype(np.uint64) if existing.size else new
         if union.size >= self._physical_rows(fid):
-            self.found.append((fid, int(new.size), True, -1))
+            self.found.append((fid, int(new.size), True, -1, counts))
         else:
-            self.found.append((fid, int(new.size), False, self.writer.add(union)))
+            self.found.append((fid, int(new.size), False, self.writer.add(union), counts))
+
+    def _merge_rows(self, rows: np.ndarray, clause: np.ndarray) -> tuple[np.ndarray, tuple[int, int, int]]:
+        """MERGE pairs of one file: the rows an updating or deleting clause changes, and (rows updated, rows
+        deleted, most pairs of one target row)."""
+        assert self.plan.clauses is not None
+        updating, deleting = self.plan.clauses
+        most = int(np.unique(rows, return_counts=True)[1].max()) if rows.size else 0
+        upd = np.isin(clause, np.asarray(updating, dtype=clause.dtype))
+        dele = np.isin(clause, np.asarray(deleting, dtype=clause.dtype))
+        counts = (int(np.unique(rows[upd]).size), int(np.unique(rows[dele]).size), most)
+        return rows[upd | dele], counts
 
     def _physical_rows(self, fid: int) -> int:
         n = self.plan.files.column("num_records")[fid].as_py()
@@ -116,15 +141,12 @@ class _DvBuilder:
 
     def result(self) -> pa.RecordBatch:
         descriptors = self.writer.write()
-        fids, deleted, full, dvs = [], [], [], []
-        for fid, n, is_full, index in self.found:
-            fids.append(fid)
-            deleted.append(n)
-            full.append(is_full)
-            dvs.append(None if is_full else json.dumps(descriptors[index].to_dict(), separators=(",", ":")))
-        return pa.RecordBatch.from_arrays([pa.array(fids, pa.int32()), pa.array(deleted, pa.int64()),
-                                           pa.array(full, pa.bool_()), pa.array(dvs, pa.string())],
-                                          schema=_DV_SCHEMA)
+        cols: list[list[Any]] = [[] for _ in _DV_SCHEMA]
+        for fid, n, is_full, index, (upd, dele, most) in self.found:
+            dv = None if index < 0 else json.dumps(descriptors[index].to_dict(), separators=(",", ":"))
+            for col, v in zip(cols, (fid, n, is_full, dv, upd, dele, most)):
+                col.append(v)
+        return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, _DV_SCHEMA)], schema=_DV_SCHEMA)
 
 
 def _dv_task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -134,37 +156,47 @@ def _dv_task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.Record
             storage = executor_storage(plan.uri, plan.storage_options)
             builder = _DvBuilder(plan, storage, DeletionVectorWriter(storage, plan.configuration))
             current: int | None = None
+            merge = plan.clauses is not None
             parts: list[np.ndarray] = []
+            clauses: list[np.ndarray] = []
             for batch in batches:  # sorted by file id: a file's rows are contiguous
                 if batch.num_rows == 0:
                     continue
                 fids = batch.column(0).to_numpy(zero_copy_only=False)
                 rows = batch.column(1).to_numpy(zero_copy_only=False)
+                which = batch.column(2).to_numpy(zero_copy_only=False) if merge else None
                 cuts = np.flatnonzero(fids[1:] != fids[:-1]) + 1
                 for start, end in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(fids)]))):
                     fid = int(fids[start])
                     if fid != current:
                         if current is not None:
-                            builder.finish(current, parts)
-                        current, parts = fid, []
+                            builder.finish(current, parts, clauses if merge else None)
+                        current, parts, clauses = fid, [], []
                     parts.append(rows[start:end])
+                    if which is not None:
+                        clauses.append(which[start:end])
             if current is not None:
-                builder.finish(current, parts)
+                builder.finish(current, parts, clauses if merge else None)
             out = builder.result()
         yield out
     return run
 
 
-def write_deletion_vectors(target: Target, files: pa.Table, matched: Any, configuration: dict[str, str]) -> pa.Table:
+def write_deletion_vectors(target: Target, files: pa.Table, matched: Any, configuration: dict[str, str],
+                           clauses: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> pa.Table:
     """Run the DV job over `matched` (a target frame filtered to the matched rows, existing DVs not applied);
-    returns `(fid, deleted, full, dv)` sorted by fid, one row per file with newly deleted rows."""
+    returns `(fid, deleted, full, dv, upd, del, n)` sorted by fid, one row per file with newly deleted rows.
+    MERGE passes its pairs `(fid, row, clause)` and `clauses` (updating, deleting clause ids): the rows of
+    those clauses are deleted, `upd` / `del` count them per file and `n` is the most pairs of one target row
+    (files whose only news is n > 1 come back too, with nothing deleted)."""
     spark = target.spark
     info = pa.table({"path": files.column("path"), "deletion_vector": files.column("deletion_vector"),
                      "num_records": num_records(files)})
-    plan = DvPlan(target.uri, target.storage_options, dict(configuration), info.combine_chunks())
+    plan = DvPlan(target.uri, target.storage_options, dict(configuration), info.combine_chunks(), clauses)
     bc = spark.sparkContext.broadcast(plan)
     try:
-        pairs = matched.select(FID, ROW).repartition(shuffle_partitions(spark, files.num_rows), FID) \
+        cols = [FID, ROW] if clauses is None else [FID, ROW, matched.columns[2]]
+        pairs = matched.select(*cols).repartition(shuffle_partitions(spark, files.num_rows), FID) \
             .sortWithinPartitions(FID)
         with task_errors():
             out = to_arrow(pairs.mapInArrow(_dv_task(bc), DV_RESULT))
@@ -188,6 +220,8 @@ def commit_deletion_vectors(txn: Any, files: pa.Table, result: pa.Table, now: in
     """Record the DV job's result in `txn`: a remove for every touched file, an add (same path, new DV,
     row-tracking fields kept) for the partly deleted ones. One action pair per touched file."""
     out = DvOutcome()
+    if result.num_rows:
+        result = result.filter(pc.greater(result.column("deleted"), 0))  # MERGE's duplicate-only rows
     if result.num_rows == 0:
         return out
     rows = files.take(result.column("fid")).select(FILE_ROW_COLUMNS).to_pylist()
