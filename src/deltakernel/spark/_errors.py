@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import json
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,4 +81,40 @@ def task_errors() -> Iterator[None]:
         raise err from e
 
 
-__all__ = ["MARKER", "DeltaTaskError", "marked", "marker", "task_errors", "typed_error"]
+_ORIGINS_LOCK = threading.Lock()
+_ORIGINS_STATE = {"depth": 0, "saved": None}
+
+
+@contextlib.contextmanager
+def internal_plans() -> Iterator[None]:
+    """While deltakernel builds its own plans: no Python call-site capture by PySpark.
+
+    PySpark 4 records the caller of every Column / DataFrame function for error messages (`_with_origin`:
+    an active-session lookup, a conf read and origin set / clear, several py4j round trips per call). The
+    call sites of deltakernel's internal expressions are inside deltakernel and help nobody, and a MERGE
+    builds hundreds of them (~0.1 s). The switch is PySpark's own cache of
+    `spark.python.sql.dataFrameDebugging.enabled`; the first entrant saves it and the last one out restores
+    it (nested and concurrent operations are safe). Without that cache (other PySpark versions): no change."""
+    try:
+        import pyspark.errors.utils as utils
+    except ImportError:  # pragma: no cover - pyspark missing
+        yield
+        return
+    if not hasattr(utils, "_enable_debugging_cache"):  # pragma: no cover - another PySpark
+        yield
+        return
+    with _ORIGINS_LOCK:
+        if _ORIGINS_STATE["depth"] == 0:
+            _ORIGINS_STATE["saved"] = utils._enable_debugging_cache
+        _ORIGINS_STATE["depth"] += 1
+        utils._enable_debugging_cache = False
+    try:
+        yield
+    finally:
+        with _ORIGINS_LOCK:
+            _ORIGINS_STATE["depth"] -= 1
+            if _ORIGINS_STATE["depth"] == 0:
+                utils._enable_debugging_cache = _ORIGINS_STATE["saved"]
+
+
+__all__ = ["MARKER", "DeltaTaskError", "internal_plans", "marked", "marker", "task_errors", "typed_error"]

@@ -31,6 +31,7 @@ from ...operations.change_data import cdf_enabled
 from ...operations.delete import DeleteMetrics, _live_rows
 from ...operations.dml_commit import ms_since
 from ...operations.touched_rows import DmlPredicate, candidate_files, partition_matches
+from .._errors import internal_plans
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, Target, target_frame
 from .output import RowsPlan, write_change_data, write_rows
@@ -130,6 +131,7 @@ class SparkDelete(SparkDml):
         self.metrics.rewrite_time_ms = ms_since(write_start)
 
 
+@internal_plans()
 def delete(spark: Any, path: str, condition: Any = None, *, alias: str | None = None,
            storage_options: dict[str, str] | None = None,
            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:

@@ -69,6 +69,7 @@ from ...operations.merge_plan import (
     MergeMetrics,
 )
 from ...operations.rewrite import remove_action
+from .._errors import internal_plans
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, ROW, Target
 from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
@@ -125,6 +126,9 @@ class SparkMerge(SparkDml):
                 # are the source rows left-joined with the pairs' clauses (`source_rows`), and classification
                 # scans only the columns the join reads
                 from_source = plan.source_update_values() if use_dv and out.simple and hidden is None else None
+                carried = out if use_dv and from_source is None else None
+                # the pairs over every file, planned meanwhile too: used when pruning keeps every file
+                everything = self._pairs(snapshot.files, carried) if snapshot.files.num_rows else None
             finally:
                 n_source, stats = stats_job.result()
         self.metrics.num_source_rows = n_source
@@ -141,9 +145,12 @@ class SparkMerge(SparkDml):
         self.step()
         if files.num_rows == 0 and not plan.inserts:
             return
+        if everything is not None and files.num_rows == snapshot.files.num_rows:
+            files, pairs = snapshot.files, everything  # the same candidate set
+        else:
+            pairs = self._pairs(files, carried)
         prebuilt = None
         if use_dv:
-            pairs = self._pairs(files, out if from_source is None else None)
             with ThreadPoolExecutor(max_workers=1) as pool:
                 dv_job = pool.submit(self._dv_job, files, pairs) if files.num_rows else None
                 try:  # the write's plan is analyzed while the DV job runs
@@ -153,7 +160,6 @@ class SparkMerge(SparkDml):
                     result = dv_job.result() if dv_job is not None else None
             touched, counts, duplicates = self._dv_counts(files, result)
         else:
-            pairs = self._pairs(files, None)
             touched, counts, duplicates = self._classify(pairs)
         self.step()
         m = self.metrics
@@ -232,7 +238,7 @@ class SparkMerge(SparkDml):
 
         plan = self.plan
         hidden = out.hidden if out is not None else None
-        j = plan.joined(files, hidden=hidden, keep_target=bool(plan.by_source))
+        j = plan.joined(files, hidden=hidden, keep_target=bool(plan.by_source), copies=out is not None)
         s, act = F.col(S_MARK).isNotNull(), F.col(ACTION)
         carried = [v for v, n in zip(out.values, out.names) if n != ACTION] if out is not None else []
         return plan.persist(j.where(s | (act >= 0)).select(FID, ROW, F.col(SID), act.alias("a"), s.alias("matched"),
@@ -405,6 +411,7 @@ class SparkMerge(SparkDml):
 
 
 # ----------------------------------------------------------------------------- entry point
+@internal_plans()
 def merge(spark: Any, path: str, source: Any, condition: Any, clauses: list[SparkClause], *,
           alias: str | None = None, schema_evolution: bool = False, storage_options: dict[str, str] | None = None,
           progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:

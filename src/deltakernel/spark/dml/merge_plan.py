@@ -257,7 +257,10 @@ class MergePlan:
             raise InvalidFilterError(f"invalid MERGE source or NOT MATCHED clause (it may read source columns "
                                      f"only): {_first_line(e)}") from e
 
-    def target_side(self, files: pa.Table | None, fids: Any, hidden: tuple[str, str] | None) -> Any:
+    def target_side(self, files: pa.Table | None, fids: Any, hidden: tuple[str, str] | None,
+                    copies: bool = True) -> Any:
+        """The target rows with the marker, the one-sided clauses' columns and (`copies`) the internal copies
+        of the target's columns that old values (`old`) read."""
         from pyspark.sql import functions as F
 
         base = target_frame(self.target, files, fids, hidden=hidden) if files is not None else None
@@ -269,7 +272,7 @@ class MergePlan:
             base = empty_frame(self.spark, self.target.snapshot).select("*", *extra)
             if self.target.alias:
                 base = base.alias(self.target.alias)
-        cols = [F.col(quote(n)).alias(f"__dk_t{i}") for i, n in enumerate(self.t_names)]
+        cols = [F.col(quote(n)).alias(f"__dk_t{i}") for i, n in enumerate(self.t_names)] if copies else []
         try:
             return base.select("*", *cols, F.lit(True).alias(T_MARK), *self._extras(self.by_source))
         except analysis_error() as e:
@@ -303,13 +306,14 @@ class MergePlan:
         self._persisted = []
 
     def joined(self, files: pa.Table | None, fids: Any = None, *, hidden: tuple[str, str] | None = None,
-               keep_target: bool = False, matched_sids: Any = None) -> Any:
+               keep_target: bool = False, matched_sids: Any = None, copies: bool = True) -> Any:
         """The target rows of `files` (file ids `fids`, all when None) joined with the source (left outer
         with `keep_target`, else inner: Spark broadcasts a small source), `ACTION` added. With `matched_sids`
         (a frame of `__dk_sid`): the source rows NOT among them instead, as source-only rows (no target scan)."""
         if matched_sids is not None:
             return self._join(self.target_side(None, None, hidden), self.source_side(matched_sids), "right")
-        return self._join(self.target_side(files, fids, hidden), self.source_side(), "left" if keep_target else "inner")
+        return self._join(self.target_side(files, fids, hidden, copies), self.source_side(),
+                          "left" if keep_target else "inner")
 
     def _join(self, t_side: Any, s_side: Any, how: str) -> Any:
         try:

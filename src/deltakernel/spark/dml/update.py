@@ -33,6 +33,7 @@ from ...operations.change_data import cdf_enabled
 from ...operations.dml_commit import ms_since
 from ...operations.touched_rows import DmlPredicate, candidate_files, partition_matches
 from ...operations.update import UpdateMetrics
+from .._errors import internal_plans
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, Target, quote, target_frame
 from .output import RowsPlan, update_rules, write_rows
@@ -158,6 +159,7 @@ class SparkUpdate(SparkDml):
         self.metrics.rewrite_time_ms = ms_since(write_start)
 
 
+@internal_plans()
 def update(spark: Any, path: str, condition: Any = None, set: Any = None, *, alias: str | None = None,
            storage_options: dict[str, str] | None = None,
            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
