@@ -192,3 +192,28 @@ def test_a_file_shorter_than_the_log_says_fails_and_changes_nothing(tmp_path: Pa
             dt.merge(pa.table({"id": pa.array([1, 5], pa.int64())}), "t.id = s.id", source_alias="s",
                      target_alias="t").when_matched_delete().execute()
     assert DeltaTable(str(t)).version() == version
+
+
+def test_pool_memory_returned_while_a_delete_streams(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`live_pieces(release_rows=n)` hands the pool's free memory back after about every n rows; the DELETE
+    rewrite asks for it (same rows as without), and the pieces still add up."""
+    pieces = [pa.table({"x": pa.array(range(i * 5, i * 5 + 5))}) for i in range(7)]
+    calls: list[int] = []
+
+    class Pool:
+        def release_unused(self) -> None:
+            calls.append(1)
+
+    monkeypatch.setattr(rewrite_mod.pa, "default_memory_pool", lambda: Pool())
+    got = list(rewrite_mod.live_pieces("f", iter(pieces), 35, release_rows=10))
+    assert [o for o, _ in got] == [0, 5, 10, 15, 20, 25, 30]
+    assert len(calls) == 3  # after rows 10, 20, 30
+    calls.clear()
+    assert len(list(rewrite_mod.live_pieces("f", iter(pieces), 35))) == 7 and calls == []
+    monkeypatch.setattr(rewrite_mod, "PIECE_ROWS", 7)
+    monkeypatch.setattr(rewrite_mod, "RELEASE_ROWS", 14)
+    t = tmp_path / "t"
+    _table(t)
+    DeltaTable(str(t)).delete("id % 4 = 1")
+    assert calls, "the DELETE rewrite released pool memory"
+    assert DeltaTable(str(t)).to_pyarrow_table().num_rows == 270 - len([i for i in range(270) if i % 4 == 1])
