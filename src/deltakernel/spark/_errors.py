@@ -81,8 +81,15 @@ def task_errors() -> Iterator[None]:
         raise err from e
 
 
-_ORIGINS_LOCK = threading.Lock()
-_ORIGINS_STATE = {"depth": 0, "saved": None}
+_SWITCH = "_enable_debugging_cache"  # PySpark's cached `spark.python.sql.dataFrameDebugging.enabled`
+
+
+class _Origins:
+    """How many operations are planning, and the user's setting the first of them saved."""
+
+    lock = threading.Lock()
+    depth = 0
+    saved: bool | None = None
 
 
 @contextlib.contextmanager
@@ -100,21 +107,21 @@ def internal_plans() -> Iterator[None]:
     except ImportError:  # pragma: no cover - pyspark missing
         yield
         return
-    if not hasattr(utils, "_enable_debugging_cache"):  # pragma: no cover - another PySpark
+    if not hasattr(utils, _SWITCH):  # pragma: no cover - another PySpark
         yield
         return
-    with _ORIGINS_LOCK:
-        if _ORIGINS_STATE["depth"] == 0:
-            _ORIGINS_STATE["saved"] = utils._enable_debugging_cache
-        _ORIGINS_STATE["depth"] += 1
-        utils._enable_debugging_cache = False
+    with _Origins.lock:
+        if _Origins.depth == 0:
+            _Origins.saved = getattr(utils, _SWITCH)
+        _Origins.depth += 1
+        setattr(utils, _SWITCH, False)
     try:
         yield
     finally:
-        with _ORIGINS_LOCK:
-            _ORIGINS_STATE["depth"] -= 1
-            if _ORIGINS_STATE["depth"] == 0:
-                utils._enable_debugging_cache = _ORIGINS_STATE["saved"]
+        with _Origins.lock:
+            _Origins.depth -= 1
+            if _Origins.depth == 0:
+                setattr(utils, _SWITCH, _Origins.saved)
 
 
 __all__ = ["MARKER", "DeltaTaskError", "internal_plans", "marked", "marker", "task_errors", "typed_error"]
