@@ -373,7 +373,7 @@ def test_one_source_row_updates_many_target_rows(spark, tmp_path, mode):
 @pytest.mark.parametrize("mode", ["dv", "cow"])
 def test_merge_without_row_counts_in_the_stats(spark, tmp_path, mode):
     """Copy-on-write tells copied from inserted rows by the touched files' numRecords, and the DV job knows a
-    file is wholly deleted from it; files without stats take a counting job / their footer instead."""
+    file is wholly deleted from it; files without stats are counted from their footers instead."""
     import json
 
     ours, theirs = _copies(tmp_path, "partitioned", MODES[mode])

@@ -28,7 +28,7 @@
    then the touched files are joined with the source again and rewritten (copied + updated rows) together
    with the inserted rows (source rows whose id is in no pair: an anti-join on ids, no target scan).
    Inserted rows are counted from what was written (copy-on-write subtracts the copied rows, known from
-   the touched files' numRecords; without stats a counting job runs first). Insert-only MERGEs touch no
+   the touched files' numRecords, else their footers). Insert-only MERGEs touch no
    target file; nothing written -> no commit. Rows are written by Spark's native Parquet writer, or in
    `mapInArrow` (`merge_write.py`) when a table rule must be checked or change data (insert / delete /
    update pre- and post-images) written. Row tracking: updated and copied rows keep their row ids.
@@ -55,6 +55,7 @@ from ...kernel.scan.scan import Scan
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
 from ...operations.change_data import cdf_enabled
 from ...operations.constraints import IDENTITY_START, Enforcer
+from ...operations.delete import _live_rows
 from ...operations.dml_commit import ms_since
 from ...operations.dv_writer import deletion_vectors_writable
 from ...operations.merge import _parameters
@@ -75,7 +76,7 @@ from .frame import FID, ROW, Target
 from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
 from .merge_write import ClauseRules, MergeRowsPlan, write_merge_rows
 from .output import RowsPlan, Written, update_rules, write_rows
-from .touched import FILE_ROW_COLUMNS, commit_deletion_vectors, num_records, to_arrow, write_deletion_vectors
+from .touched import FILE_ROW_COLUMNS, commit_deletion_vectors, to_arrow, write_deletion_vectors
 
 AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 _log = logging.getLogger(__name__)
@@ -165,41 +166,29 @@ class SparkMerge(SparkDml):
         m = self.metrics
         m.num_target_rows_updated = int(pc.sum(counts.column("upd")).as_py() or 0) if counts.num_rows else 0
         m.num_target_rows_deleted = int(pc.sum(counts.column("del")).as_py() or 0) if counts.num_rows else 0
-        # rows kept by copy-on-write, from the touched files' stats (None: unknown -> inserts counted by a job)
-        kept = self._kept_rows(files, touched) if not use_dv else 0
-        inserted = self._count_inserts(pairs) if kept is None else None
         m.scan_time_ms = ms_since(start)
-        if touched.size == 0 and (not plan.inserts or inserted == 0):
+        if touched.size == 0 and not plan.inserts:
             return
         write_start = time.monotonic()
         if hidden is not None and touched.size:
             txn.set_commit_tag("delta.rowTracking.preserved", "true")
-        written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, inserted, prebuilt)
+        written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, prebuilt)
         self.step()
-        copied = 0 if use_dv else (kept if kept is not None else
-                                   written.rows - m.num_target_rows_updated - (inserted or 0))
-        m.num_target_rows_inserted = inserted if inserted is not None else \
-            max(0, written.rows - m.num_target_rows_updated - copied)
+        # inserted rows: what was written minus the updated rows and (copy-on-write) the copied ones
+        copied = 0 if use_dv else self._kept_rows(files, touched)
+        m.num_target_rows_inserted = max(0, written.rows - m.num_target_rows_updated - copied)
         if not use_dv:
             self._remove(files.take(pa.array(touched)))
             m.num_target_rows_copied = max(0, copied)
         self._add(written)
         m.rewrite_time_ms = ms_since(write_start)
 
-    def _kept_rows(self, files: pa.Table, touched: np.ndarray) -> int | None:
-        """Rows copy-on-write copies from the touched files (their live rows minus those updated or deleted),
-        from `numRecords` and the DV cardinalities; None when a touched file has no row count."""
-        if touched.size == 0:
-            return 0
-        sub = files.take(pa.array(touched))
-        records = num_records(sub)
-        if records.null_count:
-            return None
-        dv = sub.column("deletion_vector")
-        gone = pc.sum(pc.fill_null(pc.struct_field(dv, "cardinality"), 0)).as_py() if dv.null_count < len(dv) else 0
-        m = self.metrics
-        return int(pc.sum(records).as_py() or 0) - int(gone or 0) - m.num_target_rows_updated - \
-            m.num_target_rows_deleted
+    def _kept_rows(self, files: pa.Table, touched: np.ndarray) -> int:
+        """Rows copy-on-write copies from the touched files: their live rows (`numRecords`, else the footer,
+        minus the DV's cardinality) minus those updated or deleted."""
+        rows = files.take(pa.array(touched)).select(["path", "stats", "deletion_vector"]).to_pylist()
+        live = sum(_live_rows(self.target.snapshot, r) for r in rows)
+        return live - self.metrics.num_target_rows_updated - self.metrics.num_target_rows_deleted
 
     def _hidden(self) -> tuple[str, str] | None:
         """The materialized row-tracking columns rewritten rows carry (names assigned in the commit's
@@ -308,14 +297,6 @@ class SparkMerge(SparkDml):
         sids = pairs.where("matched").select(SID).distinct()
         return self.plan.joined(None, hidden=hidden, matched_sids=sids).where(F.col(ACTION).isin(self.plan.inserts))
 
-    def _count_inserts(self, pairs: Any) -> int:
-        from pyspark.sql import functions as F
-
-        if not self.plan.inserts:
-            return 0
-        out = to_arrow(self._unmatched(pairs).agg(F.count(F.lit(1)).alias("n")))
-        return int(out.column("n")[0].as_py() or 0)
-
     def _delete_only(self) -> bool:
         """The only WHEN MATCHED clause is an unconditional DELETE: several matches are not ambiguous."""
         m = self.plan.matched
@@ -335,19 +316,17 @@ class SparkMerge(SparkDml):
 
     # ------------------------------------------------------------------ writing
     def _write(self, files: pa.Table, touched: np.ndarray, pairs: Any, hidden: tuple[str, str] | None,
-               out: _Outputs, use_dv: bool, duplicates: bool, inserted: int | None,
-               from_source: Any = None) -> Written:
-        """One write job: updated rows (deletion vectors: from the kept pairs, valued there, or `from_source`,
-        the source rows left-joined with the pairs, built already; copy-on-write: the touched files joined with
-        the source again, with the rows they keep), plus the unmatched source rows to insert (`inserted`: their
-        number when counted already, None when unknown)."""
+               out: _Outputs, use_dv: bool, duplicates: bool, source_rows: Any = None) -> Written:
+        """One write job: updated rows (deletion vectors: from the kept pairs, valued there, or `source_rows`,
+        the source left-joined with the pairs, built already; copy-on-write: the touched files joined with the
+        source again, with the rows they keep), plus the unmatched source rows to insert."""
         from pyspark.sql import functions as F
 
         plan, md = self.plan, self.txn.metadata
         act = F.col(ACTION)
         frame = None
-        if from_source is not None:
-            frame = from_source
+        if source_rows is not None:
+            frame = source_rows
         else:
             if touched.size:
                 if use_dv:
@@ -361,7 +340,7 @@ class SparkMerge(SparkDml):
                         rows = rows.dropDuplicates([FID, ROW])
                     # the joined frame has both sides' names: select, then union
                     frame = rows.select(*out.names) if use_dv else rows.select(*out.values)
-            if plan.inserts and inserted != 0:
+            if plan.inserts:
                 ins = self._unmatched(pairs, hidden).select(*out.values)
                 frame = ins if frame is None else frame.unionByName(ins)
         if frame is None:
