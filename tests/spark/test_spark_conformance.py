@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 import deltakernel.spark as dks
-from deltakernel.spark.reader import _apply_deletion_vectors, native_plan  # noqa: F401  (imported: API exists)
 
 FEATURES = {"deletion_vectors", "dv_in_active_files", "column_mapping"}
 
@@ -59,9 +58,9 @@ def test_dv_and_column_mapping_cases(spark, conformance_dir, harness, monkeypatc
 
 def test_dv_anti_join_path(spark, conformance_dir, harness, monkeypatch):
     """Force the broadcast anti-join (used for large deletion vectors) on every DV table."""
-    import deltakernel.spark.reader as reader
+    import deltakernel.spark.scan.relation as relation
 
-    monkeypatch.setattr(reader, "MAX_INLINE_DELETED_ROWS", 0)
+    monkeypatch.setattr(relation, "MAX_INLINE_DELETED_ROWS", 0)
     cases = [c for c in _cases(conformance_dir) if "dv_in_active_files" in (c.get("features") or [])]
     assert cases
     for case in cases:

@@ -10,6 +10,9 @@ delta, DESCRIBE HISTORY, OPTIMIZE, VACUUM, RESTORE, `SELECT ... FROM delta.`/pat
 `spark/sql/`), and Delta tables live in Spark's session catalog (`saveAsTable`, `spark.table`,
 `DeltaTable.forName`; see `spark/catalog.py`).
 
+Reads are Spark's Parquet scan over a Delta file index that skips files with the query's pushed filters,
+whatever the query's shape; `scan_report(df)` tells what each Delta scan of a query keeps (see `spark/scan/`).
+
 Without `enable()` the same is available as functions: `read(spark, path, **options)` and
 `write(df, path, mode=..., partitionBy=..., **options)`. See docs/decisions.md ("PySpark engine").
 """
@@ -23,15 +26,17 @@ from .._lazy import lazy_names
 if TYPE_CHECKING:
     from .reader import DeltaFrame, read
     from .routing import enable
+    from .scan.report import ScanReport, scan_report
     from .tables import DeltaTable, DeltaTableBuilder
     from .writer import write
 
 # loaded on first use: Spark's Python workers import submodules (the data sources, the executors' tasks)
 # without paying for the whole engine (a streaming query starts a Python process for its source)
 _LAZY = {"DeltaFrame": ".reader", "read": ".reader", "enable": ".routing", "DeltaTable": ".tables",
-         "DeltaTableBuilder": ".tables", "write": ".writer"}
+         "DeltaTableBuilder": ".tables", "write": ".writer", "scan_report": ".scan.report",
+         "ScanReport": ".scan.report"}
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
-__all__ = ["DeltaFrame", "DeltaTable", "DeltaTableBuilder", "enable", "read", "write"]
+__all__ = ["DeltaFrame", "DeltaTable", "DeltaTableBuilder", "ScanReport", "enable", "read", "scan_report", "write"]

@@ -26,13 +26,12 @@ import pyarrow as pa
 
 from ...kernel.arrow_build import bool_to_arrow
 from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from ...kernel.paths import resolve_file
 from ...kernel.schema.column_mapping import to_physical_schema
 from ...kernel.schema.types import StructType
 from ...kernel.snapshot import Snapshot
 from ...storage import Storage, storage_for_uri
 from .. import file_columns as fc
-from .._schema import spark_path, to_spark_schema
+from .._schema import to_spark_schema
 
 FID = "__dk_fid"
 MAP_LOOKUP_FILES = 2_000  # unpartitioned scans of at most this many files get their file columns by map lookup
@@ -167,7 +166,8 @@ def target_frame(target: Target, files: pa.Table, fids: Sequence[int] | np.ndarr
         if not mask.any():
             continue
         keep = bool_to_arrow(mask)
-        df = _scan(spark, target.storage, read_schema, sub.filter(keep).column("path").to_pylist())
+        df = _scan(spark, snapshot, read_schema, sub.filter(keep),
+                   {pf.name: lf.name for lf, pf in zip(data_fields, physical.fields)})
         group_meta = meta.filter(keep)
         if not parts and group_meta.num_rows <= MAP_LOOKUP_FILES:
             df = df.select(*[c for c in df.columns if c != _PATH], *_lookups(group_meta))
@@ -217,15 +217,15 @@ def _lookups(meta: pa.Table) -> list[Any]:
     return out
 
 
-def _scan(spark: Any, storage: Storage, read_schema: Any, paths: list[str]) -> Any:
-    """One Parquet scan of `paths` (log paths) with the file and physical row position as columns."""
+def _scan(spark: Any, snapshot: Snapshot, read_schema: Any, files: pa.Table, data_names: dict[str, str]) -> Any:
+    """One Parquet scan of `files` (through the Delta file index: no listing, no existence checks, and filters
+    Spark pushes prune them further) with the file and physical row position as columns."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType as SparkStruct
 
-    from ..reader import _many_paths
+    from ..scan.relation import relation_frame
 
-    located = [resolve_file(storage, p) for p in paths]  # absolute paths may leave the root
-    with _many_paths(spark, len(located)):
-        df = spark.read.schema(read_schema).parquet(*[spark_path(s, k) for s, k in located])
+    df, _index = relation_frame(spark, snapshot, read_schema, SparkStruct([]), data_names, files)
     return df.select(*[F.col(quote(n)) for n in read_schema.fieldNames()],
                      F.col("_metadata.file_path").alias(_PATH), F.col("_metadata.row_index").alias(ROW))
 

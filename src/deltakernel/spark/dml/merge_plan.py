@@ -506,11 +506,11 @@ class MergePlan:
 
     def _target_predicate(self, text: str) -> ex.Expr | None:
         from ...kernel.expressions.sql import parse_sql, to_predicate
-        from ..reader import _fold_casts
+        from .plan import fold_casts
 
         try:
             names = Names(self.t_names, [], self.target.alias or "target", "__dk_no_source_alias__")
-            parsed = names.qualify(_fold_casts(parse_sql(text)), text, allow_source=False)
+            parsed = names.qualify(fold_casts(parse_sql(text)), text, allow_source=False)
             return to_predicate(unprefix(parsed), self.target.snapshot.schema)
         except Exception:  # Spark functions the kernel does not know: this conjunct does not prune
             return None

@@ -82,6 +82,34 @@ def _first_line(e: BaseException) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
+def fold_casts(node: Any) -> Any:
+    """`CAST(<literal> AS t)` (what Spark's analyzer prints) folded into a typed literal."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from ...kernel.expressions import sql
+
+    if isinstance(node, sql.Cast) and isinstance(node.operand, sql.Lit):
+        from ...kernel.expressions.sql_eval import evaluate_expr
+
+        try:
+            value = evaluate_expr(node, pa.table({"__x": [0]}))[0].as_py()
+        except Exception:
+            return node
+        return sql.Lit(value, node.type_name if node.type_name in ("timestamp", "timestamp_ntz", "date") else None)
+    if dataclasses.is_dataclass(node):
+        changes = {}
+        for fld in dataclasses.fields(node):
+            v = getattr(node, fld.name)
+            if dataclasses.is_dataclass(v):
+                changes[fld.name] = fold_casts(v)
+            elif isinstance(v, tuple) and v and all(dataclasses.is_dataclass(x) for x in v):
+                changes[fld.name] = tuple(fold_casts(x) for x in v)
+        return dataclasses.replace(node, **changes) if changes else node  # type: ignore[type-var]
+    return node
+
+
 def plan_condition(condition: Any, text: str | None, snapshot: Snapshot) -> DmlPredicate:
     """The kernel's plan of the condition's SQL `text` for pruning; a conservative plan (prune by what
     translates, never partition-only) when the kernel cannot evaluate the text itself or there is none."""
@@ -93,9 +121,8 @@ def plan_condition(condition: Any, text: str | None, snapshot: Snapshot) -> DmlP
         parsed = None
         if not isinstance(condition, str):  # analyzed SQL: literals come wrapped in casts
             from ...kernel.expressions.sql import parse_sql
-            from ..reader import _fold_casts
 
-            parsed = _fold_casts(parse_sql(text))
+            parsed = fold_casts(parse_sql(text))
         return plan_predicate(text, snapshot, parsed)
     except DeltaError as e:
         _log.debug("kernel cannot plan DML condition %r (%s): Spark evaluates it, pruning by conjuncts", text, e)

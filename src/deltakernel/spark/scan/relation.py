@@ -1,0 +1,160 @@
+"""A Delta snapshot as a Spark DataFrame: Spark's own Parquet scan over the Delta file index.
+
+The plan is the one delta-spark builds, minus its JVM classes:
+  Project (physical -> logical names, casts of nested column-mapped structs, column comments)
+    [Join with a broadcast table of per-file row-tracking bases, `readRowTracking` only]
+      [Filter / anti-join dropping rows deleted by deletion vectors, by `_metadata.file_path` and `row_index`]
+        LogicalRelation(HadoopFsRelation(DeltaFileIndex, partition schema, physical data schema, Parquet))
+Spark's optimizer pushes every filter of the query down to the relation (through the Project, the DV filter,
+joins, unions, views); at physical planning the file index keeps the files those filters can match
+(`file_index.py`). Column pruning and Parquet row-group / page pruning are Spark's as for any Parquet table,
+and partition values come from the listing (so Spark's dynamic partition pruning applies too).
+
+Deletion vectors are read on the driver when the DataFrame is built (the rows they delete become a SQL
+filter when few, else a broadcast anti-join): the DataFrame is pinned to its snapshot, like every
+deltakernel read (docs/decisions.md, "Spark reads through a Delta file index").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from ...kernel import row_tracking as rt
+from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from ...kernel.schema.column_mapping import to_physical_schema
+from ...kernel.schema.types import StructType
+from ...kernel.snapshot import Snapshot
+from .._schema import to_spark_schema
+from .file_index import DeltaFileIndex, resolver_for
+
+MAX_INLINE_DELETED_ROWS = 5000
+PATH_COL = "__dk_path"
+ROW_COL = "__dk_row_index"
+BASE_ROW_ID = "__dk_base_row_id"
+DEFAULT_VERSION = "__dk_default_row_commit_version"
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def relation_frame(spark: Any, snapshot: Snapshot, read_schema: Any, partition_schema: Any,
+                   data_names: dict[str, str], files: pa.Table | None = None, *,
+                   time_travel: bool = False) -> tuple[Any, DeltaFileIndex]:
+    """The bare scan: a DataFrame over `HadoopFsRelation(DeltaFileIndex)` with the physical columns of
+    `read_schema` and the partition columns of `partition_schema` (pyspark StructTypes)."""
+    from pyspark.sql import DataFrame
+
+    from .callbacks import ensure_callbacks
+
+    jvm = ensure_callbacks(spark)
+    jspark = spark._jsparkSession
+    types = jvm.org.apache.spark.sql.types.DataType
+    data_j = types.fromJson(read_schema.json())
+    part_j = types.fromJson(partition_schema.json())
+    index = DeltaFileIndex(spark, snapshot, snapshot.files if files is None else files,
+                           resolver_for(snapshot, data_names), part_j, partitioned=bool(partition_schema.fields),
+                           time_travel=time_travel)
+    options = jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap())
+    fmt = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat()
+    relation = jvm.org.apache.spark.sql.execution.datasources.HadoopFsRelation(
+        index, part_j, data_j, jvm.scala.Option.empty(), fmt, options, jspark)
+    return DataFrame(jspark.baseRelationToDataFrame(relation), spark), index
+
+
+def delta_frame(spark: Any, snapshot: Snapshot, *, row_tracking: bool = False, time_travel: bool = False) -> Any:
+    """The snapshot's logical rows as a DataFrame (see the module docstring)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+    from pyspark.sql.types import StructField as SparkField
+    from pyspark.sql.types import StructType as SparkStruct
+
+    schema = snapshot.schema
+    mode = snapshot.column_mapping_mode
+    parts = {c.lower() for c in snapshot.partition_columns}
+    data_fields = tuple(f for f in schema.fields if f.name.lower() not in parts)
+    physical = to_physical_schema(StructType(data_fields), mode)
+    phys_spark = to_spark_schema(physical, field_ids=(mode == "id"))
+    logical_spark = to_spark_schema(schema)
+    materialized = [n for n in rt.materialized_names(snapshot.metadata.configuration) if n] if row_tracking else []
+    read_schema = SparkStruct(list(phys_spark.fields) + [SparkField(n, LongType(), True) for n in materialized
+                                                          if n not in phys_spark.fieldNames()])
+    part_schema = SparkStruct([SparkField(f.name, logical_spark[f.name].dataType, True)
+                               for f in snapshot.partition_fields])
+    data_names = {pf.name: lf.name for lf, pf in zip(data_fields, physical.fields)}
+    df, index = relation_frame(spark, snapshot, read_schema, part_schema, data_names, time_travel=time_travel)
+    df = _apply_deletion_vectors(spark, df, index)
+    if row_tracking:
+        meta = _row_tracking_table(index)
+        df = df.withColumns({PATH_COL: F.col("_metadata.file_path"), ROW_COL: F.col("_metadata.row_index")})
+        df = df.join(F.broadcast(spark.createDataFrame(meta)), PATH_COL, "inner")
+    select = []
+    for f in schema.fields:
+        lf = logical_spark[f.name]
+        if f.name.lower() in parts:
+            select.append(F.col(quote(f.name)).alias(f.name, metadata=lf.metadata))
+            continue
+        pf = physical.fields[[d.name for d in data_fields].index(f.name)]
+        col = F.col(quote(pf.name))
+        if phys_spark[pf.name].dataType != lf.dataType:
+            col = col.cast(lf.dataType)  # nested physical names -> logical (positional struct cast)
+        select.append(col.alias(f.name, metadata=lf.metadata))
+    if row_tracking:
+        row_id = F.col(BASE_ROW_ID) + F.col(ROW_COL)
+        version = F.col(DEFAULT_VERSION)
+        id_col, version_col = rt.materialized_names(snapshot.metadata.configuration)
+        if id_col:
+            row_id = F.coalesce(F.col(quote(id_col)), row_id)
+        if version_col:
+            version = F.coalesce(F.col(quote(version_col)), version)
+        select += [row_id.alias(rt.ROW_ID), version.alias(rt.ROW_COMMIT_VERSION)]
+    return df.select(*select)
+
+
+def _row_tracking_table(index: DeltaFileIndex) -> pa.Table:
+    files = index.files
+    return pa.table({PATH_COL: index.uris(),
+                     BASE_ROW_ID: files.column("base_row_id").cast(pa.int64()),
+                     DEFAULT_VERSION: files.column("default_row_commit_version").cast(pa.int64())})
+
+
+def _apply_deletion_vectors(spark: Any, df: Any, index: DeltaFileIndex) -> Any:
+    """Drop the rows deletion vectors delete: `NOT (file AND row_index IN (...))` when few, else an anti-join."""
+    from pyspark.sql import functions as F
+
+    files = index.files
+    if not files.num_rows or files.column("deletion_vector").null_count == files.num_rows:
+        return df
+    has_dv = files.column("deletion_vector").is_valid()
+    uris = index.uris().filter(has_dv).to_pylist()
+    descriptors = files.column("deletion_vector").filter(has_dv).to_pylist()
+    storage = index.snapshot.storage
+    deleted = []
+    for uri, desc in zip(uris, descriptors):
+        rows = read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(desc))
+        if rows.size:
+            deleted.append((uri, rows))
+    total = sum(int(r.size) for _, r in deleted)
+    if total == 0:
+        return df
+    if total <= MAX_INLINE_DELETED_ROWS:
+        conds = []
+        for uri, rows in deleted:
+            lit = uri.replace("\\", "\\\\").replace("'", "\\'")
+            conds.append(f"(_metadata.file_path = '{lit}' AND _metadata.row_index IN "
+                         f"({','.join(str(int(i)) for i in rows)}))")
+        return df.where(f"NOT ({' OR '.join(conds)})")
+    import numpy as np
+
+    paths = pa.array(np.repeat(np.array([u for u, _ in deleted], dtype=object), [r.size for _, r in deleted]),
+                     pa.string())
+    idx = pa.array(np.concatenate([r.astype(np.int64) for _, r in deleted]), pa.int64())
+    table = pa.table({"__dk_dv_path": paths, "__dk_dv_row": idx})
+    marked = df.withColumns({"__dk_dv_path": F.col("_metadata.file_path"), "__dk_dv_row": F.col("_metadata.row_index")})
+    out = marked.join(F.broadcast(spark.createDataFrame(table)), ["__dk_dv_path", "__dk_dv_row"], "left_anti")
+    return out.drop("__dk_dv_path", "__dk_dv_row")
+
+
+__all__ = ["delta_frame", "quote", "relation_frame"]

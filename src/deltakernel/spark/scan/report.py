@@ -1,0 +1,88 @@
+"""What each Delta scan of a query reads: files kept by skipping, of how many (explain, tests, benchmarks).
+
+`scan_report(df)` walks the DataFrame's physical plan (through adaptive execution and query stages) to every
+Spark file scan whose index is a `DeltaFileIndex`. A scan not yet planned is listed now (Spark's
+`selectedPartitions`, the same listing execution uses, computed once per scan), so an `explain()` before any
+action shows the files kept in the scan's `Location`. After an action, `files_read` is Spark's own
+"number of files read" metric of the scan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .file_index import DeltaFileIndex, find
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    table: str  # root URI of the table
+    version: int
+    files_total: int  # files of the snapshot the scan could read
+    files_kept: int  # files left after partition pruning and statistics skipping
+    files_read: int | None  # Spark's numFiles metric (None before the query ran)
+
+
+def _plan_nodes(jvm: Any, plan: Any) -> list[Any]:
+    """Every physical node once, descending into adaptive plans, query stages and subqueries."""
+    out: list[Any] = []
+    stack = [plan]
+    seen: set[int] = set()
+    identity = jvm.java.lang.System.identityHashCode
+    while stack:
+        node = stack.pop()
+        key = int(identity(node))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(node)
+        kind = str(node.getClass().getSimpleName())
+        nested = ["children", "subqueries"]
+        single = {"AdaptiveSparkPlanExec": "executedPlan", "ReusedExchangeExec": "child"}.get(kind)
+        if single is None and kind.endswith("QueryStageExec"):
+            single = "plan"
+        if single is not None:
+            try:
+                stack.append(getattr(node, single)())
+            except Exception:
+                pass
+        for getter in nested:
+            try:
+                seq = getattr(node, getter)()
+                stack.extend(seq.apply(i) for i in range(int(seq.size())))
+            except Exception:
+                pass
+    return out
+
+
+def delta_scans(df: Any) -> list[tuple[Any, DeltaFileIndex]]:
+    """(Spark scan node, our index) for every Delta scan in `df`'s physical plan."""
+    plan = df._jdf.queryExecution().executedPlan()
+    out = []
+    for node in _plan_nodes(df.sparkSession._jvm, plan):
+        if str(node.getClass().getSimpleName()) != "FileSourceScanExec":
+            continue
+        index = find(node.relation().location())
+        if index is not None:
+            out.append((node, index))
+    return out
+
+
+def scan_report(df: Any, *, list_files: bool = True) -> list[ScanReport]:
+    """One entry per Delta scan of the query (see the module docstring)."""
+    reports = []
+    for node, index in delta_scans(df):
+        kept = int(node.selectedPartitions().totalNumberOfFiles()) if list_files else -1
+        read: int | None
+        try:
+            metric = node.metrics().get("numFiles")
+            read = int(metric.get().value()) if metric.isDefined() else None
+        except Exception:
+            read = None
+        reports.append(ScanReport(index.snapshot.storage.root_uri, index.snapshot.version, index.files.num_rows,
+                                  kept, read))
+    return reports
+
+
+__all__ = ["ScanReport", "delta_scans", "scan_report"]
