@@ -141,6 +141,11 @@ def _metadata(spark: Any, parts: list[str] | tuple[str, ...]) -> Any:
         return None
 
 
+def catalog_table(spark: Any, parts: list[str] | tuple[str, ...]) -> Any:
+    """The session catalog's CatalogTable (table or permanent view) for a name, or None (temp views too)."""
+    return _metadata(spark, parts)
+
+
 def _entry(md: Any) -> CatalogEntry:
     ident = md.identifier()
     provider = md.provider()
@@ -403,9 +408,11 @@ def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> 
     ref = resolve_name(spark, name)
     if ref is None:
         return None
-    from .reader import read
+    from .table_frames import cache_catalog_plan, latest_frame
 
-    return read(spark, ref.location, **(options or {}))
+    if options:
+        return latest_frame(spark, ref.location, options, table=(ref.db or "default", str(ref.table)))
+    return cache_catalog_plan(spark, ref)
 
 
 def save_as_table(df: Any, name: str, mode: str | None, partition_by: list[str] | None,
@@ -492,6 +499,7 @@ __all__ = [
     "DeltaRef",
     "TableSpec",
     "catalog_schema_json",
+    "catalog_table",
     "create",
     "create_from_catalog_api",
     "insert_into",

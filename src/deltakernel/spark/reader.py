@@ -28,11 +28,12 @@ _log = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------- entry point
-def read(spark: Any, path: str | None = None, **options: Any) -> Any:
+def read(spark: Any, path: str | None = None, *, table: tuple[str, str] | None = None, **options: Any) -> Any:
     """`spark.read.format("delta").load(path)` semantics at native speed (see module docstring).
 
     Options (case-insensitive, delta-spark's names): versionAsOf, timestampAsOf, readChangeFeed with
     startingVersion / endingVersion / startingTimestamp / endingTimestamp; storage options pass through.
+    `table` (database, name): the session-catalog table at `path` the plan belongs to.
     """
     opts = Options(options)
     path = path or opts.get("path")
@@ -49,7 +50,7 @@ def read(spark: Any, path: str | None = None, **options: Any) -> Any:
                           [f.name for f in snapshot.schema.fields], snapshot.storage.root_uri)
     time_travel = opts.get("versionAsOf") is not None or opts.get("timestampAsOf") is not None
     return frame_for_snapshot(spark, snapshot, row_tracking=row_tracking, storage_opts=storage_options(opts),
-                              time_travel=time_travel)
+                              time_travel=time_travel, table=table)
 
 
 def load_snapshot(path: str, opts: Options) -> Snapshot:
@@ -110,7 +111,8 @@ def native_supported(snapshot: Snapshot) -> bool:
 
 
 def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = False,
-                       storage_opts: dict[str, str] | None = None, time_travel: bool = False) -> Any:
+                       storage_opts: dict[str, str] | None = None, time_travel: bool = False,
+                       table: tuple[str, str] | None = None) -> Any:
     """A DataFrame over `snapshot`: a DeltaFrame over the Delta file index when Spark can read the files."""
     jvm_fs = hadoop_can_read(spark, snapshot.storage)
     if not native_supported(snapshot) or not jvm_fs:
@@ -125,7 +127,7 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
                                    {"versionAsOf": str(snapshot.version), **(storage_opts or {})})
     from .scan.relation import delta_frame
 
-    df = delta_frame(spark, snapshot, row_tracking=row_tracking, time_travel=time_travel)
+    df = delta_frame(spark, snapshot, row_tracking=row_tracking, time_travel=time_travel, table=table)
     return DeltaFrame(df._jdf, spark, snapshot)
 
 

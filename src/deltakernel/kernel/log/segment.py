@@ -174,6 +174,12 @@ def _list_log(storage: Storage, start_version: int | None, end_version: int | No
     return _classify(storage.list_range(f"{LOG_DIR}/", start_after=start_after, end_before=end_before))
 
 
+def has_commit_after(storage: Storage, version: int) -> bool:
+    """Whether the log has a commit newer than `version` (one listing from version + 1): is a snapshot still
+    the latest?"""
+    return bool(_list_log(storage, version + 1).commits)
+
+
 def list_commits(storage: Storage) -> dict[int, ObjectMeta]:
     """Every commit file in the log, by version (history and timestamp lookups use it)."""
     return _list_log(storage, None).commits

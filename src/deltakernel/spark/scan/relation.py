@@ -42,9 +42,11 @@ def quote(name: str) -> str:
 
 def relation_frame(spark: Any, snapshot: Snapshot, read_schema: Any, partition_schema: Any,
                    data_names: dict[str, str], files: pa.Table | None = None, *,
-                   time_travel: bool = False) -> tuple[Any, DeltaFileIndex]:
+                   time_travel: bool = False, table: tuple[str, str] | None = None) -> tuple[Any, DeltaFileIndex]:
     """The bare scan: a DataFrame over `HadoopFsRelation(DeltaFileIndex)` with the physical columns of
-    `read_schema` and the partition columns of `partition_schema` (pyspark StructTypes)."""
+    `read_schema` and the partition columns of `partition_schema` (pyspark StructTypes). `table` (database,
+    name) ties the relation to its session-catalog entry, as Spark's own catalog tables are (explain names
+    it; REFRESH TABLE finds it)."""
     from pyspark.sql import DataFrame
 
     from .callbacks import ensure_callbacks
@@ -61,10 +63,17 @@ def relation_frame(spark: Any, snapshot: Snapshot, read_schema: Any, partition_s
     fmt = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat()
     relation = jvm.org.apache.spark.sql.execution.datasources.HadoopFsRelation(
         index, part_j, data_j, jvm.scala.Option.empty(), fmt, options, jspark)
-    return DataFrame(jspark.baseRelationToDataFrame(relation), spark), index
+    if table is None:
+        return DataFrame(jspark.baseRelationToDataFrame(relation), spark), index
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(table[1], jvm.scala.Some(table[0]))
+    meta = jspark.sessionState().catalog().getTableMetadata(ident)
+    plan = getattr(jvm.org.apache.spark.sql.execution.datasources, "LogicalRelation$").__getattr__(
+        "MODULE$").apply(relation, meta)
+    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jspark, plan), spark), index
 
 
-def delta_frame(spark: Any, snapshot: Snapshot, *, row_tracking: bool = False, time_travel: bool = False) -> Any:
+def delta_frame(spark: Any, snapshot: Snapshot, *, row_tracking: bool = False, time_travel: bool = False,
+                table: tuple[str, str] | None = None) -> Any:
     """The snapshot's logical rows as a DataFrame (see the module docstring)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
@@ -84,7 +93,8 @@ def delta_frame(spark: Any, snapshot: Snapshot, *, row_tracking: bool = False, t
     part_schema = SparkStruct([SparkField(f.name, logical_spark[f.name].dataType, True)
                                for f in snapshot.partition_fields])
     data_names = {pf.name: lf.name for lf, pf in zip(data_fields, physical.fields)}
-    df, index = relation_frame(spark, snapshot, read_schema, part_schema, data_names, time_travel=time_travel)
+    df, index = relation_frame(spark, snapshot, read_schema, part_schema, data_names, time_travel=time_travel,
+                               table=table)
     df = _apply_deletion_vectors(spark, df, index)
     if row_tracking:
         meta = _row_tracking_table(index)

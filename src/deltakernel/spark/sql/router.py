@@ -67,7 +67,7 @@ class Router:
             return out
         from .relations import rewrite
 
-        rewritten = rewrite(self.spark, text, plan, self.passthrough)
+        rewritten = rewrite(self.spark, text, plan, self.passthrough, self.execute)
         return self.passthrough(rewritten if rewritten is not None else text)
 
     def _dispatch(self, text: str, plan: Any) -> Any:
