@@ -46,6 +46,9 @@ def enable(spark: Any) -> Any:
             spark.conf.set(k, v)
         except Exception:
             pass
+    from .python_workers import check_python_workers
+
+    check_python_workers(spark)
     _patch(type(spark))
     from .streaming.routing import patch_streams  # readStream / writeStream (spark/streaming/routing.py)
 
@@ -203,7 +206,34 @@ def _patch(session_cls: type) -> None:
 
     DataFrameWriter.save = save  # type: ignore[method-assign]
     _patch_tables(DataFrameReader, DataFrameWriter)
+    _patch_explain()
+    from .writer_v2 import patch_write_to
+
+    patch_write_to()
     _PATCHED = True
+
+
+def _patch_explain() -> None:
+    """`df.explain()` lists the Delta scans first, so each scan's Location shows the files kept (Spark lists a
+    scan's files only when it runs; the listing is the one execution then uses)."""
+    try:
+        from pyspark.sql.classic.dataframe import DataFrame
+    except ImportError:  # pragma: no cover - pyspark 3
+        return
+    original = DataFrame.explain
+
+    @functools.wraps(original)
+    def explain(self: Any, *args: Any, **kwargs: Any) -> None:
+        if _enabled(self.sparkSession):
+            try:
+                from .scan.report import scan_report
+
+                scan_report(self)
+            except Exception:  # explain must work whatever happens here
+                pass
+        return original(self, *args, **kwargs)
+
+    DataFrame.explain = explain  # type: ignore[method-assign]
 
 
 def _patch_tables(reader_cls: type, writer_cls: type) -> None:

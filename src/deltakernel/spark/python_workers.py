@@ -1,0 +1,115 @@
+"""`enable()` checks that the Python Spark starts for its workers can import deltakernel.
+
+OPTIMIZE, change data feed, streaming, DML and the Python data source run deltakernel code in Spark's Python
+workers, which run the interpreter named by `PYSPARK_PYTHON` (or `spark.pyspark.python`) when the session
+started - `python3` from the PATH by default, not the virtual environment the driver runs in. Without this
+check a newcomer running `.venv/bin/python job.py` meets `ModuleNotFoundError: No module named 'deltakernel'`
+deep inside a task. The check is free when the workers run the driver's own interpreter; otherwise the
+configured interpreter is asked to import deltakernel (a subprocess for local masters); on a cluster one
+one-task job imports it on an executor. Once per application.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+from ..errors import DeltaError
+
+_CHECKED: set[str] = set()
+_PROBE = "import deltakernel.spark.scan.paths"
+
+
+class PythonWorkerError(DeltaError):
+    """Spark's Python workers cannot import deltakernel."""
+
+
+def _interpreters(spark: Any) -> list[str]:
+    """Every interpreter Spark may start for Python work, as configured (duplicates removed)."""
+    sc = spark.sparkContext
+    found: list[str] = [str(sc.pythonExec)]
+    try:
+        conf = sc._jsc.sc().conf()
+        for key in ("spark.pyspark.python", "spark.pyspark.driver.python"):
+            if conf.contains(key):
+                found.append(str(conf.get(key)))
+        system = sc._jvm.java.lang.System
+        for var in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+            value = system.getenv(var)
+            if value:
+                found.append(str(value))
+    except Exception:  # pragma: no cover - best effort on exotic gateways
+        pass
+    out: list[str] = []
+    for exe in found:
+        if exe and exe not in out:
+            out.append(exe)
+    return out
+
+
+def _same_as_driver(exe: str) -> bool:
+    path = shutil.which(exe) or exe
+    return os.path.abspath(path) == os.path.abspath(sys.executable)
+
+
+def _local_probe(exe: str) -> str | None:
+    """None when `exe` imports deltakernel, else why not."""
+    try:
+        done = subprocess.run([exe, "-c", _PROBE], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"cannot run it ({e})"
+    if done.returncode == 0:
+        return None
+    lines = [ln for ln in (done.stderr or "").strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else f"exit status {done.returncode}"
+
+
+def _cluster_probe(spark: Any) -> str | None:
+    def probe(_: Any) -> str:
+        try:
+            import deltakernel.spark.scan.paths  # noqa: F401
+
+            return ""
+        except Exception as e:  # report, do not fail the task
+            import sys as worker_sys
+
+            return f"{worker_sys.executable}: {type(e).__name__}: {e}"
+
+    try:
+        errors = [e for e in spark.sparkContext.parallelize([0], 1).map(probe).collect() if e]
+    except Exception as e:
+        return f"the probe job failed: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+    return errors[0] if errors else None
+
+
+def check_python_workers(spark: Any) -> None:
+    """Raise PythonWorkerError (saying what to set) when Spark's Python workers cannot import deltakernel."""
+    sc = spark.sparkContext
+    key = str(sc.applicationId)
+    if key in _CHECKED or os.environ.get("DELTAKERNEL_SKIP_WORKER_CHECK") == "1":
+        return
+    problems: list[str] = []
+    local = str(sc.master).startswith("local")
+    for exe in _interpreters(spark):
+        if _same_as_driver(exe):
+            continue
+        why = _local_probe(exe) if local else None
+        if why is not None:
+            problems.append(f"{exe!r}: {why}")
+    if not local and not problems:  # remote nodes may lack deltakernel whatever the path says
+        why = _cluster_probe(spark)
+        if why is not None:
+            problems.append(why)
+    if problems:
+        raise PythonWorkerError(
+            "Spark's Python workers cannot import deltakernel (" + "; ".join(problems) + "). Spark starts them "
+            f"with the interpreter set when the session started; set PYSPARK_PYTHON={sys.executable} (this "
+            "interpreter) in the environment, or .config('spark.pyspark.python', sys.executable), before creating "
+            "the SparkSession - on a cluster, an interpreter with deltakernel installed on every node")
+    _CHECKED.add(key)
+
+
+__all__ = ["PythonWorkerError", "check_python_workers"]
