@@ -11,10 +11,9 @@ from pathlib import Path
 import helpers
 import pyarrow.parquet as pq
 import pytest
-
-import deltakernel.spark as dks
 from pyspark.sql import functions as F
 
+import deltakernel.spark as dks
 from deltakernel import DeltaTable
 from deltakernel.errors import DeltaError
 

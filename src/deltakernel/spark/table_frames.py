@@ -2,7 +2,8 @@
 
 Every statement naming a table reads its latest version. Building a plan costs a snapshot load; checking that a
 plan is still current costs one log listing (`has_commit_after`), so plans are kept per session and rebuilt
-only when the table has a new commit (time travel and change-feed reads are never kept).
+only when the table has a new commit, or its latest commit file changed (a table dropped and created again);
+time travel and change-feed reads are never kept.
 
 Delta catalog tables: Spark resolves a catalog table through its session catalog, and for a table whose provider
 is a Python data source it would call that source without a path (Spark 4 passes no options to it). But Spark
@@ -20,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..kernel.log.segment import has_commit_after
+from ..kernel.log.segment import commits_from
 
 _lock = threading.Lock()
 _TIME_TRAVEL = {"versionasof", "timestampasof", "readchangefeed", "readchangedata", "startingversion",
@@ -32,7 +33,18 @@ class _Kept:
     frame: Any
     storage: Any
     version: int
+    commit: Any = None  # ObjectMeta of the version's commit file when the frame was built
     cached_as: Any = None  # the JVM plan last put in the relation cache for this frame
+
+    def current(self) -> bool:
+        """Still the latest version, from the same commit file (one listing)?"""
+        try:
+            tail = commits_from(self.storage, self.version)
+        except Exception:
+            return False
+        meta = tail.get(self.version)
+        return list(tail) == [self.version] and meta is not None and self.commit is not None and \
+            (meta.size, meta.last_modified_ms) == (self.commit.size, self.commit.last_modified_ms)
 
 
 def _kept(spark: Any) -> dict[tuple[Any, ...], _Kept]:
@@ -55,16 +67,17 @@ def latest_frame(spark: Any, location: str, options: dict[str, Any] | None = Non
     store = _kept(spark)
     with _lock:
         kept = store.get(key)
-    if kept is not None:
-        try:
-            if not has_commit_after(kept.storage, kept.version):
-                return kept.frame
-        except Exception:
-            pass
+    if kept is not None and kept.current():
+        return kept.frame
     frame = read(spark, location, table=table, **options)
     if isinstance(frame, DeltaFrame):
+        snap = frame.snapshot
+        try:
+            commit = commits_from(snap.storage, snap.version).get(snap.version)
+        except Exception:
+            commit = None
         with _lock:
-            store[key] = _Kept(frame, frame.snapshot.storage, frame.snapshot.version)
+            store[key] = _Kept(frame, snap.storage, snap.version, commit)
     return frame
 
 

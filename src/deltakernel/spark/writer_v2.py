@@ -53,11 +53,11 @@ class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
         self._dk_options.update({k: v for k, v in options.items() if v is not None})
         return super().options(**options)  # type: ignore[no-any-return]
 
-    def tableProperty(self, property: str, value: str) -> DeltaWriterV2:  # noqa: N802, A002 - pyspark's names
+    def tableProperty(self, property: str, value: str) -> DeltaWriterV2:
         self._dk_properties[property] = str(value)
         return super().tableProperty(property, value)  # type: ignore[no-any-return]
 
-    def partitionedBy(self, col: Any, *cols: Any) -> DeltaWriterV2:  # noqa: N802
+    def partitionedBy(self, col: Any, *cols: Any) -> DeltaWriterV2:
         names = []
         for c in (col, *cols):
             name = _column_name(c)
@@ -68,7 +68,7 @@ class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
         self._dk_partition_by = names
         return super().partitionedBy(col, *cols)  # type: ignore[no-any-return]
 
-    def clusterBy(self, col: str, *cols: str) -> DeltaWriterV2:  # noqa: N802
+    def clusterBy(self, col: str, *cols: str) -> DeltaWriterV2:
         self._dk_cluster_by = [col, *cols]
         return super().clusterBy(col, *cols)  # type: ignore[no-any-return]
 
@@ -85,7 +85,7 @@ class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
             return super().overwrite(condition)  # type: ignore[no-any-return]
         self._write(ref, "overwrite", replaceWhere=_condition_sql(self._spark, ref, condition))
 
-    def overwritePartitions(self) -> None:  # noqa: N802
+    def overwritePartitions(self) -> None:
         ref = self._existing()
         if ref is None:
             return super().overwritePartitions()  # type: ignore[no-any-return]
@@ -101,7 +101,7 @@ class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
             return super().replace()  # type: ignore[no-any-return]
         self._create("replace")
 
-    def createOrReplace(self) -> None:  # noqa: N802
+    def createOrReplace(self) -> None:
         if not self._delta_create(replacing=True):
             return super().createOrReplace()  # type: ignore[no-any-return]
         self._create("create_or_replace")

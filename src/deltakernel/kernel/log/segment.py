@@ -174,10 +174,10 @@ def _list_log(storage: Storage, start_version: int | None, end_version: int | No
     return _classify(storage.list_range(f"{LOG_DIR}/", start_after=start_after, end_before=end_before))
 
 
-def has_commit_after(storage: Storage, version: int) -> bool:
-    """Whether the log has a commit newer than `version` (one listing from version + 1): is a snapshot still
-    the latest?"""
-    return bool(_list_log(storage, version + 1).commits)
+def commits_from(storage: Storage, version: int) -> dict[int, ObjectMeta]:
+    """The commit files of versions >= `version` (one listing): is a snapshot at `version` still the latest,
+    and is its commit still the same file (a table dropped and created again at the same place is not)?"""
+    return _list_log(storage, version).commits
 
 
 def list_commits(storage: Storage) -> dict[int, ObjectMeta]:

@@ -212,8 +212,7 @@ class _Translator:
         col = self.column(node.children[0])
         if col is None:
             return None, False
-        path, dtype = col
-        name = _type_name(dtype)
+        name = _type_name(col[1])
         sep = "\u0001"
         try:
             obj = self._obj(node)

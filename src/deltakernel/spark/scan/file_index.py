@@ -27,7 +27,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +45,7 @@ _log = logging.getLogger("deltakernel.spark")
 _ids = itertools.count(1)
 INDEXES: weakref.WeakValueDictionary[int, DeltaFileIndex] = weakref.WeakValueDictionary()
 NAME = "DeltaFileIndex"
+STATS_SKIPPING_CONF = "spark.databricks.delta.stats.skipping"
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class DeltaFileIndex:
     """
 
     class Java:
-        implements = ["org.apache.spark.sql.execution.datasources.FileIndex"]
+        implements: ClassVar[list[str]] = ["org.apache.spark.sql.execution.datasources.FileIndex"]
 
     def __init__(self, spark: Any, snapshot: Snapshot, files: pa.Table, resolve: catalyst.Resolver,
                  partition_schema: Any, *, partitioned: bool = True, time_travel: bool = False,
@@ -111,7 +112,7 @@ class DeltaFileIndex:
         return f"{self.snapshot.storage.root_uri} v{self.snapshot.version}"
 
     # ------------------------------------------------------------------ FileIndex
-    def listFiles(self, partitionFilters: Any, dataFilters: Any) -> Any:  # noqa: N802, N803 - Java interface
+    def listFiles(self, partitionFilters: Any, dataFilters: Any) -> Any:
         start = time.perf_counter()
         part_exprs = _seq(partitionFilters)
         data_exprs = _seq(dataFilters)
@@ -123,10 +124,11 @@ class DeltaFileIndex:
                 preds.append(pred)
             if not exact:
                 inexact_partition.append(e)
-        for e in data_exprs:
-            pred, _exact = catalyst.translate(e, self._resolve)
-            if pred is not None:
-                preds.append(pred)
+        if self._stats_skipping():
+            for e in data_exprs:
+                pred, _exact = catalyst.translate(e, self._resolve)
+                if pred is not None:
+                    preds.append(pred)
         n = self.files.num_rows
         if preds and n:
             keep = file_skipping_mask(self.snapshot, self.files, preds[0] if len(preds) == 1 else And(*preds))
@@ -150,19 +152,27 @@ class DeltaFileIndex:
             self._on_listing(record)
         return listing
 
-    def inputFiles(self) -> Any:  # noqa: N802
+    def _stats_skipping(self) -> bool:
+        """delta-spark's switch for statistics-based skipping (partition pruning always applies)."""
+        try:
+            value = self._spark.conf.get(STATS_SKIPPING_CONF, "true")
+        except Exception:
+            return True
+        return str(value).strip().lower() != "false"
+
+    def inputFiles(self) -> Any:
         return jvm_files.decode(self._spark, jvm_files.strings_xml(self.uris()))
 
     def refresh(self) -> None:
         """Nothing to refresh: the index serves one snapshot (a new read plans the next version)."""
 
-    def sizeInBytes(self) -> int:  # noqa: N802
+    def sizeInBytes(self) -> int:
         return int(pc.sum(self.files.column("size")).as_py() or 0) if self.files.num_rows else 0
 
-    def partitionSchema(self) -> Any:  # noqa: N802
+    def partitionSchema(self) -> Any:
         return self._partition_schema
 
-    def rootPaths(self) -> Any:  # noqa: N802
+    def rootPaths(self) -> Any:
         jvm = self._jvm
         last = self.listings[-1] if self.listings else None
         kept = f"kept {last.files_kept} of {last.files_total} files" if last else f"{self.files.num_rows} files"
@@ -173,16 +183,16 @@ class DeltaFileIndex:
         paths.add(jvm.org.apache.hadoop.fs.Path(uri))
         return jvm.scala.jdk.javaapi.CollectionConverters.asScala(paths).toList()
 
-    def isTimeTravel(self) -> bool:  # noqa: N802
+    def isTimeTravel(self) -> bool:
         return self._time_travel
 
-    def metadataOpsTimeNs(self) -> Any:  # noqa: N802
+    def metadataOpsTimeNs(self) -> Any:
         return self._jvm.scala.Option.empty()
 
-    def toString(self) -> str:  # noqa: N802
+    def toString(self) -> str:
         return f"{NAME}#{self.id}({self.label})"
 
-    def hashCode(self) -> int:  # noqa: N802
+    def hashCode(self) -> int:
         return self.id
 
     def equals(self, other: Any) -> bool:

@@ -12,7 +12,7 @@ percent-encoded URIs, typed partition values), XML-escaped, so it cannot name ot
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -165,12 +165,12 @@ class _Errors:
     """A `java.beans.ExceptionListener` (py4j proxy): XMLDecoder reports failures here and carries on."""
 
     class Java:
-        implements = ["java.beans.ExceptionListener"]
+        implements: ClassVar[list[str]] = ["java.beans.ExceptionListener"]
 
     def __init__(self) -> None:
         self.errors: list[str] = []
 
-    def exceptionThrown(self, e: Any) -> None:  # noqa: N802 - Java interface
+    def exceptionThrown(self, e: Any) -> None:
         try:
             self.errors.append(str(e.toString()))
         except Exception:  # pragma: no cover - the message is best effort
