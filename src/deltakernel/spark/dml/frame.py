@@ -26,12 +26,10 @@ import pyarrow as pa
 
 from ...kernel.arrow_build import bool_to_arrow
 from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from ...kernel.schema.column_mapping import to_physical_schema
-from ...kernel.schema.types import StructType
 from ...kernel.snapshot import Snapshot
 from ...storage import Storage, storage_for_uri
 from .. import file_columns as fc
-from .._schema import to_spark_schema
+from ..scan.layout import ScanLayout, quote
 
 FID = "__dk_fid"
 MAP_LOOKUP_FILES = 2_000  # unpartitioned scans of at most this many files get their file columns by map lookup
@@ -54,10 +52,6 @@ class Target:
     @property
     def storage(self) -> Storage:
         return self.snapshot.storage
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 # ----------------------------------------------------------------------------- executor-side caches
@@ -137,26 +131,15 @@ def target_frame(target: Target, files: pa.Table, fids: Sequence[int] | np.ndarr
     logical columns, `__dk_fid`, `__dk_row` and, with `hidden` (the materialized row-tracking columns to
     write), those two columns holding each row's stable row id and row commit version. None: no files."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType
-    from pyspark.sql.types import StructField as SparkField
-    from pyspark.sql.types import StructType as SparkStruct
 
     ids = np.arange(files.num_rows, dtype=np.int32) if fids is None else np.asarray(fids, dtype=np.int32)
     if ids.size == 0:
         return None
     sub = files if fids is None else files.take(pa.array(ids))
     spark, snapshot = target.spark, target.snapshot
-    mode = snapshot.column_mapping_mode
-    schema = snapshot.schema
-    parts = {c.lower() for c in snapshot.partition_columns}
-    data_fields = tuple(f for f in schema.fields if f.name.lower() not in parts)
-    physical = to_physical_schema(StructType(data_fields), mode)
-    phys_spark = to_spark_schema(physical, field_ids=(mode == "id"))
-    logical_spark = to_spark_schema(schema)
-    read_fields = list(phys_spark.fields)
-    if hidden is not None:
-        read_fields += [SparkField(n, LongType(), True) for n in hidden if n not in phys_spark.fieldNames()]
-    read_schema = SparkStruct(read_fields)
+    layout = ScanLayout.of(snapshot)
+    parts = layout.partitions
+    read_schema = layout.read_schema(hidden or ())
     meta = fc.file_table(snapshot, sub, bool(parts), hidden is not None).append_column(FID, pa.array(ids))
     has_dv = sub.column("deletion_vector").is_valid().to_numpy(zero_copy_only=False)
     groups = [(~has_dv, False), (has_dv, True)] if skip_deleted and has_dv.any() else \
@@ -166,8 +149,7 @@ def target_frame(target: Target, files: pa.Table, fids: Sequence[int] | np.ndarr
         if not mask.any():
             continue
         keep = bool_to_arrow(mask)
-        df = _scan(spark, snapshot, read_schema, sub.filter(keep),
-                   {pf.name: lf.name for lf, pf in zip(data_fields, physical.fields)})
+        df = _scan(spark, snapshot, read_schema, sub.filter(keep), layout.data_names())
         group_meta = meta.filter(keep)
         if not parts and group_meta.num_rows <= MAP_LOOKUP_FILES:
             df = df.select(*[c for c in df.columns if c != _PATH], *_lookups(group_meta))
@@ -179,18 +161,7 @@ def target_frame(target: Target, files: pa.Table, fids: Sequence[int] | np.ndarr
             df = df.where(~_deleted_udf(target, dv_files)(F.col(FID), F.col(ROW)))
         frames.append(df)
     df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-    cols = []
-    for f in schema.fields:
-        lf = logical_spark[f.name]
-        if f.name.lower() in parts:
-            cols.append(F.col(quote(f.name)).cast(lf.dataType).alias(f.name))
-            continue
-        pf = physical.fields[[d.name for d in data_fields].index(f.name)]
-        col = F.col(quote(pf.name))
-        if phys_spark[pf.name].dataType != lf.dataType:
-            col = col.cast(lf.dataType)  # nested physical names -> logical (positional struct cast)
-        cols.append(col.alias(f.name))
-    cols += [F.col(FID), F.col(ROW)]
+    cols = [*layout.logical_columns(), F.col(FID), F.col(ROW)]
     if hidden is not None:
         id_col, version_col = hidden
         cols.append(F.coalesce(F.col(quote(id_col)), F.col(fc.BASE_ROW_ID) + F.col(ROW)).alias(id_col))

@@ -23,21 +23,15 @@ import pyarrow as pa
 
 from ...kernel import row_tracking as rt
 from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from ...kernel.schema.column_mapping import to_physical_schema
-from ...kernel.schema.types import StructType
 from ...kernel.snapshot import Snapshot
-from .._schema import to_spark_schema
 from .file_index import DeltaFileIndex, resolver_for
+from .layout import ScanLayout, quote
 
 MAX_INLINE_DELETED_ROWS = 5000
 PATH_COL = "__dk_path"
 ROW_COL = "__dk_row_index"
 BASE_ROW_ID = "__dk_base_row_id"
 DEFAULT_VERSION = "__dk_default_row_commit_version"
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def relation_frame(spark: Any, snapshot: Snapshot, read_schema: Any, partition_schema: Any,
@@ -76,42 +70,17 @@ def delta_frame(spark: Any, snapshot: Snapshot, *, row_tracking: bool = False, t
                 table: tuple[str, str] | None = None) -> Any:
     """The snapshot's logical rows as a DataFrame (see the module docstring)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType
-    from pyspark.sql.types import StructField as SparkField
-    from pyspark.sql.types import StructType as SparkStruct
 
-    schema = snapshot.schema
-    mode = snapshot.column_mapping_mode
-    parts = {c.lower() for c in snapshot.partition_columns}
-    data_fields = tuple(f for f in schema.fields if f.name.lower() not in parts)
-    physical = to_physical_schema(StructType(data_fields), mode)
-    phys_spark = to_spark_schema(physical, field_ids=(mode == "id"))
-    logical_spark = to_spark_schema(schema)
+    layout = ScanLayout.of(snapshot)
     materialized = [n for n in rt.materialized_names(snapshot.metadata.configuration) if n] if row_tracking else []
-    read_schema = SparkStruct(list(phys_spark.fields) + [SparkField(n, LongType(), True) for n in materialized
-                                                          if n not in phys_spark.fieldNames()])
-    part_schema = SparkStruct([SparkField(f.name, logical_spark[f.name].dataType, True)
-                               for f in snapshot.partition_fields])
-    data_names = {pf.name: lf.name for lf, pf in zip(data_fields, physical.fields)}
-    df, index = relation_frame(spark, snapshot, read_schema, part_schema, data_names, time_travel=time_travel,
-                               table=table)
+    df, index = relation_frame(spark, snapshot, layout.read_schema(materialized), layout.partition_schema(),
+                               layout.data_names(), time_travel=time_travel, table=table)
     df = _apply_deletion_vectors(spark, df, index)
+    select = layout.logical_columns()
     if row_tracking:
         meta = _row_tracking_table(index)
         df = df.withColumns({PATH_COL: F.col("_metadata.file_path"), ROW_COL: F.col("_metadata.row_index")})
         df = df.join(F.broadcast(spark.createDataFrame(meta)), PATH_COL, "inner")
-    select = []
-    for f in schema.fields:
-        lf = logical_spark[f.name]
-        if f.name.lower() in parts:
-            select.append(F.col(quote(f.name)).alias(f.name, metadata=lf.metadata))
-            continue
-        pf = physical.fields[[d.name for d in data_fields].index(f.name)]
-        col = F.col(quote(pf.name))
-        if phys_spark[pf.name].dataType != lf.dataType:
-            col = col.cast(lf.dataType)  # nested physical names -> logical (positional struct cast)
-        select.append(col.alias(f.name, metadata=lf.metadata))
-    if row_tracking:
         row_id = F.col(BASE_ROW_ID) + F.col(ROW_COL)
         version = F.col(DEFAULT_VERSION)
         id_col, version_col = rt.materialized_names(snapshot.metadata.configuration)

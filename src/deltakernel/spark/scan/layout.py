@@ -1,0 +1,81 @@
+"""How a snapshot's columns sit in its Parquet files, seen from Spark: the one place reads and DML scans get it.
+
+Data columns are read by physical name (column mapping `name`) or Parquet field id (`id`), partition columns are
+not in the files; the scan's output is renamed (and nested column-mapped structs cast) to the logical schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...kernel.schema.column_mapping import to_physical_schema
+from ...kernel.schema.types import StructField, StructType
+from ...kernel.snapshot import Snapshot
+from .._schema import to_spark_schema
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class ScanLayout:
+    snapshot: Snapshot
+    data_fields: tuple[StructField, ...]  # logical, non-partition
+    physical: StructType  # the data fields with physical names (and ids)
+    phys_spark: Any  # pyspark StructType of `physical` (field ids in id mode)
+    logical_spark: Any  # pyspark StructType of the logical schema
+    partitions: frozenset[str]  # partition column names, lower case
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> ScanLayout:
+        mode = snapshot.column_mapping_mode
+        parts = frozenset(c.lower() for c in snapshot.partition_columns)
+        data_fields = tuple(f for f in snapshot.schema.fields if f.name.lower() not in parts)
+        physical = to_physical_schema(StructType(data_fields), mode)
+        return cls(snapshot, data_fields, physical, to_spark_schema(physical, field_ids=(mode == "id")),
+                   to_spark_schema(snapshot.schema), parts)
+
+    def read_schema(self, extra_longs: list[str] | tuple[str, ...] = ()) -> Any:
+        """The physical data columns, plus `extra_longs` (materialized row-tracking columns) when absent."""
+        from pyspark.sql.types import LongType
+        from pyspark.sql.types import StructField as SparkField
+        from pyspark.sql.types import StructType as SparkStruct
+
+        have = set(self.phys_spark.fieldNames())
+        return SparkStruct(list(self.phys_spark.fields) + [SparkField(n, LongType(), True) for n in extra_longs
+                                                           if n not in have])
+
+    def partition_schema(self) -> Any:
+        from pyspark.sql.types import StructField as SparkField
+        from pyspark.sql.types import StructType as SparkStruct
+
+        return SparkStruct([SparkField(f.name, self.logical_spark[f.name].dataType, True)
+                            for f in self.snapshot.partition_fields])
+
+    def data_names(self) -> dict[str, str]:
+        """Physical top-level name -> logical name, for the file index's filter translation."""
+        return {pf.name: lf.name for lf, pf in zip(self.data_fields, self.physical.fields)}
+
+    def logical_columns(self) -> list[Any]:
+        """The select list turning the scan's columns (physical data, partition columns by logical name) into the
+        logical schema, column comments kept."""
+        from pyspark.sql import functions as F
+
+        out = []
+        names = [d.name for d in self.data_fields]
+        for f in self.snapshot.schema.fields:
+            lf = self.logical_spark[f.name]
+            if f.name.lower() in self.partitions:
+                out.append(F.col(quote(f.name)).cast(lf.dataType).alias(f.name, metadata=lf.metadata))
+                continue
+            pf = self.physical.fields[names.index(f.name)]
+            col = F.col(quote(pf.name))
+            if self.phys_spark[pf.name].dataType != lf.dataType:
+                col = col.cast(lf.dataType)  # nested physical names -> logical (positional struct cast)
+            out.append(col.alias(f.name, metadata=lf.metadata))
+        return out
+
+
+__all__ = ["ScanLayout", "quote"]
