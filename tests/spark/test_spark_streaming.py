@@ -167,6 +167,23 @@ def test_starting_version_latest_and_appends_while_running(spark, tmp_path):
     assert ids_of(dst) == sorted(i * 10 + j for i in range(1, 5) for j in range(3))
 
 
+def test_starting_version_latest_reads_commits_made_after_the_query_started(spark, tmp_path):
+    """`latest` is resolved once, when the query first runs, and recorded: commits made after that are read by
+    the next run of the same query (here two availableNow runs), not skipped by resolving `latest` again."""
+    src, dst, ck = tmp_path / "src", tmp_path / "dst", tmp_path / "ck"
+    append(src, range(0, 5))
+    q = run_now(stream(spark, src, startingVersion="latest"), dst, ck)
+    assert q.exception() is None
+    append(src, [50, 51])  # after the query started: must be read
+    append(src, [60])
+    q = run_now(stream(spark, src, startingVersion="latest"), dst, ck)
+    assert q.exception() is None, q.exception()
+    assert ids_of(dst) == [50, 51, 60]
+    append(src, [70])
+    q = run_now(stream(spark, src, startingVersion="latest"), dst, ck)
+    assert ids_of(dst) == [50, 51, 60, 70]
+
+
 def test_deletes_and_updates_fail_the_stream_unless_allowed(spark, tmp_path):
     src = tmp_path / "src"
     append(src, range(0, 6), partition_by=["p"])

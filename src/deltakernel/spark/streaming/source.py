@@ -136,6 +136,12 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             pos = self._position(start)
             end = self._log().advance(pos, self._budget(limit), self._until)
             if end.key() == pos.key() and end.initial == pos.initial:
+                if first.unresolved and not pos.initial:
+                    # startingVersion=latest and nothing new yet: still end the first batch (empty) at the
+                    # resolved position, so Spark records where the stream starts; else a restart would resolve
+                    # `latest` again and skip the commits made in between (delta-spark records it too)
+                    return SourceOffset(pos.reservoir_id, pos.version, pos.index, False,
+                                        (pos.version, pos.initial)).to_json()
                 return start
             if first.unresolved:
                 end = SourceOffset(end.reservoir_id, end.version, end.index, end.initial, (pos.version, pos.initial))
