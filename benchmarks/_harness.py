@@ -99,6 +99,16 @@ class Measurement:
 # `deltakernel` loads its public names on first use; a contender's untimed setup resolves them, as `import
 # deltalake` loads deltalake's native extension at import (otherwise the timed op would pay pyarrow's import)
 IMPORT_DELTAKERNEL = "import deltakernel\nfrom deltakernel import DeltaTable, write_deltalake\n"
+# deltalake loads its whole extension at `import deltalake`; deltakernel loads modules on first use. To compare
+# like with like, this loads every deltakernel module but the engines (Spark, DataFusion, the CLI) untimed.
+PRELOAD_DELTAKERNEL = IMPORT_DELTAKERNEL + (
+    "import importlib, pkgutil\n"
+    "for _m in pkgutil.walk_packages(deltakernel.__path__, 'deltakernel.'):\n"
+    "    if not _m.name.startswith(('deltakernel.spark', 'deltakernel.datafusion', 'deltakernel.cli', "
+    "'deltakernel.query')):\n"
+    "        importlib.import_module(_m.name)\n"
+    "import pyarrow.json, pyarrow.parquet, pyarrow.compute\n"
+)
 
 
 def run_once(c: Contender, params: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from .errors import DeltaError, InvalidFilterError, TableNotFoundError, Unsuppor
 from .kernel.log.replay import commit_infos_for
 from .kernel.log.segment import LOG_DIR, list_commits
 from .kernel.log.time_travel import commit_timestamps
-from .kernel.paths import file_uri, resolve_file
+from .kernel.paths import file_uri_list, resolve_file
 from .kernel.scan.scan import Scan
 from .kernel.schema.types import StructType
 from .kernel.snapshot import Snapshot
@@ -102,7 +102,8 @@ class DeltaTable:
         return self._snapshot.version
 
     def update_incremental(self) -> None:
-        self._snapshot = Snapshot.load(self._storage, None)
+        """Move to the latest version, reading only the commits after the loaded one."""
+        self._snapshot = self._snapshot.advance()
 
     def load_as_version(self, version: int | str | dt.datetime) -> None:
         """Switch to `version`: an int, or a datetime / ISO-8601 string (latest commit at or before it)."""
@@ -222,7 +223,8 @@ class DeltaTable:
         return paths
 
     def file_uris(self, partition_filters: FilterLike | None = None) -> list[str]:
-        return [file_uri(self._storage, p) for p in self.files(partition_filters)]
+        """Absolute URIs (local paths for local tables) of the live files, as deltalake's `file_uris()`."""
+        return file_uri_list(self._storage, self._planned_files(partition_filters).column("path"))
 
     def get_add_actions(self, flatten: bool = False) -> pa.Table:
         from .kernel.scan.add_actions import add_actions_table
@@ -478,16 +480,21 @@ class DeltaTable:
         keep_versions: list[int] | None = None,
         *,
         progress: Callable[[int, int], None] | None = None,
+        min_unreferenced_age_hours: float | None = None,
     ) -> list[str]:
         """Delete files no longer referenced by any retained version; returns their paths relative to the
-        table root (those that would be deleted on a dry run). See `operations/vacuum.py` for lite / full."""
+        table root (those that would be deleted on a dry run). See `operations/vacuum.py` for lite / full.
+
+        `min_unreferenced_age_hours` (ours; deltalake has none): full mode deletes a file that no log entry
+        names (possibly a concurrent writer's uncommitted data) only once it is older than this, whatever
+        the retention; default: the table property `deltakernel.vacuum.minUnreferencedFileAge`, else 1 hour."""
         from .operations.vacuum import vacuum
 
         files, self._snapshot = vacuum(
             self._storage, self._snapshot, retention_hours=retention_hours, dry_run=dry_run,
             enforce_retention_duration=enforce_retention_duration, commit_properties=commit_properties,
             post_commithook_properties=post_commithook_properties, full=full, keep_versions=keep_versions,
-            progress=progress)
+            progress=progress, min_unreferenced_age_hours=min_unreferenced_age_hours)
         return files
 
     def restore(

@@ -90,9 +90,13 @@ def test_vacuum_deletes_the_same_files(tmp_path: Path, writer: str, full: bool, 
                     a["remove"]["deletionTimestamp"] = int(time.time() * 1000) - 10 * DAY_MS
             write_actions(t, 2, actions)
     kw = {"retention_hours": retention, "enforce_retention_duration": retention is None, "full": full}
+    fresh = "p=b/fresh-uncommitted.parquet"
+    # deltalake's full vacuum with zero retention deletes a fresh unreferenced file (maybe a pending writer's
+    # data); ours keeps it until it is older than the minimum age (1 hour by default, issue 22 §2)
+    theirs_only = {fresh} if full and retention == 0 else set()
     planned = DeltaTable(str(ours)).vacuum(**kw)
     expected = deltalake.DeltaTable(theirs).vacuum(**kw)
-    assert sorted(planned) == sorted(set(expected))  # deltalake lists a path once per tombstone
+    assert sorted(planned) == sorted(set(expected) - theirs_only)  # deltalake lists a path once per tombstone
     assert planned, "the case must vacuum something"
     assert len(planned) == len(set(planned))
 
@@ -100,15 +104,18 @@ def test_vacuum_deletes_the_same_files(tmp_path: Path, writer: str, full: bool, 
     deleted = mine.vacuum(**kw, dry_run=False)
     deltalake.DeltaTable(theirs).vacuum(**kw, dry_run=False)
     assert sorted(deleted) == sorted(planned)
-    assert _files(ours) == _files(theirs)
-    # a fresh file survives unless a full vacuum was asked for zero retention (then both delete it)
-    assert ("p=b/fresh-uncommitted.parquet" in _files(ours)) == (retention is None or not full)
+    assert _files(ours) == _files(theirs) | theirs_only
+    assert fresh in _files(ours)
+    assert (fresh in _files(theirs)) == (retention is None or not full)
     ops = [h["operation"] for h in mine.history(2)]
     assert ops == [h["operation"] for h in deltalake.DeltaTable(theirs).history(2)] == ["VACUUM END", "VACUUM START"]
     start = mine.history(2)[1]
     their_start = deltalake.DeltaTable(theirs).history(2)[1]
     assert start["operationParameters"] == their_start["operationParameters"]
-    assert {k: int(v) for k, v in start["operationMetrics"].items()} == their_start["operationMetrics"]
+    their_metrics = dict(their_start["operationMetrics"])
+    their_metrics["numFilesToDelete"] -= len(theirs_only)
+    their_metrics["sizeOfDataToDelete"] -= len(b"x") * len(theirs_only)
+    assert {k: int(v) for k, v in start["operationMetrics"].items()} == their_metrics
     _same_reads(ours, theirs)
 
 

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import helpers
 
 from deltakernel import CommitProperties, DeltaTable, write_deltalake
-from deltakernel.errors import DeltaError, SchemaError, UnsupportedFeatureError
+from deltakernel.errors import DeltaError, SchemaError, SchemaMismatchError, UnsupportedFeatureError
 from deltakernel.kernel.log.actions import Protocol
 
 
@@ -159,17 +159,50 @@ def test_schema_evolution_cannot_add_a_generated_column_to_a_table_with_rows(tmp
     assert DeltaTable(e).to_pyarrow_table().to_pylist() == [{"v": 2, "g": 4}]
 
 
+def _tree(root: str) -> dict[str, bytes]:
+    """Every file under a table root with its bytes (the log and the data files)."""
+    return {str(f.relative_to(root)): f.read_bytes() for f in Path(root).rglob("*") if f.is_file()}
+
+
 @pytest.mark.parametrize("how", ["replace_where", "dynamic"])
-def test_partial_overwrite_cannot_repartition(tmp_path: Path, how: str) -> None:
+@pytest.mark.parametrize("partition_by", [["v"], []], ids=["other-column", "unpartitioned"])
+def test_partial_overwrite_cannot_repartition(tmp_path: Path, how: str, partition_by: list[str]) -> None:
+    """issue 22 §5: `partition_by=[]` under a predicate used to commit an unpartitioned table (the kept
+    partition's rows lost their partition values); it is refused like any other partition change."""
     p = str(tmp_path / "t")
     write_deltalake(p, pa.table({"day": ["a", "b"], "v": [1, 2]}), partition_by=["day"])
+    before = _tree(p)
     kwargs = ({"predicate": "day = 'a'"} if how == "replace_where" else {"partition_overwrite_mode": "dynamic"})
-    with pytest.raises(DeltaError, match="partition"):
+    with pytest.raises(SchemaMismatchError, match="partition") as e:
         write_deltalake(p, pa.table({"day": ["a"], "v": [5]}), mode="overwrite", schema_mode="overwrite",
-                        partition_by=["v"], **kwargs)
+                        partition_by=partition_by, **kwargs)
+    assert isinstance(e.value, DeltaError) and p in str(e.value) and "['day']" in str(e.value)
+    assert _tree(p) == before, "nothing written, nothing committed"
     t = DeltaTable(p)
     assert t.version() == 0 and t.partition_columns() == ["day"]
     assert sorted(t.to_pyarrow_table().column("v").to_pylist()) == [1, 2]
+    if how == "replace_where":  # deltalake refuses the same write
+        with pytest.raises(deltalake.exceptions.DeltaError, match="partitioning"):
+            deltalake.write_deltalake(p, pa.table({"day": ["a"], "v": [5]}), mode="overwrite",
+                                      schema_mode="overwrite", partition_by=partition_by, **kwargs)
+        assert _tree(p) == before
+
+
+def test_replace_where_with_schema_overwrite_keeps_the_partitioning(tmp_path: Path) -> None:
+    """Without partition_by, a replaceWhere with schema_mode="overwrite" keeps the table's partition columns
+    (as deltalake does) instead of planning an unpartitioned table."""
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    first, second = pa.table({"day": ["a", "b"], "v": [1, 2]}), pa.table({"day": ["a"], "v": [5]})
+    write_deltalake(ours, first, partition_by=["day"])
+    deltalake.write_deltalake(theirs, first, partition_by=["day"])
+    write_deltalake(ours, second, mode="overwrite", schema_mode="overwrite", predicate="day = 'a'")
+    deltalake.write_deltalake(theirs, second, mode="overwrite", schema_mode="overwrite", predicate="day = 'a'")
+    t = DeltaTable(ours)
+    assert t.partition_columns() == deltalake.DeltaTable(theirs).metadata().partition_columns == ["day"]
+    expected = [{"day": "a", "v": 5}, {"day": "b", "v": 2}]
+    assert sorted(t.to_pyarrow_table().to_pylist(), key=str) == expected
+    assert sorted(helpers.deltalake_table(ours).to_pylist(), key=str) == expected
+    assert sorted(helpers.deltalake_table(theirs).to_pylist(), key=str) == expected
 
 
 # ----------------------------------------------------------------------------- commitInfo

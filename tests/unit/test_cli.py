@@ -237,6 +237,12 @@ def test_optimize_vacuum_restore_from_the_command_line(tmp_path: Path) -> None:
     plan = _json(cli("vacuum", uri, "--retention-hours", "0", "--no-enforce-retention", "--json"))
     assert plan["dry_run"] is True and plan["num_files"] == 4
     assert all((tmp_path / "t" / Path(f).name).exists() for f in plan["files"])
+    (tmp_path / "t" / "fresh-orphan.parquet").write_bytes(b"x")  # maybe a writer's uncommitted file
+    full = ("vacuum", uri, "--full", "--retention-hours", "0", "--no-enforce-retention", "--json")
+    assert set(_json(cli(*full))["files"]) == set(plan["files"]), "younger than the minimum age: kept"
+    no_guard = _json(cli(*full, "--min-unreferenced-age-hours", "0"))
+    assert set(no_guard["files"]) == {*plan["files"], "fresh-orphan.parquet"}
+    (tmp_path / "t" / "fresh-orphan.parquet").unlink()
     assert_clean_error(cli("vacuum", uri, "--retention-hours", "0", "--no-dry-run"), "deletedFileRetentionDuration")
     restore_plan = _json(cli("restore", uri, "1", "--json"))
     assert restore_plan == {"dry_run": True, "current_version": 4, "restore_to_version": 1,

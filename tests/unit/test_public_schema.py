@@ -50,7 +50,11 @@ def test_schema_round_trips_like_deltalake() -> None:
     assert ours.to_arrow() == pa.schema(theirs.to_arrow())
     assert ours.to_arrow(as_large_types=True) == pa.schema(theirs.to_arrow(as_large_types=True))
     assert pa.schema(ours).field("b").metadata == pa.schema(theirs).field("b").metadata  # strings raw, rest JSON
-    assert ks.Schema.from_arrow(pa.schema(theirs)) == ours
+    # from Arrow, metadata is text (`"n": 1` comes back "1"), as deltalake reads it (issue 22 §6)
+    back = ks.Schema.from_arrow(pa.schema(theirs))
+    assert json.loads(back.to_json()) == json.loads(dls.Schema.from_arrow(pa.schema(theirs)).to_json())
+    assert back.field("b").metadata == {"comment": "money", "n": "1"}
+    assert [f.type for f in back.fields] == [f.type for f in ours.fields]
     assert isinstance(ours, ks.StructType) and ours == ks.StructType(ours.fields)
     assert [f.name for f in ours.fields] == [f.name for f in theirs.fields] and isinstance(ours.fields, list)
 

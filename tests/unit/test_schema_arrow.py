@@ -108,14 +108,37 @@ def test_variant_layout() -> None:
     assert isinstance(from_arrow_type(t), StructType)
 
 
-def test_metadata_json_encoding() -> None:
-    meta = {"delta.columnMapping.physicalName": "col-1", "delta.columnMapping.id": 7, "x": {"a": [1, True]}}
+def test_metadata_arrow_encoding() -> None:
+    """Arrow metadata as deltalake writes it: strings as their text, other values JSON-encoded. Read back,
+    text stays text (a value that looks like JSON too), except under the keys the protocol types."""
+    meta = {"delta.columnMapping.physicalName": "col-1", "delta.columnMapping.id": 7, "x": {"a": [1, True]},
+            "flag": "true", "comment": "10", "delta.identity.allowExplicitInsert": False}
     schema = StructType((StructField("a", PrimitiveType("long"), metadata=meta),))
     f = to_arrow_schema(schema).field("a")
-    assert json.loads(f.metadata[b"delta.columnMapping.physicalName"]) == "col-1"
+    assert f.metadata[b"delta.columnMapping.physicalName"] == b"col-1"
+    assert f.metadata[b"delta.columnMapping.id"] == b"7"
+    assert f.metadata[b"flag"] == b"true" and f.metadata[b"comment"] == b"10"
     assert json.loads(f.metadata[b"x"]) == {"a": [1, True]}
-    assert from_arrow_schema(to_arrow_schema(schema)).fields[0].metadata == meta
+    back = from_arrow_schema(to_arrow_schema(schema)).fields[0].metadata
+    assert back == {**meta, "x": '{"a":[1,true]}'}  # an untyped key's value is text once in Arrow (as deltalake)
     assert to_arrow_schema(schema, include_metadata=False).field("a").metadata is None
+
+
+def test_arrow_metadata_is_text_except_under_protocol_typed_keys() -> None:
+    text = {"t": "true", "f": "1.5", "n": "-3", "nul": "null", "q": '"q"', "o": '{"x": 1}', "e": "",
+            "delta.invariants": '{"expression": {"expression": "a > 0"}}', "delta.generationExpression": "10"}
+    typed = {"delta.columnMapping.id": ("5", 5), "delta.identity.start": ("-3", -3),
+             "delta.identity.step": ("2", 2), "delta.identity.highWaterMark": ("9", 9),
+             "delta.identity.allowExplicitInsert": ("true", True), "parquet.field.id": ("4", 4),
+             "delta.columnMapping.nested.ids": ('{"a.element": 3}', {"a.element": 3}),
+             "delta.typeChanges": ('[{"fromType": "integer", "toType": "long"}]',
+                                   [{"fromType": "integer", "toType": "long"}])}
+    raw = {**text, **{k: v for k, (v, _) in typed.items()}}
+    got = from_arrow_schema(pa.schema([pa.field("a", pa.int64(), metadata=raw)])).fields[0].metadata
+    assert got == {**text, **{k: v for k, (_, v) in typed.items()}}
+    # text that is not JSON under a typed key is kept as given (the writer's checks name it)
+    bad = from_arrow_schema(pa.schema([pa.field("a", pa.int64(), metadata={"delta.identity.start": "x"})]))
+    assert bad.fields[0].metadata == {"delta.identity.start": "x"}
 
 
 def test_from_arrow_lenient_types() -> None:

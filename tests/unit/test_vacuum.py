@@ -261,6 +261,113 @@ def test_deletion_vector_and_change_data_files_are_vacuumed_once_expired(tmp_pat
     assert sorted(duckdb_table(t).column("x").to_pylist()) == expected
 
 
+# ----------------------------------------------------------------------------- pending writers (issue 22 §2)
+def test_full_vacuum_with_zero_retention_spares_a_paused_writers_files(tmp_path: Path, monkeypatch:
+                                                                       pytest.MonkeyPatch) -> None:
+    """A writer has written its data files but not committed; a full VACUUM with retention 0 runs; the writer
+    then commits. Its files are younger than the minimum unreferenced-file age, so the commit lands on files
+    that exist and the table reads back whole (delta-spark and deltalake delete them: the write is lost)."""
+    import threading
+
+    import deltakernel.operations.write as write_module
+
+    t = tmp_path / "t"
+    _three_versions(t)  # versions 0 and 1's files are tombstones now
+    tombstoned = _files(t) - {a["add"]["path"] for a in read_actions(t, 2) if "add" in a}
+    (t / "p=a" / "old-orphan.parquet").write_bytes(b"x")  # a failed writer's leftover from 2 hours ago
+    _age_file(t / "p=a" / "old-orphan.parquet", 2 / 24)
+    before = _files(t)
+
+    real_commit = write_module.commit_with
+    written, release = threading.Event(), threading.Event()
+
+    def paused_commit(*args: object, **kwargs: object) -> object:
+        written.set()  # data files are on storage, the commit has not been attempted
+        assert release.wait(60)
+        return real_commit(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(write_module, "commit_with", paused_commit)
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            write_deltalake(t, pa.table({"x": [100, 101], "p": ["a", "new"]}), mode="append")
+        except BaseException as e:  # reported to the test thread
+            failures.append(e)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert written.wait(60)
+        pending = _files(t) - before
+        assert len(pending) == 2 and all(f.endswith(".parquet") for f in pending)
+        dt = DeltaTable(str(t))
+        zero = {"retention_hours": 0, "enforce_retention_duration": False, "full": True}
+        # the guard is what protects them: without a minimum age they would be planned
+        assert pending <= set(dt.vacuum(**zero, min_unreferenced_age_hours=0))  # type: ignore[arg-type]
+        deleted = set(dt.vacuum(**zero, dry_run=False))  # type: ignore[arg-type]
+        # expired tombstones go by the retention (fresh files, but named by the log), the old orphan by its age
+        assert deleted == tombstoned | {"p=a/old-orphan.parquet"}
+        assert _files(t) == (before | pending) - deleted
+        assert [h["operation"] for h in dt.history(2)] == ["VACUUM END", "VACUUM START"]
+    finally:
+        release.set()
+        thread.join(60)
+    assert not thread.is_alive() and not failures, failures
+    out = DeltaTable(str(t))
+    assert out.version() == 5 and out.history(1)[0]["operation"] == "WRITE"
+    assert _ids(t) == [2, 12, 100, 101]
+    assert_same_rows(out.to_pyarrow_table(), deltalake_table(t))
+    assert sorted(deltalake_table(t).column("x").to_pylist()) == [2, 12, 100, 101]
+
+
+def test_full_vacuum_deletes_unreferenced_files_only_past_the_minimum_age(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    _three_versions(t)
+    _age_all(t, days=30)
+    ages = {"p=a/orphan-3h.parquet": 3, "p=b/orphan-90m.parquet": 1.5, "orphan-30m.parquet": 0.5,
+            "_change_data/cdc-orphan-30m.parquet": 0.5, "deletion_vector_orphan-3h.bin": 3}
+    for rel, hours in ages.items():
+        (t / rel).parent.mkdir(parents=True, exist_ok=True)
+        (t / rel).write_bytes(b"x")
+        _age_file(t / rel, hours / 24)
+    tombstoned = _files(t) - set(ages) - {a["add"]["path"] for a in read_actions(t, 2) if "add" in a}
+    dt = DeltaTable(str(t))
+    zero = {"retention_hours": 0, "enforce_retention_duration": False, "full": True}
+
+    def orphans(**kw: object) -> set[str]:
+        planned = set(dt.vacuum(**zero, **kw))  # type: ignore[arg-type]
+        assert tombstoned <= planned, "expired tombstones go by the retention alone"
+        return planned - tombstoned
+
+    def older_than(hours: float) -> set[str]:
+        return {rel for rel, age in ages.items() if age > hours}
+
+    assert orphans() == older_than(1)  # default: 1 hour, whatever the retention
+    assert orphans(min_unreferenced_age_hours=2) == older_than(2)
+    assert orphans(min_unreferenced_age_hours=0) == set(ages)
+    # the retention still applies when it is the longer of the two
+    assert set(dt.vacuum(retention_hours=2, enforce_retention_duration=False, full=True)) - tombstoned \
+        == older_than(2)
+    with pytest.raises(VacuumRetentionError, match="min_unreferenced_age_hours"):
+        dt.vacuum(**zero, min_unreferenced_age_hours=-1)  # type: ignore[arg-type]
+    # lite mode never lists storage: the age is irrelevant there
+    assert set(dt.vacuum(retention_hours=0, enforce_retention_duration=False)) == tombstoned
+
+    # the table property sets the default for every engine (the CLI, Spark's VACUUM)
+    dt.alter.set_table_properties({"deltakernel.vacuum.minUnreferencedFileAge": "interval 2 hours"})
+    assert orphans() == older_than(2)
+    assert orphans(min_unreferenced_age_hours=0.25) == older_than(0.25)  # the argument wins
+    dt.alter.set_table_properties({"deltakernel.vacuum.minUnreferencedFileAge": "soon"})
+    with pytest.raises(DeltaError, match="deltakernel.vacuum.minUnreferencedFileAge"):
+        dt.vacuum(**zero)  # type: ignore[arg-type]
+    dt.alter.set_table_properties({"deltakernel.vacuum.minUnreferencedFileAge": "0 hours"})
+    before = _files(t)
+    deleted = set(dt.vacuum(**zero, dry_run=False))  # type: ignore[arg-type]
+    assert deleted == tombstoned | set(ages) and _files(t) == before - deleted
+    assert _ids(t) == [2, 12]
+
+
 # ----------------------------------------------------------------------------- protocol
 def test_vacuum_protocol_check_refuses_unsupported_features(tmp_path: Path) -> None:
     t = tmp_path / "t"
@@ -304,9 +411,12 @@ def test_vacuum_on_s3(s3_bucket: str, s3_options: dict[str, str]) -> None:
     dt = DeltaTable(uri, storage_options=s3_options)
     assert dt.vacuum(full=True) == [], "fresh orphans survive under the default retention"
     lite = set(dt.vacuum(retention_hours=0, enforce_retention_duration=False))
-    full = set(dt.vacuum(retention_hours=0, enforce_retention_duration=False, full=True))
+    assert set(dt.vacuum(retention_hours=0, enforce_retention_duration=False, full=True)) == lite, \
+        "a fresh orphan (maybe a pending writer's) survives any retention: it is younger than the minimum age"
+    zero = {"retention_hours": 0, "enforce_retention_duration": False, "full": True, "min_unreferenced_age_hours": 0}
+    full = set(dt.vacuum(**zero))  # type: ignore[arg-type]
     assert len(lite) == 4 and full == lite | {"p=a/orphan.parquet"}
-    deleted = set(dt.vacuum(retention_hours=0, enforce_retention_duration=False, full=True, dry_run=False))
+    deleted = set(dt.vacuum(**zero, dry_run=False))  # type: ignore[arg-type]
     assert deleted == full and keys() == before - full
     assert storage_for_uri(f"s3://{s3_bucket}/tbl-other", s3_options).exists("part-0.parquet")
     assert [h["operation"] for h in dt.history(2)] == ["VACUUM END", "VACUUM START"]

@@ -67,7 +67,8 @@ def cmd_optimize(args: argparse.Namespace) -> None:
 def cmd_vacuum(args: argparse.Namespace) -> None:
     t = open_table(args)
     kwargs: dict[str, Any] = {"retention_hours": args.retention_hours, "dry_run": args.dry_run,
-                              "enforce_retention_duration": not args.no_enforce_retention, "full": args.full}
+                              "enforce_retention_duration": not args.no_enforce_retention, "full": args.full,
+                              "min_unreferenced_age_hours": args.min_unreferenced_age_hours}
     files = _with_progress(t.vacuum, kwargs, "deleted")
     record = {"dry_run": args.dry_run, "num_files": len(files), "files": list(files)}
     if not args.json:
@@ -160,6 +161,9 @@ def register(sub: Any) -> None:
     sp.add_argument("--full", action="store_true", help="list storage for orphans too (not only the log)")
     sp.add_argument("--no-enforce-retention", action="store_true",
                     help="allow a retention shorter than the table's (unsafe with concurrent writers)")
+    sp.add_argument("--min-unreferenced-age-hours", type=float, metavar="HOURS",
+                    help="with --full: delete files no log entry names (maybe a writer's uncommitted data) only "
+                         "once this old (default: the table's deltakernel.vacuum.minUnreferencedFileAge, else 1)")
     add_dry_run_flags(sp)
     add_json_flag(sp)
     sp.set_defaults(fn=cmd_vacuum)

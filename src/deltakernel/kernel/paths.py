@@ -14,6 +14,9 @@ import posixpath
 import re
 import urllib.parse
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ..errors import InvalidPathError
 from ..storage.base import Storage
 
@@ -91,6 +94,47 @@ def file_uri(storage: Storage, path: str) -> str:
     """Absolute URI (or local path) of a file in the log, as deltalake's `file_uris()` reports it."""
     target, key = resolve_file(storage, path)
     return target.full_uri(key)
+
+
+# log paths that resolve to "root + / + path" unchanged: relative, no escapes to decode, no scheme, normalized
+# (one regex pass: ~0.15 s per 1M paths)
+_NOT_PLAIN = r"[%:\\\x00]|//|^/|/$|(^|/)\.\.?(/|$)"
+_CHUNK = 1 << 20
+
+
+def plain_relative(paths: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """True where a log path needs no resolution: relative, nothing to percent-decode, already normalized."""
+    return pc.invert(pc.fill_null(pc.match_substring_regex(paths, _NOT_PLAIN), True))
+
+
+def file_uris(storage: Storage, paths: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """`file_uri` of every path of a column, vectorized: plain relative paths (nearly all) are joined to the root
+    with Arrow compute; the rest (escapes, absolute paths of shallow clones) resolve one by one."""
+    if isinstance(paths, pa.ChunkedArray):
+        paths = paths.combine_chunks() if paths.num_chunks != 1 else paths.chunk(0)
+    if len(paths) == 0:
+        return pa.array([], pa.string())
+    if pa.types.is_large_string(paths.type) or pa.types.is_string_view(paths.type):
+        paths = paths.cast(pa.string())
+    plain = plain_relative(paths)
+    prefix = storage.full_uri("x")[:-1]  # the root with its separator
+    out = pc.binary_join_element_wise(pa.scalar(prefix), paths, "")
+    if pc.all(plain).as_py():
+        return out
+    slow = pc.invert(plain)
+    fixed = pa.array([file_uri(storage, p) for p in paths.filter(slow).to_pylist()], pa.string())
+    return pc.replace_with_mask(out, slow, fixed)
+
+
+def file_uri_list(storage: Storage, paths: pa.Array | pa.ChunkedArray) -> list[str]:
+    """`file_uris` as a Python list, built a slice at a time: the Arrow strings of one slice at most are alive
+    next to the list (10M files: ~1 GB less at the peak than converting one whole array)."""
+    out: list[str] = []
+    chunks = paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]
+    for chunk in chunks:
+        for start in range(0, len(chunk), _CHUNK):
+            out.extend(file_uris(storage, chunk.slice(start, _CHUNK)).to_pylist())
+    return out
 
 
 def to_uri(root_uri: str, path: str) -> str:

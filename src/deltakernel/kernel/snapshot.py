@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..storage.base import Storage
 from .log.actions import DomainMetadata, Metadata, Protocol, Txn
-from .log.replay import ReplayResult, replay
+from .log.replay import ReplayResult, replay, replay_onto
 from .log.segment import LogSegment, build_log_segment
 from .protocol.features import check_read_supported
 from .schema.types import StructField, StructType
@@ -47,6 +47,31 @@ class Snapshot:
             len(segment.commits), snap.num_files, time.perf_counter() - start,
         )
         return snap
+
+    def advance(self, version: int | None = None) -> Snapshot:
+        """This table at `version` (the latest when None), reading only the commits after this snapshot - what a
+        writer holding a snapshot does after its own commit. Falls back to `load` when the new commits change
+        the partition columns or the log cannot be read forward (a gap); `self` when nothing is newer."""
+        from .log.segment import _list_log
+
+        if version is not None and version < self.version:
+            return Snapshot.load(self.storage, version)
+        if version == self.version:
+            return self
+        listing = _list_log(self.storage, self.version + 1, version)
+        versions = sorted(listing.commits)
+        target = version if version is not None else (versions[-1] if versions else self.version)
+        if target == self.version:
+            return self
+        wanted = list(range(self.version + 1, target + 1))
+        if versions[:len(wanted)] != wanted:
+            return Snapshot.load(self.storage, version)  # a gap or a truncated log: the normal load decides
+        metas = [listing.commits[v] for v in wanted]
+        result = replay_onto(self._result, self.storage, metas)
+        if result is None:
+            return Snapshot.load(self.storage, target)
+        segment = LogSegment(self.storage, target, self.segment.checkpoint, [*self.segment.commits, *metas])
+        return Snapshot(self.storage, segment, result)
 
     @classmethod
     def load_at(cls, storage: Storage, version: int | str | dt.datetime | None,

@@ -14,9 +14,13 @@ references (data files and their deletion-vector files):
   left to full mode (docs/decisions.md "VACUUM LITE: deletion vectors and change data").
 - full: the table's storage is listed (streamed page by page; hidden files and directories skipped as
   delta-spark does: names starting with `_` or `.`, except `_change_data`, `_delta_index` and partition
-  directories) and every file that nothing retained references is deleted when its modification time is
-  older than the retention (or it is an expired tombstone): a concurrent writer's fresh, uncommitted files
-  are never touched.
+  directories) and every file that nothing retained references is deleted when the log names it as gone
+  (an expired tombstone, its deletion-vector file, a `_change_data` file of a commit older than the
+  retention) or, for a file no log entry names, when its modification time is older than both the
+  retention and the *minimum unreferenced-file age* (`min_unreferenced_age_hours`, else the table property
+  `deltakernel.vacuum.minUnreferencedFileAge`, default 1 hour). Such a file may be a concurrent writer's
+  data that is written but not committed yet, so even `retention_hours=0` never deletes it while it is
+  young (delta-spark and deltalake do: the writer's commit then references missing files).
 
 The referenced keys are the only state held (one Arrow string array, ~100 bytes a file); listing pages are
 anti-joined against it with `pc.is_in`. Deletes go through `Storage.delete_many` (bulk requests, a few in
@@ -53,6 +57,10 @@ log = logging.getLogger(__name__)
 
 HOUR_MS = 3_600_000
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+#: how old a file that no log entry names must be before full VACUUM deletes it, whatever the retention: it
+#: may be a pending writer's (written, not yet committed); an interval ("interval 2 hours")
+MIN_UNREFERENCED_AGE_PROPERTY = "deltakernel.vacuum.minUnreferencedFileAge"
+DEFAULT_MIN_UNREFERENCED_AGE = "interval 1 hour"
 #: keys deleted per progress report (and per bulk request on object stores)
 DELETE_BATCH = 1000
 #: listing entries filtered at once in full mode (bounded memory: ~10 MB of keys)
@@ -85,6 +93,8 @@ class VacuumPlan:
     retention_ms: int
     default_retention_ms: int
     enforce: bool
+    #: files no log entry names (full mode) are deleted only when older than this, whatever the retention
+    min_unreferenced_age_ms: int = 0
 
 
 # ----------------------------------------------------------------------------- log paths -> keys
@@ -179,6 +189,24 @@ def retention_ms(snapshot: Snapshot, retention_hours: float | None, enforce: boo
     return wanted, default
 
 
+def min_unreferenced_age_ms(snapshot: Snapshot, hours: float | None) -> int:
+    """The minimum age (ms) of a file no log entry names before full VACUUM may delete it: `hours` when given,
+    else the table's `deltakernel.vacuum.minUnreferencedFileAge`, else 1 hour."""
+    if hours is not None:
+        if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not hours >= 0:
+            raise VacuumRetentionError(f"min_unreferenced_age_hours must be a number >= 0, got {hours!r}")
+        return int(hours * HOUR_MS)
+    try:
+        age = interval_conf(snapshot.configuration, MIN_UNREFERENCED_AGE_PROPERTY, DEFAULT_MIN_UNREFERENCED_AGE)
+    except ValueError as e:
+        raise DeltaError(f"table property {MIN_UNREFERENCED_AGE_PROPERTY}: {e}") from e
+    assert age is not None
+    if age < 0:
+        raise DeltaError(f"table property {MIN_UNREFERENCED_AGE_PROPERTY} must not be negative, got "
+                         f"{snapshot.configuration.get(MIN_UNREFERENCED_AGE_PROPERTY)!r}")
+    return age
+
+
 def _check_protocol(snapshot: Snapshot) -> None:
     """PROTOCOL.md "Vacuum Protocol Check": vacuum only tables whose whole protocol (reader and writer
     features) is understood, so no feature's files are mistaken for orphans."""
@@ -249,10 +277,13 @@ def _batched(pages: Iterable[list[ObjectMeta]]) -> Iterable[list[ObjectMeta]]:
 
 def plan_vacuum(storage: Storage, snapshot: Snapshot, *, retention_hours: float | None = None,
                 enforce_retention_duration: bool = True, full: bool = False,
-                keep_versions: Sequence[int] | None = None, now_ms: int | None = None) -> VacuumPlan:
-    """The files a vacuum would delete (nothing is deleted or committed)."""
+                keep_versions: Sequence[int] | None = None, now_ms: int | None = None,
+                min_unreferenced_age_hours: float | None = None) -> VacuumPlan:
+    """The files a vacuum would delete (nothing is deleted or committed). Every VACUUM (the embedded
+    engine's, the CLI's, Spark's) plans here, so each gets the minimum-age guard for unreferenced files."""
     _check_protocol(snapshot)
     retention, default = retention_ms(snapshot, retention_hours, enforce_retention_duration)
+    min_age = min_unreferenced_age_ms(snapshot, min_unreferenced_age_hours)
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     cutoff = now - retention
     tombs = snapshot.tombstones
@@ -271,7 +302,12 @@ def plan_vacuum(storage: Storage, snapshot: Snapshot, *, retention_hours: float 
         size = int(pc.sum(dead.column("size")).as_py() or 0) if dead.num_rows else 0
         files = dead_keys.to_pylist() + cdc.to_pylist()
         log.info("vacuum lite of %s: %d files", storage.root_uri, len(files))
-        return VacuumPlan(files, size + cdc_size, retention, default, enforce_retention_duration)
+        return VacuumPlan(files, size + cdc_size, retention, default, enforce_retention_duration, min_age)
+
+    # files the log names as gone go by the retention; any other file only once older than the minimum age
+    # too (a writer's data files exist before the commit that names them)
+    named_gone = _unique([dead_keys, _cdc_keys(storage, snapshot, cutoff)[0]])
+    orphan_cutoff = min(cutoff, now - min_age)
 
     partition_dirs = list(snapshot.partition_columns)
     partition_dirs += [f.metadata.get("delta.columnMapping.physicalName", f.name)
@@ -284,12 +320,12 @@ def plan_vacuum(storage: Storage, snapshot: Snapshot, *, retention_hours: float 
         sizes = np_to_arrow([m.size for m in batch])
         visible = pc.or_(pc.invert(pc.match_substring_regex(keys, _HIDDEN_NAME)),
                          pc.match_substring_regex(keys, _EXEMPT_NAME))
-        old = pc.or_(pc.less(mtimes, scalar(cutoff, pa.int64())), pc.is_in(keys, value_set=dead_keys))
+        old = pc.or_(pc.less(mtimes, scalar(orphan_cutoff, pa.int64())), pc.is_in(keys, value_set=named_gone))
         mask = pc.and_(pc.and_(visible, old), pc.invert(pc.is_in(keys, value_set=referenced)))
         files += keys.filter(mask).to_pylist()
         size += int(pc.sum(sizes.filter(mask)).as_py() or 0)
     log.info("vacuum full of %s: %d files", storage.root_uri, len(files))
-    return VacuumPlan(files, size, retention, default, enforce_retention_duration)
+    return VacuumPlan(files, size, retention, default, enforce_retention_duration, min_age)
 
 
 # ----------------------------------------------------------------------------- execution
@@ -305,12 +341,14 @@ def vacuum(storage: Storage, snapshot: Snapshot, *, retention_hours: float | Non
            enforce_retention_duration: bool = True, commit_properties: CommitProperties | None = None,
            post_commithook_properties: PostCommitHookProperties | None = None, full: bool = False,
            keep_versions: Sequence[int] | None = None, now_ms: int | None = None,
-           progress: Callable[[int, int], None] | None = None) -> tuple[list[str], Snapshot]:
+           progress: Callable[[int, int], None] | None = None,
+           min_unreferenced_age_hours: float | None = None) -> tuple[list[str], Snapshot]:
     """Delete unreferenced files; returns (the keys deleted, or that would be on a dry run, and the snapshot
     after the VACUUM START / END commits — `snapshot` itself when nothing was committed)."""
     plan = plan_vacuum(storage, snapshot, retention_hours=retention_hours,
                        enforce_retention_duration=enforce_retention_duration, full=full,
-                       keep_versions=keep_versions, now_ms=now_ms)
+                       keep_versions=keep_versions, now_ms=now_ms,
+                       min_unreferenced_age_hours=min_unreferenced_age_hours)
     if dry_run or not plan.files:
         return plan.files, snapshot
     props = commit_properties or CommitProperties()
@@ -351,5 +389,5 @@ def advanced_snapshot(storage: Storage, snapshot: Snapshot, version: int) -> Sna
     return Snapshot(storage, segment, snapshot._result)
 
 
-__all__ = ["VacuumPlan", "VacuumRetentionError", "advanced_snapshot", "dv_file_keys", "log_path_keys", "plan_vacuum",
-           "row_dv_keys", "row_path_keys", "vacuum"]
+__all__ = ["MIN_UNREFERENCED_AGE_PROPERTY", "VacuumPlan", "VacuumRetentionError", "advanced_snapshot", "dv_file_keys",
+           "log_path_keys", "min_unreferenced_age_ms", "plan_vacuum", "row_dv_keys", "row_path_keys", "vacuum"]

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConstraintViolationError, DeltaError, SchemaError, TableNotFoundError
+from ..errors import ConstraintViolationError, DeltaError, SchemaError, SchemaMismatchError, TableNotFoundError
 from ..kernel.log.actions import Format, Metadata, Protocol
 from ..kernel.protocol.select import with_min_versions
 from ..kernel.row_tracking import with_materialized_names
@@ -192,6 +192,7 @@ def write_deltalake(
     _operation: str = "WRITE",
     _write_files: Any = None,
     _domain_metadata: Any = None,
+    _delta_schema: StructType | None = None,
 ) -> None:
     """Write Arrow data to a Delta table (deltalake's `write_deltalake`).
 
@@ -201,6 +202,9 @@ def write_deltalake(
     `_write_files(metadata, protocol) -> (adds, num_rows)`, for engines whose workers write the data
     files themselves (deltakernel.spark): called once the table's metadata is planned, instead of
     writing `data` (which then only supplies the schema).
+
+    `_delta_schema`: the Delta schema of `data` when the caller has one (`create_table` with a Delta
+    StructType): its metadata is kept as typed there, not re-read from Arrow metadata (which is text).
     """
     if mode not in MODES:
         raise DeltaError(f"mode must be one of {MODES}, got {mode!r}")
@@ -218,15 +222,19 @@ def write_deltalake(
 
     storage, snapshot = _resolve(table_or_uri, storage_options)
     if snapshot is not None:
-        if (predicate is not None or partition_overwrite_mode == "dynamic") and schema_mode == "overwrite" \
-                and partition_by and [p.lower() for p in partition_by] != \
-                [p.lower() for p in snapshot.partition_columns]:
-            what = "replaceWhere (predicate)" if predicate is not None else "dynamic partition overwrite"
-            raise DeltaError(
-                f"{what} replaces only part of the table, so it cannot repartition it: partition_by "
-                f"{partition_by} differs from the table's {list(snapshot.partition_columns)}. Overwrite the whole "
-                "table (no predicate) to change the partitioning."
-            )
+        if (predicate is not None or partition_overwrite_mode == "dynamic") and schema_mode == "overwrite":
+            if partition_by is None:
+                # a partial overwrite keeps the table's partitioning (deltalake does too); schema_mode="overwrite"
+                # alone would otherwise plan an unpartitioned table and strip the kept files' partition values
+                partition_by = list(snapshot.partition_columns)
+            elif [p.lower() for p in partition_by] != [p.lower() for p in snapshot.partition_columns]:
+                what = "replaceWhere (predicate)" if predicate is not None else "dynamic partition overwrite"
+                raise SchemaMismatchError(
+                    f"{what} replaces only part of the table at {storage.root_uri}, so it cannot repartition it: "
+                    f"partition_by {partition_by} differs from the table's partition columns "
+                    f"{list(snapshot.partition_columns)}. Overwrite the whole table (no predicate) to change the "
+                    "partitioning."
+                )
         if mode == "error":
             raise DeltaError(f"Delta table already exists at {storage.root_uri} (mode='error')")
         if mode == "ignore":
@@ -250,7 +258,7 @@ def write_deltalake(
                             engine_info=engine_info or "deltakernel/0.1.0")
 
     metadata, protocol, new_meta = _plan_metadata(
-        snapshot, in_schema, partition_by, mode, schema_mode, conf_in, name, description
+        snapshot, in_schema, partition_by, mode, schema_mode, conf_in, name, description, _delta_schema
     )
     if new_meta:
         txn.update_metadata(metadata)
@@ -328,7 +336,8 @@ def write_deltalake(
         raise
     finally:
         if txn.committed_version is not None and _is_table(table_or_uri):
-            table_or_uri._snapshot = Snapshot.load(storage, txn.committed_version)
+            table_or_uri._snapshot = snapshot.advance(txn.committed_version) if snapshot is not None \
+                else Snapshot.load(storage, txn.committed_version)
 
 
 def _is_table(obj: Any) -> bool:
@@ -363,9 +372,10 @@ def _plan_metadata(
     conf_in: dict[str, str],
     name: str | None,
     description: str | None,
+    delta_schema: StructType | None = None,
 ) -> tuple[Metadata, Protocol, bool]:
     """(metadata, protocol, whether metadata changes) for this write."""
-    incoming = from_arrow_schema(in_schema)
+    incoming = delta_schema if delta_schema is not None else from_arrow_schema(in_schema)
     check_unique_names(incoming)
     conf_in, requested, min_versions = split_protocol_requests(conf_in)
     if snapshot is None or schema_mode == "overwrite":
@@ -521,17 +531,15 @@ def create_table(
 
         configuration = {**(configuration or {}), f"delta.feature.{CLUSTERING_FEATURE}": "supported"}
         domains = partial(creation_domain, columns=list(cluster_by))
-    if isinstance(schema, StructType):
-        arrow = to_arrow_schema(schema)
-    else:
-        arrow = schema
+    delta_schema = schema if isinstance(schema, StructType) else None
+    arrow = to_arrow_schema(schema) if isinstance(schema, StructType) else schema
     empty = arrow.empty_table()
     write_deltalake(
         table_uri, empty, partition_by=partition_by, mode=mode, name=name, description=description,
         configuration=configuration, storage_options=storage_options, commit_properties=commit_properties,
         schema_mode="overwrite" if mode == "overwrite" else None,
         _operation="CREATE TABLE" if mode != "overwrite" else "CREATE OR REPLACE TABLE",
-        _domain_metadata=domains,
+        _domain_metadata=domains, _delta_schema=delta_schema,
     )
 
 

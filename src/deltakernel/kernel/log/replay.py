@@ -282,6 +282,50 @@ def replay(segment: LogSegment) -> ReplayResult:
     return ReplayResult(protocol, metadata, files, tombstones, txns, domains, commit_infos)
 
 
+def replay_onto(previous: ReplayResult, storage: Storage, metas: Sequence[ObjectMeta]) -> ReplayResult | None:
+    """The state after `metas` (the commits right after `previous`'s version, ascending) applied to `previous`:
+    only the new commits are read. None when a new metaData changes the partition columns (the caller loads
+    from scratch)."""
+    pnames = _physical_partition_names(previous.metadata.to_json())
+    commits = read_commits(storage, metas, pnames)
+    protocol: Protocol | None = previous.protocol
+    metadata: Metadata | None = previous.metadata
+    txns, domains = dict(previous.txns), dict(previous.domain_metadata)
+    commit_infos = dict(previous.commit_infos)
+    for version, obj in commits.rare:
+        if "commitInfo" in obj and isinstance(obj["commitInfo"], dict):
+            commit_infos[version] = obj["commitInfo"]
+        protocol, metadata = _apply_rare(obj, protocol, metadata, txns, domains)
+    assert protocol is not None and metadata is not None
+    if _physical_partition_names(metadata.to_json()) != pnames:
+        return None
+    files, tombstones = previous.files, previous.tombstones
+    if commits.adds.num_rows or commits.removes.num_rows:
+        new_files, new_tombstones = _reconcile(storage, None, commits.adds, commits.removes, pnames)
+        touched = pa.concat_arrays([file_keys(commits.adds).cast(pa.string()),
+                                    file_keys(commits.removes).cast(pa.string())])
+        files = pa.concat_tables([_drop_keys(files, touched), new_files], promote_options="permissive")
+        tombstones = pa.concat_tables([_drop_keys(tombstones, touched), new_tombstones],
+                                      promote_options="permissive")
+    return ReplayResult(protocol, metadata, files, tombstones, txns, domains, commit_infos)
+
+
+def _drop_keys(table: pa.Table, keys: pa.Array) -> pa.Table:
+    """`table` without the rows whose (path, DV id) key is in `keys` (keys computed only for rows whose path
+    is among the touched ones: appends of fresh files cost one `is_in` over paths)."""
+    if not table.num_rows or not len(keys):
+        return table
+    paths = pc.list_element(pc.split_pattern(keys, "\x00", max_splits=1), 0)
+    maybe = pc.is_in(table.column("path"), value_set=paths)
+    if not pc.any(maybe).as_py():
+        return table
+    candidates = pc.indices_nonzero(maybe)
+    hit = pc.is_in(file_keys(table.take(candidates)), value_set=keys)
+    drop = np.zeros(table.num_rows, dtype=np.bool_)
+    drop[candidates.to_numpy()[hit.to_numpy(zero_copy_only=False)]] = True
+    return table.filter(bool_to_arrow(~drop))
+
+
 def _apply_rare(
     obj: dict[str, Any],
     protocol: Protocol | None,
@@ -380,4 +424,4 @@ def commit_infos_for(storage: Storage, metas: Sequence[ObjectMeta]) -> dict[int,
 
 
 
-__all__ = ["ReplayResult", "replay", "read_commits", "commit_infos_for", "file_keys", "DeltaError"]
+__all__ = ["ReplayResult", "replay", "replay_onto", "read_commits", "commit_infos_for", "file_keys", "DeltaError"]

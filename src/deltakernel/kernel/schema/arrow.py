@@ -1,7 +1,10 @@
 """Delta type model <-> Arrow conversion (PROTOCOL.md "Schema Serialization Format", "Primitive Types").
 
-Delta column metadata values are JSON values; Arrow field metadata is bytes->bytes, so every value is stored
-JSON-encoded (column-mapping keys included) and decoded again on the way back. Variant columns become their
+Delta column metadata values are JSON values; Arrow field metadata is bytes->bytes. As deltalake does, a
+string value is stored as its text and any other value JSON-encoded; on the way back every value is the
+text as given, except under the keys the protocol types (`TYPED_METADATA_KEYS`: column-mapping ids,
+identity start / step / high-water mark / allowExplicitInsert, type-change history), which are JSON-decoded.
+So `{"flag": "true", "ratio": "1.5"}` stays strings in the `schemaString`. Variant columns become their
 unshredded Parquet layout `struct<metadata: binary, value: binary>` and are tagged with the canonical Arrow
 extension name so a round trip recovers `variant` instead of a plain struct.
 """
@@ -90,33 +93,36 @@ def _variant_tag(dtype: DataType) -> dict[bytes, bytes] | None:
 
 
 def encode_field_metadata(metadata: dict[str, Any]) -> dict[bytes, bytes]:
-    """Delta metadata (JSON values) -> Arrow metadata (JSON-encoded strings)."""
-    return {k.encode(): json.dumps(v, separators=(",", ":")).encode() for k, v in metadata.items()}
+    """Delta metadata -> Arrow metadata: strings as they are, other JSON values JSON-encoded (deltalake's)."""
+    return {k.encode(): (v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))).encode()
+            for k, v in metadata.items()}
 
 
-#: Delta column-metadata keys whose values are strings by definition: a bare `10` given for them in Arrow
-#: metadata is the text "10" (an expression, a comment), never the number — Spark cannot read a number there
-STRING_METADATA_KEYS = frozenset({
-    "delta.generationExpression", "comment", "delta.columnMapping.physicalName", "delta.invariants",
-    "CURRENT_DEFAULT", "EXISTS_DEFAULT", "__CHAR_VARCHAR_TYPE_STRING",
+#: Delta column-metadata keys whose values the protocol types as JSON numbers, booleans, objects or arrays
+#: (PROTOCOL.md "Column Mapping", "Identity Columns", "Type Change Metadata", IcebergCompat's field ids).
+#: Arrow metadata under any other key is a string (comments, expressions, `delta.invariants`' JSON text,
+#: user keys whose text merely looks like JSON: "true", "1.5", "-3").
+TYPED_METADATA_KEYS = frozenset({
+    "delta.columnMapping.id", "delta.columnMapping.nested.ids", "parquet.field.id", "parquet.field.nested.ids",
+    "delta.identity.start", "delta.identity.step", "delta.identity.highWaterMark",
+    "delta.identity.allowExplicitInsert", "delta.typeChanges",
 })
 
 
 def decode_field_metadata(metadata: dict[bytes, bytes] | None) -> dict[str, Any]:
-    """Arrow metadata -> Delta metadata; values that are not JSON are kept as plain strings, and keys that
-    Delta defines as strings stay strings (`encode_field_metadata` quotes strings, so both round-trip)."""
+    """Arrow metadata -> Delta metadata: text stays text, except under `TYPED_METADATA_KEYS`, whose JSON
+    values are decoded (text that is not JSON is kept, for the writer's checks to name)."""
     out: dict[str, Any] = {}
     for k, v in (metadata or {}).items():
         if k.startswith(_FOREIGN_PREFIXES):
             continue
         key = k.decode("utf-8", errors="replace")
-        text = v.decode("utf-8", errors="replace")
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = text
-        if key in STRING_METADATA_KEYS and not isinstance(value, str):
-            value = text
+        value: Any = v.decode("utf-8", errors="replace")
+        if key in TYPED_METADATA_KEYS:
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
         out[key] = value
     return out
 
@@ -151,7 +157,8 @@ def _strip_field(f: pa.Field) -> pa.Field:
 
 
 def to_arrow_schema(schema: StructType, include_metadata: bool = True) -> pa.Schema:
-    """The Arrow schema of a Delta table schema (field metadata JSON-encoded unless disabled)."""
+    """The Arrow schema of a Delta table schema (field metadata as `encode_field_metadata` writes it, unless
+    disabled)."""
     return pa.schema([to_arrow_field(f, include_metadata) for f in schema.fields])
 
 
@@ -228,7 +235,7 @@ def _from_child(f: pa.Field) -> DataType:
 
 
 def from_arrow_field(f: pa.Field) -> StructField:
-    """One Arrow field as a Delta field; JSON-decodes its metadata and drops Arrow/Parquet-owned keys."""
+    """One Arrow field as a Delta field; metadata as `decode_field_metadata` reads it (Arrow/Parquet keys dropped)."""
     return StructField(
         f.name, _from_child(f), nullable=f.nullable, metadata=decode_field_metadata(f.metadata)
     )
