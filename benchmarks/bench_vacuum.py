@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import IMPORT_DELTAKERNEL, Contender, load_average, measurement_rows, table
+from _harness import PRELOAD_DELTAKERNEL, Contender, load_average, measurement_rows, table
 from _prepared import RESET_PEAK_RSS, measure_prepared
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -85,9 +85,9 @@ def make_table() -> None:
 _OP = "r = {mod}.DeltaTable(PARAMS['out']).vacuum(dry_run=False{extra})\nresult = len(set(r))"
 CONTENDERS = [
     Contender(DL, "import deltalake\n" + RESET_PEAK_RSS, _OP.format(mod="deltalake", extra="")),
-    Contender(DK, IMPORT_DELTAKERNEL + RESET_PEAK_RSS, _OP.format(mod="deltakernel", extra="")),
+    Contender(DK, PRELOAD_DELTAKERNEL + RESET_PEAK_RSS, _OP.format(mod="deltakernel", extra="")),
     Contender(DL_FULL, "import deltalake\n" + RESET_PEAK_RSS, _OP.format(mod="deltalake", extra=", full=True")),
-    Contender(DK_FULL, IMPORT_DELTAKERNEL + RESET_PEAK_RSS, _OP.format(mod="deltakernel", extra=", full=True")),
+    Contender(DK_FULL, PRELOAD_DELTAKERNEL + RESET_PEAK_RSS, _OP.format(mod="deltakernel", extra=", full=True")),
 ]
 
 

@@ -16,9 +16,11 @@ not match its log); `DELTAKERNEL_VERIFY_CHECKSUMS=strict` raises CorruptLogError
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -194,6 +196,36 @@ class _Totals:
                        self.hist + sign * other.hist, self.hist_bytes + sign * other.hist_bytes)
 
 
+# the totals after each commit this process made, by (table, version): the next commit's crc starts from them
+# instead of summing the whole file table again (a writer appending in a loop)
+_RECENT: collections.OrderedDict[tuple[str, int], tuple[str, _Totals]] = collections.OrderedDict()
+_RECENT_MAX = 64
+_recent_lock = threading.Lock()
+
+
+def _remember(storage: Storage, version: int, totals: _Totals, txn_id: str | None) -> None:
+    if not txn_id:
+        return
+    with _recent_lock:
+        _RECENT[(storage.root_uri, version)] = (txn_id, totals)
+        _RECENT.move_to_end((storage.root_uri, version))
+        while len(_RECENT) > _RECENT_MAX:
+            _RECENT.popitem(last=False)
+
+
+def _snapshot_totals(snapshot: Any) -> _Totals:
+    """Totals of a snapshot's files: remembered from the commit that made its version (the same commit: its
+    `txnId`), else summed."""
+    with _recent_lock:
+        known = _RECENT.get((snapshot.storage.root_uri, snapshot.version))
+    if known is not None:
+        txn_id, totals = known
+        info = snapshot.commit_infos.get(snapshot.version) or {}
+        if info.get("txnId") == txn_id and totals.num_files == snapshot.files.num_rows:
+            return totals
+    return _Totals.of_files(snapshot.files)
+
+
 def _empty_totals() -> _Totals:
     return _Totals.of(np.zeros(0, np.int64), np.zeros(0, np.bool_), np.zeros(0, np.int64))
 
@@ -317,7 +349,7 @@ def checksum_after_commit(storage: Storage, snapshot: Any | None, version: int, 
             return None
         if any(w.metadata_changed or w.protocol_changed for w in winners):
             return None  # a rebase past a metadata/protocol change is refused by the conflict checks anyway
-        files, base = snapshot.files, _Totals.of_files(snapshot.files)
+        files, base = snapshot.files, _snapshot_totals(snapshot)
         metadata = parts["metaData"] or _metadata_json(snapshot.metadata)
         protocol = parts["protocol"] or snapshot.protocol.to_json()
         domains = {d.domain: {"domain": d.domain, "configuration": d.configuration, "removed": False}
@@ -331,6 +363,7 @@ def checksum_after_commit(storage: Storage, snapshot: Any | None, version: int, 
         log.debug("no version checksum for version %d: %s", version, e)
         return None  # an add without a size (or a malformed action): the state cannot be exact
     state = _apply(base, files, file_actions)
+    _remember(storage, version, state, txn_id)
     for changes in [list(w.domains.values()) for w in winners] + [parts["domains"]]:
         for d in changes:
             if d.get("removed"):

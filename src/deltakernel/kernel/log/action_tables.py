@@ -192,12 +192,13 @@ def _parse_json_lines(lines: pa.Array, typ: pa.DataType) -> pa.StructArray:
         return pa.nulls(0, typ)
     one = pa.LargeListArray.from_arrays(np_to_arrow([0, len(lines)]), lines)
     buf = pc.binary_join(one, str_scalar("\n", lines.type))[0].as_buffer()
-    max_len = pc.max(pc.binary_length(lines)).as_py() or 0
-    block = max(1 << 20, 2 * max_len + 16)
+    small = buf.size < (1 << 16)  # a commit of a few actions: one block, no thread hand-off
+    max_len = pc.max(pc.binary_length(lines)).as_py() or 0 if not small else 0
+    block = buf.size + 16 if small else max(1 << 20, 2 * max_len + 16)
     schema = pa.schema(list(typ))
     table = pajson.read_json(
         pa.BufferReader(buf),
-        read_options=pajson.ReadOptions(block_size=block, use_threads=True),
+        read_options=pajson.ReadOptions(block_size=block, use_threads=not small),
         parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
     )
     if table.num_rows != len(lines):

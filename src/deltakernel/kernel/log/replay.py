@@ -10,6 +10,7 @@ computed by sorting on (key, log order) rather than a Python loop.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -129,7 +130,8 @@ def read_commits(
         raise
     order = np_to_arrow(np.arange(len(bulk_lines), dtype=np.int64))
     line_versions = pc.take(np_to_arrow(versions), bulk_parents)
-    tags = extract_tags(bulk_lines)
+    # lines without a `"tags"` key skip the tag extraction (a regex pass and a second JSON parse)
+    tags = extract_tags(bulk_lines) if pc.any(pc.match_substring(bulk_lines, '"tags"')).as_py() else None
     adds = _tagged(parsed, "add", pnames, line_versions, order, tags)
     removes = _tagged(parsed, "remove", pnames, line_versions, order, tags)
     cdcs = _tagged(parsed, "cdc", pnames, line_versions, order)
@@ -146,6 +148,8 @@ def _tagged(
     tags: pa.Array | None = None,
 ) -> pa.Table:
     col = parsed.field(kind)
+    if col.null_count == len(col):  # no action of this kind (most commits have no removes and no cdc)
+        return _empty_tagged(tuple(pnames), kind)
     mask = col.is_valid()
     sub = pc.filter(col, mask)
     table = _conform_file_actions(sub, pnames, kind)
@@ -156,6 +160,15 @@ def _tagged(
     if table.num_rows and table.column("path").null_count:
         raise CorruptLogError(f"{kind} action without a path in the Delta log")
     return table
+
+
+@functools.lru_cache(maxsize=64)
+def _empty_tagged(pnames: tuple[str, ...], kind: str) -> pa.Table:
+    """The (immutable) empty table `_tagged` returns for a kind with no action."""
+    empty = pa.nulls(0, _json_action_type(kind, pnames))
+    table = _conform_file_actions(empty, pnames, kind)
+    table = table.append_column("_version", np_to_arrow(np.zeros(0, np.int64)))
+    return table.append_column("_order", np_to_arrow(np.zeros(0, np.int64)))
 
 
 _TAGS_RE = r'(?:^|[^\\])"tags"\s*:\s*(?P<t>\{[^{}]*\})'
@@ -364,7 +377,9 @@ def _reconcile(
     removes = _select(removes, rschema, keep_tags=True)
     touched: pa.Array | None = None
     live_adds, live_removes = adds, removes
-    if adds.num_rows or removes.num_rows:
+    if removes.num_rows == 0 and adds.num_rows <= 1:  # one add (a small append): it is the newest of its key
+        touched = file_keys(adds) if adds.num_rows else None
+    elif adds.num_rows or removes.num_rows:
         both = pa.concat_tables(
             [
                 adds.select(["_order"]).append_column("key", file_keys(adds)),
