@@ -1,7 +1,7 @@
 """Snapshot load of snapshot_100k: open the table at its latest version and list its 100,100 live files.
 
 Contenders (each in a fresh subprocess per repetition; imports not timed):
-* deltakernel: ``DeltaTable(path)`` + ``len(dt.files())``
+* deltakernel: ``DeltaTable(path)`` + ``len(dt.file_uris())`` (modules preloaded, as deltalake's)
 * deltalake:   ``DeltaTable(path)`` + ``len(dt.file_uris())`` (deltalake 1.x has no ``files()``)
 
 Target: deltakernel no slower than deltalake (time ratio <= 1.0).
@@ -17,14 +17,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, Measurement, load_average, measure_all, measurement_rows, table
+from _harness import PRELOAD_DELTAKERNEL, Contender, Measurement, load_average, measure_all, measurement_rows, table
 from make_tables import EXPECTED_SNAPSHOT_FILES, SNAPSHOT_TABLE, make_snapshot_table
 
 CONTENDERS = [
     Contender(
-        "deltakernel DeltaTable + files()",
-        "from deltakernel import DeltaTable",
-        "dt = DeltaTable(PARAMS['path'])\nresult = len(dt.files())",
+        "deltakernel DeltaTable + file_uris()",
+        PRELOAD_DELTAKERNEL,
+        "dt = DeltaTable(PARAMS['path'])\nresult = len(dt.file_uris())",
     ),
     Contender(
         "deltalake DeltaTable + file_uris()",

@@ -2,7 +2,7 @@
 version 600 (and `_last_checkpoint` points at it), so 501 commit files must be listed, read and replayed.
 
 Contenders (each in a fresh subprocess per repetition; imports not timed):
-* deltakernel: ``DeltaTable(path, version=500)`` + ``len(dt.files())``
+* deltakernel: ``DeltaTable(path, version=500)`` + ``len(dt.file_uris())`` (modules preloaded, as deltalake's)
 * deltalake:   ``DeltaTable(path, version=500)`` + ``len(dt.file_uris())``
 
 Target: deltakernel <= 0.5x deltalake's time (median). Run on local disk and, with ``--s3``, on a moto S3
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import Contender, Measurement, load_average, measure_all, measurement_rows, table
+from _harness import PRELOAD_DELTAKERNEL, Contender, Measurement, load_average, measure_all, measurement_rows, table
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 TT_TABLE = DATA_DIR / "time_travel_1k"
@@ -111,10 +111,10 @@ def make_time_travel_table(root: Path = TT_TABLE, force: bool = False) -> Path:
 def _contenders(uri_key: str) -> list[Contender]:
     return [
         Contender(
-            "deltakernel DeltaTable(version=500) + files()",
-            "from deltakernel import DeltaTable",
+            "deltakernel DeltaTable(version=500) + file_uris()",
+            PRELOAD_DELTAKERNEL,
             f"dt = DeltaTable(PARAMS['{uri_key}'], version={TARGET_VERSION}, storage_options=PARAMS.get('opts'))\n"
-            "result = len(dt.files())",
+            "result = len(dt.file_uris())",
         ),
         Contender(
             "deltalake DeltaTable(version=500) + file_uris()",

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidPathError
 from ..storage.base import Storage
+from .arrow_build import bytes_to_arrow, scalar, str_scalar
 
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
@@ -104,7 +105,7 @@ _CHUNK = 1 << 20
 
 def plain_relative(paths: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """True where a log path needs no resolution: relative, nothing to percent-decode, already normalized."""
-    return pc.invert(pc.fill_null(pc.match_substring_regex(paths, _NOT_PLAIN), True))
+    return pc.invert(pc.fill_null(pc.match_substring_regex(paths, _NOT_PLAIN), scalar(True, pa.bool_())))
 
 
 def file_uris(storage: Storage, paths: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -113,16 +114,17 @@ def file_uris(storage: Storage, paths: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(paths, pa.ChunkedArray):
         paths = paths.combine_chunks() if paths.num_chunks != 1 else paths.chunk(0)
     if len(paths) == 0:
-        return pa.array([], pa.string())
+        return pa.nulls(0, pa.string())
     if pa.types.is_large_string(paths.type) or pa.types.is_string_view(paths.type):
         paths = paths.cast(pa.string())
     plain = plain_relative(paths)
     prefix = storage.full_uri("x")[:-1]  # the root with its separator
-    out = pc.binary_join_element_wise(pa.scalar(prefix), paths, "")
+    out = pc.binary_join_element_wise(str_scalar(prefix), paths, str_scalar(""))
     if pc.all(plain).as_py():
         return out
     slow = pc.invert(plain)
-    fixed = pa.array([file_uri(storage, p) for p in paths.filter(slow).to_pylist()], pa.string())
+    fixed = bytes_to_arrow([file_uri(storage, p).encode("utf-8", "surrogatepass")
+                            for p in paths.filter(slow).to_pylist()], pa.string())
     return pc.replace_with_mask(out, slow, fixed)
 
 
