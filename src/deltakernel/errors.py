@@ -143,3 +143,8 @@ class FeatureDropWaitError(DeltaError):
     def __init__(self, feature: str, message: str) -> None:
         self.feature = feature
         super().__init__(message)
+
+
+class ForkedProcessError(DeltaError):
+    """A native library's runtime (obstore's, DataFusion's) was started before this process was forked from its
+    parent, and a fresh instance could not be loaded here (or an object made before the fork was used)."""

@@ -15,10 +15,17 @@ Beyond deltalake, `execute` also runs Delta DML in Spark SQL syntax on the regis
 / OVERWRITE`, `DELETE FROM`, `UPDATE`, `MERGE INTO` (`deltakernel.datafusion.dml`) — returning one row of
 delta-spark's metrics (`num_affected_rows`, ...) the same way, and re-pinning the registered table to the
 version committed so the next query sees it (the `DeltaTable` object that was registered keeps its version).
+
+A QueryBuilder works in a process forked from the one that made or used it: DataFusion's runtime does not
+survive `fork()`, so the child loads a fresh DataFusion (`deltakernel.datafusion.forking`) and the builder
+rebuilds its session there on first use, with the Delta tables registered in it (at their pinned versions).
+Other objects of the parent's session (tables registered directly on `context`, DataFrames) do not carry over.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,11 +41,15 @@ class QueryError(DeltaError):
 
 
 def _require_datafusion() -> Any:
+    """The `datafusion` module usable in this process (re-imported over a fresh instance in a fork child)."""
     try:
-        import datafusion
+        importlib.import_module("datafusion")
     except ImportError as e:
         raise DeltaError(f"{_EXTRA_HINT} ({e})") from e
-    return datafusion
+    from .datafusion.forking import ensure_usable
+
+    ensure_usable()
+    return importlib.import_module("datafusion")
 
 
 class QueryBuilder:
@@ -51,18 +62,32 @@ class QueryBuilder:
     """
 
     def __init__(self, session_config: dict[str, str] | None = None) -> None:
+        self._config = {str(k): str(v) for k, v in session_config.items()} if session_config else None
+        self._ctx = self._new_context()
+        self._pid = os.getpid()
+
+    def _new_context(self) -> Any:
         datafusion = _require_datafusion()
         from .datafusion import session_context
 
-        config = None
-        if session_config:
-            config = datafusion.SessionConfig({str(k): str(v) for k, v in session_config.items()})
-        self._ctx = session_context(config)
+        return session_context(datafusion.SessionConfig(self._config) if self._config else None)
+
+    def _session(self) -> Any:
+        """The SessionContext; in a fork child, first rebuilt there (see the module docstring)."""
+        if self._pid != os.getpid():
+            from .datafusion.dml_targets import carry_over
+            from .storage.forksafe import keep
+
+            old, new = self._ctx, self._new_context()
+            carry_over(old, new)
+            keep(old)  # never finalized here: it belongs to the parent's DataFusion
+            self._ctx, self._pid = new, os.getpid()
+        return self._ctx
 
     @property
     def context(self) -> Any:
         """The underlying `datafusion.SessionContext` (for DataFusion's DataFrame API)."""
-        return self._ctx
+        return self._session()
 
     def register(self, table_name: str, delta_table: Any) -> QueryBuilder:
         """Make `delta_table` (its loaded version, pinned) queryable as `table_name`; returns self.
@@ -81,10 +106,11 @@ class QueryBuilder:
             ds = dataset(delta_table.table_uri, version=delta_table.version())
         else:
             raise DeltaError(f"register() wants a DeltaTable, got {type(delta_table).__name__}")
-        if self._ctx.table_exist(table_name):  # re-registering a name replaces it, as in deltalake
-            self._ctx.deregister_table(table_name)
-        self._ctx.register_dataset(table_name, ds)
-        remember_table(self._ctx, table_name, ds)
+        ctx = self._session()
+        if ctx.table_exist(table_name):  # re-registering a name replaces it, as in deltalake
+            ctx.deregister_table(table_name)
+        ctx.register_dataset(table_name, ds)
+        remember_table(ctx, table_name, ds)
         return self
 
     def execute(self, sql: str) -> pa.RecordBatchReader:
@@ -97,11 +123,12 @@ class QueryBuilder:
         as `InvalidFilterError`) and leave the table unchanged."""
         from .datafusion.dml import execute_dml
 
-        metrics = execute_dml(self._ctx, sql)  # None: not Delta DML
+        ctx = self._session()
+        metrics = execute_dml(ctx, sql)  # None: not Delta DML
         if metrics is not None:
             return metrics.to_reader()
         try:
-            df = self._ctx.sql(sql)
+            df = ctx.sql(sql)
             schema = df.schema()
             stream = pa.RecordBatchReader.from_stream(df)
         except DeltaError:

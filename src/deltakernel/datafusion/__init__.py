@@ -34,6 +34,7 @@ from typing import Any
 from .changes import ChangesDataset, changes_dataset, table_changes
 from .dataset import DatasetMetrics, DeltaDataset, DeltaFragment, DeltaScanner
 from .dml import DmlError, DmlSyntaxError, DmlTargetError, delta_tables, execute_dml, metrics_dataframe, remember_table
+from .forking import check_context
 from .sql_tables import (
     DeltaCatalogProvider,
     DeltaSchemaProvider,
@@ -95,6 +96,7 @@ def register(
     Returns the dataset, whose `metrics` show files skipped / opened by the queries on it. See
     `dataset()` for the options.
     """
+    check_context(ctx)
     ds = dataset(table_or_uri, version=version, storage_options=storage_options,
                  target_partitions=target_partitions, native_reader=native_reader, view_types=view_types,
                  row_tracking=row_tracking)
@@ -109,6 +111,7 @@ def sql(ctx: Any, statement: str, *args: Any, **kwargs: Any) -> Any:
     DataFrame of its metrics (delta-spark's names). Errors in DML are DeltaErrors (`DmlError`,
     `DmlSyntaxError`, `DmlTargetError` or the operation's own: `InvalidFilterError`, `SchemaError`,
     `MergeDuplicateMatchError`, ...); the table is then unchanged. Other arguments go to `ctx.sql`."""
+    check_context(ctx)
     metrics = execute_dml(ctx, statement)
     if metrics is None:
         return ctx.sql(statement, *args, **kwargs)

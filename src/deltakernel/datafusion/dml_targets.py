@@ -88,6 +88,18 @@ def remember_catalog(ctx: Any, name: str, provider: Any) -> None:
         pass
 
 
+def carry_over(old_ctx: Any, new_ctx: Any) -> None:
+    """Register in `new_ctx` the Delta tables and directory catalogs deltakernel registered in `old_ctx`, at their
+    pinned versions (a QueryBuilder's session rebuilt in a fork child, where the old one cannot run)."""
+    from .sql_tables import register_catalog
+
+    for key, ds in list(_TABLES.get(old_ctx, {}).items()):
+        new_ctx.register_dataset(_df_name(key), ds)
+        _TABLES.setdefault(new_ctx, {})[key] = ds
+    for name, provider in list(_CATALOGS.get(old_ctx, {}).items()):
+        register_catalog(new_ctx, name, provider.uri, provider.storage_options)
+
+
 def delta_tables(ctx: Any) -> dict[str, DeltaDataset]:
     """The Delta tables registered through deltakernel in `ctx` (`catalog.schema.table` -> pinned dataset)."""
     try:
@@ -262,5 +274,5 @@ def repin_committed(target: Target, version: int | None) -> None:
     target.repin(Snapshot.load(target.snapshot.storage, version))
 
 
-__all__ = ["DEFAULT_CATALOG", "DEFAULT_SCHEMA", "Target", "delta_tables", "metrics_row", "remember_catalog",
-           "remember_table", "repin_committed", "resolve_target", "run_query"]
+__all__ = ["DEFAULT_CATALOG", "DEFAULT_SCHEMA", "Target", "carry_over", "delta_tables", "metrics_row",
+           "remember_catalog", "remember_table", "repin_committed", "resolve_target", "run_query"]

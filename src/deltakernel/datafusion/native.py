@@ -168,6 +168,7 @@ class NativeStreams:
     """The inner plan's per-partition streams for one fragment, single use (see the module docstring)."""
 
     def __init__(self, streams: list[Any], columns: list[str], filter: Any, num_files: int) -> None:
+        self.pid = os.getpid()  # the streams run on this process's DataFusion runtime only
         self.streams = streams
         self.columns = columns
         self.filter = filter
@@ -178,7 +179,8 @@ class NativeStreams:
     def take(self, columns: list[str], filter: Any) -> list[Any] | None:
         """The streams if they answer exactly this scan (same projection and filter) and are unused."""
         with self._lock:
-            if self._taken or columns != self.columns or not same_filter(filter, self.filter):
+            if self._taken or columns != self.columns or not same_filter(filter, self.filter) or \
+                    self.pid != os.getpid():
                 return None
             self._taken = True
             return self.streams
@@ -195,6 +197,13 @@ def plan_streams(
 ) -> NativeStreams | None:
     """Create (on a helper thread) the inner DataFusion streams reading `files` = [(local path,
     {partition column: typed value})]; None when the predicate is not expressible or planning fails."""
+    from ..errors import ForkedProcessError
+    from .forking import ensure_usable
+
+    try:
+        ensure_usable()  # in a fork child: may reload this module (the names below are then the new instance's)
+    except ForkedProcessError:
+        return None  # DataFusion cannot run in this process: pyarrow reads the files
     types = {**{f.name: f.type for f in data_schema}, **partition_types}
     if predicate is not None and to_datafusion(predicate, types) is None:
         return None

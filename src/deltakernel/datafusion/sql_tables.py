@@ -29,6 +29,7 @@ from datafusion import SessionContext, Table
 from datafusion.catalog import CatalogProvider, SchemaProvider, TableProviderFactory
 
 from ..errors import DeltaError
+from .forking import check_context, ensure_usable
 
 _VERSION_KEYS = ("version", "delta.version", "timestamp", "delta.timestamp")
 
@@ -145,6 +146,7 @@ def delta_changes_udtf(name: str = "delta_changes", storage_options: dict[str, s
 
 def install(ctx: SessionContext, storage_options: dict[str, str] | None = None) -> SessionContext:
     """Enable `STORED AS DELTA` DDL and the `delta_scan` / `delta_changes` table functions on `ctx`."""
+    check_context(ctx)
     ctx.register_table_factory("DELTA", DeltaTableFactory(storage_options, ctx))
     ctx.register_udtf(delta_scan_udtf(storage_options=storage_options))
     ctx.register_udtf(delta_changes_udtf(storage_options=storage_options))
@@ -153,6 +155,7 @@ def install(ctx: SessionContext, storage_options: dict[str, str] | None = None) 
 
 def session_context(config: Any = None, storage_options: dict[str, str] | None = None) -> SessionContext:
     """A new SessionContext with `install()` applied."""
+    ensure_usable()  # in a fork child: may reload this module (the names below are then the new instance's)
     ctx = SessionContext(config) if config is not None else SessionContext()
     return install(ctx, storage_options)
 
@@ -253,6 +256,7 @@ def register_catalog(ctx: SessionContext, name: str, uri: str,
     """Expose a directory of Delta tables as catalog `name` (`SELECT * FROM name.public.table`)."""
     from .dml import remember_catalog
 
+    check_context(ctx)
     provider = DeltaCatalogProvider(uri, storage_options)
     ctx.register_catalog_provider(name, provider)
     remember_catalog(ctx, name, provider)

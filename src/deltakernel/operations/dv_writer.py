@@ -52,14 +52,19 @@ class DeletionVectorWriter:
         return len(self._bitmaps) - 1
 
     def write(self) -> list[DeletionVectorDescriptor]:
-        """Write the DV file (put-if-absent, never overwriting) and return each queued DV's descriptor."""
+        """Write the DV file and return each queued DV's descriptor.
+
+        An unconditional put, as for data files: the name holds a fresh UUID, so no one else writes it, and
+        the store's client may then resend the request after a lost response or a 5xx (a conditional create
+        would meet its own first attempt and fail). The key is recorded before the put, so `abort` also
+        deletes a file whose put failed after the server stored it (see docs/decisions.md)."""
         if not self._bitmaps:
             return []
         payload, offsets = encode_dv_file(self._bitmaps)
         name = f"deletion_vector_{self.uuid}.bin"
         key = f"{self.prefix}/{name}" if self.prefix else name
-        self.storage.put_if_absent(key, payload)
         self.key = key
+        self.storage.put(key, payload)
         return [DeletionVectorDescriptor.for_uuid(self.uuid, off, len(data), card, prefix=self.prefix)
                 for off, data, card in zip(offsets, self._bitmaps, self._cardinalities)]
 

@@ -111,6 +111,13 @@ class Storage(ABC):
     def put_if_absent(self, key: str, data: bytes) -> None:
         """Atomically create `key`; raises FileAlreadyExistsError if it exists."""
 
+    def put(self, key: str, data: bytes) -> None:
+        """Write `key` whole, replacing any object there: for objects under fresh names that are ours alone
+        (deletion-vector files), never for commits. Unlike a conditional create it is idempotent, so a client
+        may resend it after a lost response or a 5xx. Backends override; this default is the conditional
+        create (correct, not retry-safe)."""
+        self.put_if_absent(key, data)
+
     @abstractmethod
     def delete(self, key: str) -> None:
         """Remove `key`; missing keys are not an error."""

@@ -4,10 +4,15 @@
 at bucket/container level and the table prefix is applied here, so `child()` can share one client (same
 credentials, same connection pool) and `memory://` tables share one process-wide in-memory store.
 Commits rely on `put(mode="create")`, i.e. S3 `If-None-Match: *` / GCS and Azure preconditions.
+
+Fork children: obstore's tokio runtime does not survive `fork()`, so every call goes through the obstore instance
+usable in this process (`forksafe.module`) and a storage made in the parent rebuilds its client on first use in
+the child (`_client`); a cache of storages (keyed by URI, made before a fork) thus hands out child-made clients.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
@@ -17,6 +22,7 @@ from urllib.parse import quote, unquote, urlsplit
 import pyarrow.fs as pafs
 
 from deltakernel.errors import FileAlreadyExistsError, InvalidPathError, ObjectNotFoundError, StorageError
+from deltakernel.storage import forksafe
 from deltakernel.storage.base import (
     ObjectMeta,
     Storage,
@@ -28,6 +34,7 @@ from deltakernel.storage.base import (
 )
 from deltakernel.storage.obstore_fs import (
     _is_not_found,
+    _obstore,
     _obstore_errors,
     _ObstoreFSHandler,
     _SeekableReader,
@@ -66,19 +73,36 @@ _OTHER_CLOUD_PREFIXES = {
     "azure": ("aws_", "google_"),
 }
 
-_memory_store: Any = None
+_memory: tuple[Any, Any] | None = None  # (obstore instance, its MemoryStore)
 _memory_lock = threading.Lock()
 
 
-def _shared_memory_store() -> Any:
-    """One MemoryStore per process, so separately opened `memory://` tables see each other's writes."""
-    global _memory_store
-    with _memory_lock:
-        if _memory_store is None:
-            from obstore.store import MemoryStore
+def _reset_lock_in_child() -> None:
+    global _memory_lock
+    _memory_lock = threading.Lock()  # another thread may have held it at fork time
 
-            _memory_store = MemoryStore()
-        return _memory_store
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_lock_in_child)
+
+
+def _shared_memory_store(obs: Any) -> Any:
+    """One MemoryStore per process, so separately opened `memory://` tables see each other's writes. A fork child
+    whose obstore is a fresh instance starts with a copy of the parent's objects (as a forked process's memory is)."""
+    global _memory
+    with _memory_lock:
+        if _memory is not None and _memory[0] is obs:
+            return _memory[1]
+        store = obs._store.MemoryStore()
+        if _memory is not None:  # made by an instance this process cannot run: copy its objects over
+            old_obs, old = _memory
+            for chunk in old_obs.list(old, None, chunk_size=1000):  # in memory: no runtime worker is needed
+                for meta in chunk:
+                    data = bytes(old_obs.get(old, meta["path"]).bytes())
+                    obs.put(store, meta["path"], data, use_multipart=False)
+            forksafe.keep(old)
+        _memory = (obs, store)
+        return store
 
 
 def _backend(scheme: str) -> str:
@@ -177,6 +201,51 @@ def normalize_object_store_url(url: str) -> str:
     return _root_uri(*parse_object_store_url(url))
 
 
+class _Client:
+    """The obstore store of one bucket/container, shared by an `ObjectStoreStorage` and its `child()` /
+    `store_root()` storages (same credentials, same connection pool). `get()` hands out (obstore instance, store)
+    for this process: a store made by another obstore instance - in the parent of a fork child, or before
+    pickling - is replaced, once for all the storages sharing it, by one made here with the same configuration."""
+
+    def __init__(self, backend: str, scheme: str, netloc: str, storage_options: dict[str, str], label: str) -> None:
+        self.backend, self.scheme, self.netloc = backend, scheme, netloc
+        self.storage_options = storage_options
+        self.label = label
+        try:
+            obs = _obstore()
+        except ImportError as exc:
+            raise StorageError(f"{scheme}:// tables need the 'obstore' package: {exc}") from exc
+        self._handle: tuple[Any, Any] = (obs, self._build(obs))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the store (a native object of one process): rebuilt on first use after unpickling."""
+        return {**self.__dict__, "_handle": (None, None)}
+
+    def get(self) -> tuple[Any, Any]:
+        obs = _obstore()
+        handle = self._handle
+        if handle[0] is not obs:  # two threads may both rebuild: one store wins, both work
+            if handle[1] is not None:
+                forksafe.keep(handle[1])  # never finalized here: made by another obstore instance
+            handle = self._handle = (obs, self._build(obs))
+        return handle
+
+    def _build(self, obs: Any) -> Any:
+        if self.backend == "memory":
+            return _shared_memory_store(obs)
+        config, client, retry = split_storage_options(self.backend, without_deltakernel_options(self.storage_options))
+        scheme = "s3" if self.backend == "s3" else self.scheme  # s3a/s3n are Hadoop's names for the same store
+        try:
+            return obs._store.from_url(
+                f"{scheme}://{self.netloc}",
+                config=config or None,
+                client_options=client or None,
+                retry_config=retry or None,
+            )
+        except obs.exceptions.BaseError as exc:
+            raise StorageError(f"cannot configure object store for {self.label}: {exc}") from exc
+
+
 class ObjectStoreStorage(Storage):
     """A table root inside an object store bucket/container, addressed by '/'-separated keys."""
 
@@ -185,9 +254,9 @@ class ObjectStoreStorage(Storage):
         url: str,
         storage_options: dict[str, str] | None = None,
         *,
-        store: Any = None,
+        client: _Client | None = None,
     ) -> None:
-        """`store`: an already-built obstore store for the same bucket (used by `child`)."""
+        """`client`: the store of another storage of the same bucket, shared (used by `child`, `store_root`)."""
         scheme, netloc, prefix = parse_object_store_url(url)
         self.scheme = scheme
         self.backend = _backend(scheme)
@@ -196,34 +265,19 @@ class ObjectStoreStorage(Storage):
         self.netloc = netloc
         self.prefix = prefix
         self.root_uri = _root_uri(scheme, netloc, prefix)
-        self._store = store if store is not None else self._build_store()
+        self._shared = client if client is not None else \
+            _Client(self.backend, scheme, netloc, self.storage_options, self.root_uri)
 
     def __repr__(self) -> str:
         return f"ObjectStoreStorage({self.root_uri!r})"
 
-    def _build_store(self) -> Any:
-        try:
-            import obstore  # noqa: F401
-        except ImportError as exc:
-            raise StorageError(f"{self.scheme}:// tables need the 'obstore' package: {exc}") from exc
-        if self.backend == "memory":
-            return _shared_memory_store()
-        from obstore.exceptions import BaseError
-        from obstore.store import from_url
+    def _client(self) -> tuple[Any, Any]:
+        """(obstore instance, store) usable in this process (see `_Client`)."""
+        return self._shared.get()
 
-        config, client, retry = split_storage_options(
-            self.backend, without_deltakernel_options(self.storage_options)
-        )
-        scheme = "s3" if self.backend == "s3" else self.scheme  # s3a/s3n are Hadoop's names for the same store
-        try:
-            return from_url(
-                f"{scheme}://{self.netloc}",
-                config=config or None,  # type: ignore[arg-type]
-                client_options=client or None,  # type: ignore[arg-type]
-                retry_config=retry or None,  # type: ignore[arg-type]
-            )
-        except BaseError as exc:
-            raise StorageError(f"cannot configure object store for {self.root_uri}: {exc}") from exc
+    @property
+    def _store(self) -> Any:
+        return self._shared.get()[1]
 
     # ------------------------------------------------------------------ paths
     def _path(self, key: str) -> str:
@@ -275,8 +329,7 @@ class ObjectStoreStorage(Storage):
     def _list(
         self, prefix: str, start_after: str | None, recursive: bool, end_before: str | None
     ) -> list[ObjectMeta]:
-        import obstore
-
+        obs, store = self._client()
         dir_part, _, name_prefix = prefix.rpartition("/")
         list_prefix = self._path(dir_part) if dir_part else self.prefix
         key_base = f"{dir_part}/" if dir_part else ""
@@ -285,7 +338,7 @@ class ObjectStoreStorage(Storage):
         offset = self._path(start_after) if clean and start_after else None
         found: list[ObjectMeta] = []
         try:
-            stream = obstore.list(self._store, list_prefix or None, offset=offset, chunk_size=1000)
+            stream = obs.list(store, list_prefix or None, offset=offset, chunk_size=1000)
             for chunk in stream:
                 past_end = end_before is not None
                 for meta in chunk:
@@ -315,13 +368,12 @@ class ObjectStoreStorage(Storage):
     def walk(self, prefix: str = "", skip_dir: Callable[[str], bool] | None = None) -> Iterator[list[ObjectMeta]]:
         """One flat listing under `prefix`, streamed page by page (1,000 keys); object stores have no
         directories to prune, so `skip_dir` filters the keys of each page instead."""
-        import obstore
-
+        obs, store = self._client()
         base = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
         list_prefix = self._path(base) if base else self.prefix
         cache: dict[str, bool] = {}
         try:
-            for chunk in obstore.list(self._store, list_prefix or None, chunk_size=1000):
+            for chunk in obs.list(store, list_prefix or None, chunk_size=1000):
                 page = []
                 for meta in chunk:
                     key = self._key(meta["path"])
@@ -336,8 +388,7 @@ class ObjectStoreStorage(Storage):
 
     # ------------------------------------------------------------------ reads
     def read(self, key: str, start: int | None = None, end: int | None = None) -> bytes:
-        import obstore
-
+        obs, store = self._client()
         path = self._path(key)
         check_range(start, end)
         try:
@@ -345,10 +396,10 @@ class ObjectStoreStorage(Storage):
                 if end == (start or 0):
                     self.head(key)  # an empty range still must fail for a missing object
                     return b""
-                return bytes(obstore.get_range(self._store, path, start=start or 0, end=end))
+                return bytes(obs.get_range(store, path, start=start or 0, end=end))
             if start:
-                return bytes(obstore.get(self._store, path, options={"range": {"offset": start}}).bytes())
-            return bytes(obstore.get(self._store, path).bytes())
+                return bytes(obs.get(store, path, options={"range": {"offset": start}}).bytes())
+            return bytes(obs.get(store, path).bytes())
         except _obstore_errors() as exc:
             # S3 answers 416 for a range starting at/after EOF; match local files (empty read)
             if self._is_range_error(exc, start, end) and (start or 0) >= self.head(key).size:
@@ -363,10 +414,9 @@ class ObjectStoreStorage(Storage):
         return "416" in msg or "range" in msg.lower()
 
     def head(self, key: str) -> ObjectMeta:
-        import obstore
-
+        obs, store = self._client()
         try:
-            meta = obstore.head(self._store, self._path(key))
+            meta = obs.head(store, self._path(key))
         except _obstore_errors() as exc:
             raise self._wrap(exc, "head of", key) from exc
         mtime = int(meta["last_modified"].timestamp() * 1000)
@@ -381,12 +431,12 @@ class ObjectStoreStorage(Storage):
 
     def open_input_file(self, key: str) -> Any:
         """A pyarrow PythonFile over obstore's buffered range reader (one HEAD, then ranged GETs)."""
-        import obstore
         import pyarrow as pa
 
+        obs, store = self._client()
         path = self._path(key)
         try:
-            inner = obstore.open_reader(self._store, path)
+            inner = obs.open_reader(store, path)
         except _obstore_errors() as exc:
             raise self._wrap(exc, "open of", key) from exc
         return pa.PythonFile(_SeekableReader(inner, self.full_uri(key)), mode="r")
@@ -398,19 +448,18 @@ class ObjectStoreStorage(Storage):
         Caveat: an S3-compatible server that silently ignores `If-None-Match` overwrites instead;
         that cannot be detected from the response.
         """
-        import obstore
-        from obstore.exceptions import AlreadyExistsError, NotSupportedError, PreconditionError
-
+        obs, store = self._client()
+        errors = obs.exceptions
         path = self._path(key)
         if not key.strip("/"):
             raise InvalidPathError("cannot put an object at the storage root")
         try:
-            obstore.put(self._store, path, data, mode="create")
-        except (AlreadyExistsError, PreconditionError) as exc:
+            obs.put(store, path, data, mode="create")
+        except (errors.AlreadyExistsError, errors.PreconditionError) as exc:
             raise FileAlreadyExistsError(f"object already exists: {self.full_uri(key)}") from exc
         except _obstore_errors() as exc:
             msg = str(exc)
-            if isinstance(exc, NotSupportedError) or "501" in msg or "NotImplemented" in msg:
+            if isinstance(exc, errors.NotSupportedError) or "501" in msg or "NotImplemented" in msg:
                 raise StorageError(
                     f"conditional put of {self.full_uri(key)} is not supported by this object store: "
                     f"{msg}. Delta commits need atomic create-if-absent (S3 `If-None-Match: *`); use a "
@@ -419,21 +468,22 @@ class ObjectStoreStorage(Storage):
             raise self._wrap(exc, "put of", key) from exc
 
     def put(self, key: str, data: bytes) -> None:
-        """Unconditional write (data files, `_last_checkpoint`), not for commits."""
-        import obstore
-
+        """Unconditional write (objects under fresh names: deletion-vector files), not for commits. object_store
+        resends it after a lost response or a 5xx (it is idempotent), within the store's retry settings."""
+        if not key.strip("/"):
+            raise InvalidPathError("cannot put an object at the storage root")
+        obs, store = self._client()
         try:
-            obstore.put(self._store, self._path(key), data)
+            obs.put(store, self._path(key), data)
         except _obstore_errors() as exc:
             raise self._wrap(exc, "put of", key) from exc
 
     def delete(self, key: str) -> None:
-        import obstore
-
         if not key.strip("/"):
             raise InvalidPathError("cannot delete the storage root")
+        obs, store = self._client()
         try:
-            obstore.delete(self._store, self._path(key))
+            obs.delete(store, self._path(key))
         except _obstore_errors() as exc:
             if _is_not_found(exc):
                 return
@@ -441,15 +491,14 @@ class ObjectStoreStorage(Storage):
 
     def delete_many(self, keys: Sequence[str]) -> None:
         """Bulk deletes (S3 DeleteObjects, 1,000 keys a request), a few requests in flight at once."""
-        import obstore
-
         if any(not k.strip("/") for k in keys):
             raise InvalidPathError("cannot delete the storage root")
+        obs, store = self._client()
         batches = [[self._path(k) for k in keys[i : i + 1000]] for i in range(0, len(keys), 1000)]
 
         def run(paths: list[str]) -> None:
             try:
-                obstore.delete(self._store, paths)
+                obs.delete(store, paths)
             except _obstore_errors() as exc:
                 if not _is_not_found(exc):
                     raise StorageError(f"bulk delete under {self.root_uri} failed: {exc}") from exc
@@ -473,7 +522,7 @@ class ObjectStoreStorage(Storage):
         of translating options a second time. Paths are bucket-relative; a leading '/' is ignored, so a
         table at the bucket root has base "" and `base + '/' + key` still works.
         """
-        return pafs.PyFileSystem(_ObstoreFSHandler(self._store, self.root_uri)), self.prefix
+        return pafs.PyFileSystem(_ObstoreFSHandler(self._shared, self.root_uri)), self.prefix
 
     def child(self, key_prefix: str) -> ObjectStoreStorage:
         rel = self._path(key_prefix)
@@ -481,7 +530,7 @@ class ObjectStoreStorage(Storage):
             url = f"memory:///{quote(rel)}"
         else:
             url = f"{self.scheme}://{self.netloc}/{quote(rel)}"
-        return ObjectStoreStorage(url, self.storage_options, store=self._store)
+        return ObjectStoreStorage(url, self.storage_options, client=self._shared)
 
     # ------------------------------------------------------------------ files outside the root
     def store_root(self) -> ObjectStoreStorage:
@@ -489,7 +538,7 @@ class ObjectStoreStorage(Storage):
         found = self.__dict__.get("_store_root")
         if found is None:
             url = _root_uri(self.scheme, self.netloc, "")
-            found = self.__dict__["_store_root"] = ObjectStoreStorage(url, self.storage_options, store=self._store)
+            found = self.__dict__["_store_root"] = ObjectStoreStorage(url, self.storage_options, client=self._shared)
         return found
 
     def store_key(self, scheme: str, netloc: str, path: str) -> str | None:

@@ -1,5 +1,9 @@
 """obstore plumbing shared by `ObjectStoreStorage`: error mapping, file objects pyarrow accepts, and a
-pyarrow `FileSystemHandler` over an obstore store (kept apart so object_store.py stays small)."""
+pyarrow `FileSystemHandler` over an obstore store (kept apart so object_store.py stays small).
+
+obstore is used through its extension module as `forksafe.module` hands it out (a fresh instance in a fork
+child whose parent ran obstore): `obs.put(store, ...)` etc. are obstore's functions, `obs.exceptions` its errors.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +11,24 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from deltakernel.storage import forksafe
+
+_OBSTORE = "obstore._obstore"
+
+
+def _obstore() -> Any:
+    """obstore's extension module usable in this process (raises ImportError without obstore)."""
+    return forksafe.module(_OBSTORE)
+
 
 def _is_not_found(exc: BaseException) -> bool:
-    from obstore.exceptions import NotFoundError
-
-    return isinstance(exc, (NotFoundError, FileNotFoundError))
+    found = tuple(m.exceptions.NotFoundError for m in forksafe.instances(_OBSTORE))
+    return isinstance(exc, (*found, FileNotFoundError))
 
 
 def _obstore_errors() -> tuple[type[BaseException], ...]:
-    from obstore.exceptions import BaseError
-
-    return (BaseError, FileNotFoundError, OSError)
+    """obstore's errors, of every instance loaded (each has its own classes), plus the OS errors it raises."""
+    return (*(m.exceptions.BaseError for m in forksafe.instances(_OBSTORE)), FileNotFoundError, OSError)
 
 
 class _SeekableReader:
@@ -75,17 +86,23 @@ def _file_info(path: str, meta: Any) -> Any:
 
 
 class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
-    """pyarrow `FileSystemHandler` over an obstore store (directories are implicit, as in S3)."""
+    """pyarrow `FileSystemHandler` over an obstore store (directories are implicit, as in S3). `source` is the
+    storage's shared client (`object_store._Client`), asked on every call: in a fork child it hands out a store
+    made there. Two handlers are equal when they share the client (same bucket, same credentials)."""
 
-    def __init__(self, store: Any, label: str) -> None:
-        self.store = store
+    def __init__(self, source: Any, label: str) -> None:
+        self.source = source
         self.label = label
 
+    @property
+    def store(self) -> Any:
+        return self.source.get()[1]
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _ObstoreFSHandler) and other.store is self.store
+        return isinstance(other, _ObstoreFSHandler) and other.source is self.source
 
     def __hash__(self) -> int:
-        return id(self.store)
+        return id(self.source)
 
     def get_type_name(self) -> str:
         return "deltakernel-obstore"
@@ -99,22 +116,20 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         return OSError(f"{self.label}: {path}: {exc}")
 
     def _is_dir(self, path: str) -> bool:
-        import obstore
-
+        obstore, store = self.source.get()
         if not path:
             return True
-        result = obstore.list_with_delimiter(self.store, path)
+        result = obstore.list_with_delimiter(store, path)
         return bool(result["objects"]) or bool(result["common_prefixes"])
 
     def get_file_info(self, paths: list[str]) -> list[Any]:
-        import obstore
-
+        obstore, store = self.source.get()
         infos = []
         for raw in paths:
             path = self.normalize_path(raw)
             if path:
                 try:
-                    infos.append(_file_info(raw, obstore.head(self.store, path)))
+                    infos.append(_file_info(raw, obstore.head(store, path)))
                     continue
                 except _obstore_errors() as exc:
                     if not _is_not_found(exc):
@@ -124,8 +139,7 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         return infos
 
     def get_file_info_selector(self, selector: Any) -> list[Any]:
-        import obstore
-
+        obstore, store = self.source.get()
         base = self.normalize_path(selector.base_dir)
         if not self._is_dir(base):
             if selector.allow_not_found:
@@ -135,7 +149,7 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         infos: list[Any] = []
         if selector.recursive:
             dirs: set[str] = set()
-            for chunk in obstore.list(self.store, base or None, chunk_size=1000):
+            for chunk in obstore.list(store, base or None, chunk_size=1000):
                 for meta in chunk:
                     infos.append(_file_info(lead + meta["path"], meta))
                     parent = meta["path"].rpartition("/")[0]
@@ -144,7 +158,7 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
                         parent = parent.rpartition("/")[0]
             infos.extend(pafs.FileInfo(lead + d, pafs.FileType.Directory) for d in sorted(dirs))
         else:
-            result = obstore.list_with_delimiter(self.store, base or None)
+            result = obstore.list_with_delimiter(store, base or None)
             infos.extend(_file_info(lead + m["path"], m) for m in result["objects"])
             infos.extend(
                 pafs.FileInfo(lead + p.rstrip("/"), pafs.FileType.Directory)
@@ -159,41 +173,37 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         self.delete_dir_contents(path, missing_dir_ok=True)
 
     def delete_dir_contents(self, path: str, missing_dir_ok: bool = False) -> None:
-        import obstore
-
+        obstore, store = self.source.get()
         base = self.normalize_path(path)
         if not base:
             raise OSError("refusing to delete the contents of the bucket root")
-        paths = [m["path"] for chunk in obstore.list(self.store, base, chunk_size=1000) for m in chunk]
+        paths = [m["path"] for chunk in obstore.list(store, base, chunk_size=1000) for m in chunk]
         if not paths and not missing_dir_ok:
             raise FileNotFoundError(f"{self.label}: directory {path} not found")
         if paths:
-            obstore.delete(self.store, paths)
+            obstore.delete(store, paths)
 
     def delete_root_dir_contents(self) -> None:
         raise OSError("refusing to delete the contents of the bucket root")
 
     def delete_file(self, path: str) -> None:
-        import obstore
-
+        obstore, store = self.source.get()
         try:
-            obstore.delete(self.store, self.normalize_path(path))
+            obstore.delete(store, self.normalize_path(path))
         except _obstore_errors() as exc:
             raise self._errors(exc, path) from exc
 
     def move(self, src: str, dest: str) -> None:
-        import obstore
-
+        obstore, store = self.source.get()
         try:
-            obstore.rename(self.store, self.normalize_path(src), self.normalize_path(dest))
+            obstore.rename(store, self.normalize_path(src), self.normalize_path(dest))
         except _obstore_errors() as exc:
             raise self._errors(exc, src) from exc
 
     def copy_file(self, src: str, dest: str) -> None:
-        import obstore
-
+        obstore, store = self.source.get()
         try:
-            obstore.copy(self.store, self.normalize_path(src), self.normalize_path(dest))
+            obstore.copy(store, self.normalize_path(src), self.normalize_path(dest))
         except _obstore_errors() as exc:
             raise self._errors(exc, src) from exc
 
@@ -201,21 +211,21 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         return self.open_input_file(path)
 
     def open_input_file(self, path: str) -> Any:
-        import obstore
         import pyarrow as pa
 
+        obstore, store = self.source.get()
         try:
-            inner = obstore.open_reader(self.store, self.normalize_path(path))
+            inner = obstore.open_reader(store, self.normalize_path(path))
         except _obstore_errors() as exc:
             raise self._errors(exc, path) from exc
         return pa.PythonFile(_SeekableReader(inner, path), mode="r")
 
     def open_output_stream(self, path: str, metadata: Any) -> Any:
         """A multipart-upload writer; the object appears when the stream is closed."""
-        import obstore
         import pyarrow as pa
 
-        return pa.PythonFile(_Writer(obstore.open_writer(self.store, self.normalize_path(path))), mode="w")
+        obstore, store = self.source.get()
+        return pa.PythonFile(_Writer(obstore.open_writer(store, self.normalize_path(path))), mode="w")
 
     def open_append_stream(self, path: str, metadata: Any) -> Any:
         raise NotImplementedError("object stores do not support appending")
