@@ -8,7 +8,7 @@
   - delete: `dt.delete("id = <k>")` of one row (copy-on-write);
   - merge: `dt.merge(<10 rows>, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all()`;
   - open: `DeltaTable(path)` of the table the other operations grew.
-  The two libraries' processes run one after the other, twice; medians of each are reported, and their ratio.
+  The two libraries' processes alternate (`--processes` each); medians of each are reported, and their ratio.
 Target: warm appends <= 1.0x deltalake.
 
 Usage: ``.venv/bin/python benchmarks/bench_small_ops.py [--ops N] [--repeat N]``
@@ -92,6 +92,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ops", type=int, default=30)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--processes", type=int, default=3, help="warm processes per library (alternating)")
     args = ap.parse_args()
     (ROOT / "benchmarks" / "data").mkdir(parents=True, exist_ok=True)
     cold_table = ROOT / "benchmarks" / "data" / "small_1k"
@@ -108,10 +109,10 @@ def main() -> None:
     print("### Cold start\n")
     print(table(*measurement_rows(ms, {COLD[1].name: "deltalake"})))
     runs: dict[str, list[dict[str, float]]] = {"deltakernel": [], "deltalake": []}
-    for _ in range(2):
+    for _ in range(args.processes):
         for lib in ("deltakernel", "deltalake"):
             runs[lib].append(warm(lib, args.ops))
-    print(f"\n### Warm, medians of {args.ops} operations (two processes per library)\n")
+    print(f"\n### Warm, medians of {args.ops} operations ({args.processes} processes per library, alternating)\n")
     print("| operation | deltakernel ms | deltalake ms | ratio |\n|---|---|---|---|")
     for op in runs["deltakernel"][0]:
         dk = statistics.median(r[op] for r in runs["deltakernel"]) * 1000

@@ -155,6 +155,25 @@ def test_unparsable_crc_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert DeltaTable(uri).count() == 6
 
 
+def test_crc_is_written_without_fsync_and_a_torn_one_is_ignored(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commit is made durable (fsync); the crc, a cache readers validate, is not: a crc a power failure
+    left empty is ignored, even in strict mode."""
+    import os
+
+    uri = str(tmp_path / "t")
+    write_deltalake(uri, _data(6))
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    write_deltalake(uri, _data(3), mode="append")
+    assert len(synced) == 1  # the commit's temp file only
+    assert _crc(uri, 1)["numFiles"] == 2
+    (Path(uri) / checksum_key(1)).write_bytes(b"")
+    monkeypatch.setenv("DELTAKERNEL_VERIFY_CHECKSUMS", "strict")
+    assert DeltaTable(uri).count() == 9
+
+
 def test_rebased_append_derives_from_previous_crc(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     write_deltalake(uri, _data(6), partition_by=["p"])

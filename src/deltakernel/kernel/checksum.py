@@ -400,7 +400,7 @@ def write_checksum(storage: Storage, version: int, crc: dict[str, Any]) -> bool:
     """Put `N.crc` if absent (never overwritten); False when it exists or the put failed (warned)."""
     key = checksum_key(version)
     try:
-        storage.put_if_absent(key, json.dumps(crc, separators=(",", ":")).encode())
+        storage.put_cache_if_absent(key, json.dumps(crc, separators=(",", ":")).encode())
         return True
     except FileAlreadyExistsError:
         return False

@@ -13,14 +13,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..storage.base import Storage
+from ..errors import ObjectNotFoundError
+from ..storage.base import ObjectMeta, Storage
 from .log.actions import DomainMetadata, Metadata, Protocol, Txn
 from .log.replay import ReplayResult, replay, replay_onto
-from .log.segment import LogSegment, build_log_segment
+from .log.segment import LogSegment, build_log_segment, commit_key
 from .protocol.features import check_read_supported
 from .schema.types import StructField, StructType
 
 log = logging.getLogger("deltakernel")
+
+_HEAD_COMMITS = 4  # advancing by at most this many known versions: HEAD each commit file rather than list
 
 
 class Snapshot:
@@ -58,6 +61,12 @@ class Snapshot:
             return Snapshot.load(self.storage, version)
         if version == self.version:
             return self
+        if version is not None and version - self.version <= _HEAD_COMMITS:
+            # a writer's own commit (or a few): one HEAD each instead of a listing of the log directory
+            metas = self._head_commits(version)
+            if metas is None:
+                return Snapshot.load(self.storage, version)
+            return self._replayed(version, metas)
         listing = _list_log(self.storage, self.version + 1, version)
         versions = sorted(listing.commits)
         target = version if version is not None else (versions[-1] if versions else self.version)
@@ -66,7 +75,19 @@ class Snapshot:
         wanted = list(range(self.version + 1, target + 1))
         if versions[:len(wanted)] != wanted:
             return Snapshot.load(self.storage, version)  # a gap or a truncated log: the normal load decides
-        metas = [listing.commits[v] for v in wanted]
+        return self._replayed(target, [listing.commits[v] for v in wanted])
+
+    def _head_commits(self, version: int) -> list[ObjectMeta] | None:
+        """Metadata of the commit files `self.version + 1 .. version`; None when one is missing."""
+        metas = []
+        for v in range(self.version + 1, version + 1):
+            try:
+                metas.append(self.storage.head(commit_key(v)))
+            except ObjectNotFoundError:
+                return None
+        return metas
+
+    def _replayed(self, target: int, metas: list[ObjectMeta]) -> Snapshot:
         result = replay_onto(self._result, self.storage, metas)
         if result is None:
             return Snapshot.load(self.storage, target)

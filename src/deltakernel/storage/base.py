@@ -111,6 +111,11 @@ class Storage(ABC):
     def put_if_absent(self, key: str, data: bytes) -> None:
         """Atomically create `key`; raises FileAlreadyExistsError if it exists."""
 
+    def put_cache_if_absent(self, key: str, data: bytes) -> None:
+        """`put_if_absent` for derived files a reader validates and can do without (`N.crc`): backends may skip
+        durability work (a local fsync) that commits need. Raises FileAlreadyExistsError if it exists."""
+        self.put_if_absent(key, data)
+
     def put(self, key: str, data: bytes) -> None:
         """Write `key` whole, replacing any object there: for objects under fresh names that are ours alone
         (deletion-vector files), never for commits. Unlike a conditional create it is idempotent, so a client

@@ -153,6 +153,8 @@ def dv_unique_ids(dv: pa.Array | pa.ChunkedArray) -> pa.Array:
         dv = dv.combine_chunks() if dv.num_chunks != 1 else dv.chunk(0)
     if len(dv) == 0:
         return pa.nulls(0, pa.string())
+    if dv.null_count == len(dv):  # no file has a DV (appends, tables without DVs): skip five kernels
+        return pa.repeat(str_scalar(""), len(dv))  # (pa.array of a list would import pandas)
     empty = str_scalar("")
     base = pc.binary_join_element_wise(dv.field("storageType"), dv.field("pathOrInlineDv"), empty)
     offset = dv.field("offset").cast(pa.string())

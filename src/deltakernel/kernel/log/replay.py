@@ -23,7 +23,7 @@ import pyarrow.json as pajson
 
 from ...errors import CorruptLogError, DeltaError
 from ...storage.base import ObjectMeta, Storage
-from ..arrow_build import arrow_to_np, bool_to_arrow, bytes_to_arrow, np_to_arrow, str_scalar
+from ..arrow_build import arrow_to_np, bool_to_arrow, bytes_to_arrow, int_scalar, np_to_arrow, str_scalar
 from ..checkpoints.read import CheckpointParts, checkpoint_file_actions, read_checkpoint
 from .action_tables import (  # noqa: F401  (re-exported: the file table's shape is part of replay's API)
     _BULK_RE,
@@ -328,7 +328,7 @@ def _drop_keys(table: pa.Table, keys: pa.Array) -> pa.Table:
     is among the touched ones: appends of fresh files cost one `is_in` over paths)."""
     if not table.num_rows or not len(keys):
         return table
-    paths = pc.list_element(pc.split_pattern(keys, "\x00", max_splits=1), 0)
+    paths = pc.list_element(pc.split_pattern(keys, "\x00", max_splits=1), int_scalar(0))
     maybe = pc.is_in(table.column("path"), value_set=paths)
     if not pc.any(maybe).as_py():
         return table
