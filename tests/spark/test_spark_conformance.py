@@ -58,9 +58,9 @@ def test_dv_and_column_mapping_cases(spark, conformance_dir, harness, monkeypatc
 
 def test_dv_anti_join_path(spark, conformance_dir, harness, monkeypatch):
     """Force the broadcast anti-join (used for large deletion vectors) on every DV table."""
-    import deltakernel.spark.scan.relation as relation
+    import deltakernel.spark.scan.deleted_rows as deleted_rows
 
-    monkeypatch.setattr(relation, "MAX_INLINE_DELETED_ROWS", 0)
+    monkeypatch.setattr(deleted_rows, "MAX_INLINE_DELETED_ROWS", 0)
     cases = [c for c in _cases(conformance_dir) if "dv_in_active_files" in (c.get("features") or [])]
     assert cases
     for case in cases:

@@ -26,6 +26,9 @@ from deltakernel import DeltaTable, write_deltalake
 from deltakernel.kernel.expressions.predicate import Column, Comparison, Literal
 from deltakernel.kernel.scan.scan import Scan
 
+pytestmark = pytest.mark.classic_only("asserts the Delta file index's scan metrics in the executed JVM plan; "
+                                      "Connect skipping is tested in test_spark_connect.py")
+
 FILES, ROWS = 24, 50
 
 
@@ -44,7 +47,8 @@ def _file(i: int) -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def table(spark, tmp_path_factory):
+def table(classic_spark, tmp_path_factory):
+    spark = classic_spark
     path = str(tmp_path_factory.mktemp("skipping") / "t")
     for i in range(FILES):
         write_deltalake(path, _file(i), mode="append", partition_by=["part"])

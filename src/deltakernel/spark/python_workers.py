@@ -85,8 +85,50 @@ def _cluster_probe(spark: Any) -> str | None:
     return errors[0] if errors else None
 
 
+def _connect_probe(spark: Any) -> str | None:
+    """Over Spark Connect: one one-task `mapInArrow` job on the server's Python workers."""
+    from collections.abc import Iterator
+
+    def probe(batches: Iterator[Any]) -> Iterator[Any]:
+        import sys as worker_sys
+
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        try:
+            import deltakernel.spark.scan.paths  # noqa: F401
+
+            why = ""
+        except Exception as e:  # report, do not fail the task
+            why = f"{worker_sys.executable}: {type(e).__name__}: {e}"
+        yield pa.record_batch([pa.array([why], pa.string())], names=["why"])
+
+    try:
+        rows = spark.range(1).mapInArrow(probe, "why string").collect()
+    except Exception as e:
+        return f"the probe job failed: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+    errors = [r["why"] for r in rows if r["why"]]
+    return errors[0] if errors else None
+
+
 def check_python_workers(spark: Any) -> None:
     """Raise PythonWorkerError (saying what to set) when Spark's Python workers cannot import deltakernel."""
+    from .session import is_connect
+
+    if is_connect(spark):
+        key = f"connect:{getattr(getattr(spark, 'client', None), 'host', '')}:{spark.session_id}"
+        if key in _CHECKED or os.environ.get("DELTAKERNEL_SKIP_WORKER_CHECK") == "1":
+            return
+        why = _connect_probe(spark)
+        if why is not None:
+            raise PythonWorkerError(
+                f"the Spark Connect server's Python workers cannot import deltakernel ({why}). The server starts "
+                "them with its own PYSPARK_PYTHON (or spark.pyspark.python): start the server with an interpreter "
+                "that has deltakernel installed (for a local `remote('local[...]')` session, set "
+                f"PYSPARK_PYTHON={sys.executable} before creating it)")
+        _CHECKED.add(key)
+        return
     sc = spark.sparkContext
     key = str(sc.applicationId)
     if key in _CHECKED or os.environ.get("DELTAKERNEL_SKIP_WORKER_CHECK") == "1":

@@ -113,7 +113,19 @@ def native_supported(snapshot: Snapshot) -> bool:
 def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = False,
                        storage_opts: dict[str, str] | None = None, time_travel: bool = False,
                        table: tuple[str, str] | None = None) -> Any:
-    """A DataFrame over `snapshot`: a DeltaFrame over the Delta file index when Spark can read the files."""
+    """A DataFrame over `snapshot`: a DeltaFrame over the Delta file index when Spark can read the files; on a
+    Spark Connect session a ConnectDeltaFrame (the public-API plan, `scan/public_plan.py`)."""
+    from .session import is_connect
+
+    if is_connect(spark):
+        if not native_supported(snapshot):
+            from ..errors import UnsupportedFeatureError
+
+            raise UnsupportedFeatureError("typeWidening", "tables with widened column types are read through the "
+                                          "Python data source, which this Spark Connect read path does not use yet")
+        from .scan.public_plan import ConnectDeltaFrame
+
+        return ConnectDeltaFrame.build(spark, snapshot, row_tracking=row_tracking)
     jvm_fs = hadoop_can_read(spark, snapshot.storage)
     if not native_supported(snapshot) or not jvm_fs:
         from ..errors import UnsupportedFeatureError
@@ -170,10 +182,23 @@ def _frame_base() -> type:
     return DataFrame  # type: ignore[no-any-return]
 
 
-class DeltaFrame(_frame_base()):  # type: ignore[misc]
+class _DeltaFrameType(type):
+    """`isinstance(df, DeltaFrame)` holds for the Spark Connect kind too (`scan/public_plan.ConnectDeltaFrame`)."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        if type.__instancecheck__(cls, obj):
+            return True
+        from .scan.public_plan import ConnectDeltaFrame
+
+        return cls.__name__ == "DeltaFrame" and isinstance(obj, ConnectDeltaFrame)
+
+
+class DeltaFrame(_frame_base(), metaclass=_DeltaFrameType):  # type: ignore[misc]
     """The DataFrame `load()` returns: a plain Spark plan over the Delta file index, remembering its snapshot.
 
-    Filters need nothing special (Spark pushes them to the index); `skipped_files` reports the skipping."""
+    Filters need nothing special (Spark pushes them to the index); `skipped_files` reports the skipping. On a
+    Spark Connect session `load()` returns a `ConnectDeltaFrame`, which is also a `DeltaFrame` for
+    `isinstance` (same `snapshot` and `skipped_files`)."""
 
     def __init__(self, jdf: Any, spark: Any, snapshot: Snapshot) -> None:
         super().__init__(jdf, spark)

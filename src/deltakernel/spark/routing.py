@@ -50,6 +50,7 @@ def enable(spark: Any) -> Any:
 
     check_python_workers(spark)
     _patch(type(spark))
+    _patch_session(type(spark))
     from .streaming.routing import patch_streams  # readStream / writeStream (spark/streaming/routing.py)
 
     patch_streams()
@@ -60,8 +61,15 @@ def _enabled(session: Any) -> bool:
     return bool(getattr(session, "_deltakernel_registered", False))
 
 
+_PATCHED_SESSIONS: set[type] = set()
+
+
 def _patch_session(session_cls: type) -> None:
-    """`spark.sql` through the Delta SQL router; `spark.table` reads Delta catalog tables natively."""
+    """`spark.sql` through the Delta SQL router; `spark.table` reads Delta catalog tables natively (once per
+    session class: classic and Connect sessions are different classes)."""
+    if session_cls in _PATCHED_SESSIONS:
+        return
+    _PATCHED_SESSIONS.add(session_cls)
     original_sql = session_cls.sql  # type: ignore[attr-defined]
 
     @functools.wraps(original_sql)
@@ -93,8 +101,13 @@ def _patch_session(session_cls: type) -> None:
         return df if df is not None else original_table(self, tableName)
 
     session_cls.table = table  # type: ignore[attr-defined]
+    from .session import is_connect
+
     try:
-        from pyspark.sql.catalog import Catalog
+        if session_cls.__module__.startswith("pyspark.sql.connect"):
+            from pyspark.sql.connect.catalog import Catalog
+        else:
+            from pyspark.sql.catalog import Catalog
     except ImportError:  # pragma: no cover
         return
     original_create = Catalog.createTable
@@ -103,7 +116,7 @@ def _patch_session(session_cls: type) -> None:
     def create_table(self: Any, tableName: str, path: str | None = None, source: str | None = None,
                      schema: Any = None, description: str | None = None, **options: Any) -> Any:
         session = self._sparkSession
-        if _enabled(session) and str(source or "").lower() == SOURCE_NAME:
+        if _enabled(session) and str(source or "").lower() == SOURCE_NAME and not is_connect(session):
             from .catalog import create_from_catalog_api
 
             return create_from_catalog_api(session, tableName, path, schema, description, options)
@@ -131,12 +144,48 @@ def _is_delta(obj: Any) -> bool:
     return str(getattr(obj, "_dk_format", "") or "").lower() == SOURCE_NAME
 
 
+def _reader_session(reader: Any) -> Any:
+    """The session of a DataFrameReader (classic: `_spark`; Connect: `_client`, the SparkSession)."""
+    return reader._spark if hasattr(reader, "_spark") else reader._client
+
+
+def _writer_frame(writer: Any) -> Any:
+    """The DataFrame a DataFrameWriter writes (Connect's writer holds its logical plan)."""
+    df = writer._df
+    if hasattr(df, "sparkSession"):
+        return df
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+    return ConnectFrame(df, writer._spark)
+
+
+def _reader_writer_classes() -> list[tuple[type, type]]:
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+
+    pairs: list[tuple[type, type]] = [(DataFrameReader, DataFrameWriter)]
+    try:
+        from pyspark.sql.connect.readwriter import DataFrameReader as CReader
+        from pyspark.sql.connect.readwriter import DataFrameWriter as CWriter
+    except ImportError:  # pyspark without the connect extra (grpc)
+        return pairs
+    pairs.append((CReader, CWriter))
+    return pairs
+
+
 def _patch(session_cls: type) -> None:
     global _PATCHED
     if _PATCHED:
         return
-    _patch_session(session_cls)
-    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+    for reader_cls, writer_cls in _reader_writer_classes():
+        _patch_reader_writer(reader_cls, writer_cls)
+    _patch_explain()
+    from .writer_v2 import patch_write_to
+
+    patch_write_to()
+    _PATCHED = True
+
+
+def _patch_reader_writer(DataFrameReader: type, DataFrameWriter: type) -> None:  # noqa: N803
 
     def record(cls: type, name: str, store: Any) -> None:
         original = getattr(cls, name)
@@ -172,7 +221,7 @@ def _patch(session_cls: type) -> None:
     record(DataFrameWriter, "mode", set_mode)
     record(DataFrameWriter, "partitionBy", set_partition_by)
 
-    original_load = DataFrameReader.load
+    original_load = DataFrameReader.load  # type: ignore[attr-defined]
 
     @functools.wraps(original_load)
     def load(self: Any, path: Any = None, format: str | None = None, schema: Any = None, **options: Any) -> Any:
@@ -182,11 +231,11 @@ def _patch(session_cls: type) -> None:
         from .reader import read
 
         opts = {**_opts(self), **options}
-        return read(self._spark, path, **opts)
+        return read(_reader_session(self), path, **opts)
 
-    DataFrameReader.load = load  # type: ignore[method-assign]
+    DataFrameReader.load = load  # type: ignore[attr-defined]
 
-    original_save = DataFrameWriter.save
+    original_save = DataFrameWriter.save  # type: ignore[attr-defined]
 
     @functools.wraps(original_save)
     def save(self: Any, path: str | None = None, format: str | None = None, mode: str | None = None,
@@ -201,16 +250,12 @@ def _patch(session_cls: type) -> None:
         if isinstance(partitionBy, str):
             partitionBy = [partitionBy]
         parts = partitionBy if partitionBy is not None else getattr(self, "_dk_partition_by", None)
-        write(self._df, target, mode=mode or getattr(self, "_dk_mode", None) or "error", partitionBy=parts, **opts)
+        write(_writer_frame(self), target, mode=mode or getattr(self, "_dk_mode", None) or "error", partitionBy=parts,
+              **opts)
         return None
 
-    DataFrameWriter.save = save  # type: ignore[method-assign]
+    DataFrameWriter.save = save  # type: ignore[attr-defined]
     _patch_tables(DataFrameReader, DataFrameWriter)
-    _patch_explain()
-    from .writer_v2 import patch_write_to
-
-    patch_write_to()
-    _PATCHED = True
 
 
 def _patch_explain() -> None:
@@ -242,7 +287,7 @@ def _patch_tables(reader_cls: type, writer_cls: type) -> None:
 
     @functools.wraps(original_table)
     def table(self: Any, tableName: str) -> Any:
-        spark = self._spark
+        spark = _reader_session(self)
         df = _read_table(spark, tableName, dict(_opts(self))) if _enabled(spark) and isinstance(tableName, str) \
             else None
         return df if df is not None else original_table(self, tableName)
@@ -262,7 +307,7 @@ def _patch_tables(reader_cls: type, writer_cls: type) -> None:
             if isinstance(partitionBy, str):
                 partitionBy = [partitionBy]
             parts = partitionBy if partitionBy is not None else getattr(self, "_dk_partition_by", None)
-            save_table(self._df, name, mode or getattr(self, "_dk_mode", None), parts, {**_opts(self), **options})
+            save_table(_writer_frame(self), name, mode or getattr(self, "_dk_mode", None), parts, {**_opts(self), **options})
             return None
         return original_save_as_table(self, name, format, mode, partitionBy, **options)
 
@@ -277,7 +322,7 @@ def _patch_tables(reader_cls: type, writer_cls: type) -> None:
             from .catalog import insert_into as insert_table
 
             mode = str(getattr(self, "_dk_mode", None) or "append").lower()
-            if insert_table(self._df, tableName, overwrite if overwrite is not None else mode == "overwrite"):
+            if insert_table(_writer_frame(self), tableName, overwrite if overwrite is not None else mode == "overwrite"):
                 return None
         return original_insert_into(self, tableName, overwrite)
 

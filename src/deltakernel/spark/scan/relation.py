@@ -22,12 +22,11 @@ from typing import Any
 import pyarrow as pa
 
 from ...kernel import row_tracking as rt
-from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from ...kernel.snapshot import Snapshot
+from .deleted_rows import drop_deleted_rows
 from .file_index import DeltaFileIndex, resolver_for
 from .layout import ScanLayout, quote
 
-MAX_INLINE_DELETED_ROWS = 5000
 PATH_COL = "__dk_path"
 ROW_COL = "__dk_row_index"
 BASE_ROW_ID = "__dk_base_row_id"
@@ -100,40 +99,11 @@ def _row_tracking_table(index: DeltaFileIndex) -> pa.Table:
 
 
 def _apply_deletion_vectors(spark: Any, df: Any, index: DeltaFileIndex) -> Any:
-    """Drop the rows deletion vectors delete: `NOT (file AND row_index IN (...))` when few, else an anti-join."""
-    from pyspark.sql import functions as F
-
+    """Drop the rows deletion vectors delete (`deleted_rows.py`)."""
     files = index.files
     if not files.num_rows or files.column("deletion_vector").null_count == files.num_rows:
         return df
-    has_dv = files.column("deletion_vector").is_valid()
-    uris = index.uris().filter(has_dv).to_pylist()
-    descriptors = files.column("deletion_vector").filter(has_dv).to_pylist()
-    storage = index.snapshot.storage
-    deleted = []
-    for uri, desc in zip(uris, descriptors):
-        rows = read_deletion_vector(storage, DeletionVectorDescriptor.from_dict(desc))
-        if rows.size:
-            deleted.append((uri, rows))
-    total = sum(int(r.size) for _, r in deleted)
-    if total == 0:
-        return df
-    if total <= MAX_INLINE_DELETED_ROWS:
-        conds = []
-        for uri, rows in deleted:
-            lit = uri.replace("\\", "\\\\").replace("'", "\\'")
-            conds.append(f"(_metadata.file_path = '{lit}' AND _metadata.row_index IN "
-                         f"({','.join(str(int(i)) for i in rows)}))")
-        return df.where(f"NOT ({' OR '.join(conds)})")
-    import numpy as np
-
-    paths = pa.array(np.repeat(np.array([u for u, _ in deleted], dtype=object), [r.size for _, r in deleted]),
-                     pa.string())
-    idx = pa.array(np.concatenate([r.astype(np.int64) for _, r in deleted]), pa.int64())
-    table = pa.table({"__dk_dv_path": paths, "__dk_dv_row": idx})
-    marked = df.withColumns({"__dk_dv_path": F.col("_metadata.file_path"), "__dk_dv_row": F.col("_metadata.row_index")})
-    out = marked.join(F.broadcast(spark.createDataFrame(table)), ["__dk_dv_path", "__dk_dv_row"], "left_anti")
-    return out.drop("__dk_dv_path", "__dk_dv_row")
+    return drop_deleted_rows(spark, df, index.snapshot.storage, index.uris(), files.column("deletion_vector"))
 
 
 __all__ = ["delta_frame", "quote", "relation_frame"]

@@ -1,0 +1,130 @@
+"""What differs between a classic SparkSession (py4j to the driver JVM) and a Spark Connect one (gRPC plans).
+
+deltakernel's Spark engine builds Spark work with the public DataFrame API (`mapInArrow`, joins, Parquet scans),
+which both session kinds share; a few things only a classic session has - the JVM (the Delta file index, the
+analyzed plan, Spark's SQL parser, the session catalog's internals) and `sparkContext` (broadcast variables,
+`parallelize`). This module says which kind a session is and gives the shared replacements, so the rest of the
+engine keeps one code path and asks `has_jvm(spark)` only where a classic-only facility makes things faster or
+exact (see docs/decisions.md, "Spark Connect").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ..errors import UnsupportedFeatureError
+
+
+def is_connect(spark: Any) -> bool:
+    """A Spark Connect session (pyspark.sql.connect), including `spark.api.mode=connect`."""
+    cls = type(spark)
+    return cls.__module__.startswith("pyspark.sql.connect")
+
+
+def has_jvm(spark: Any) -> bool:
+    """Whether the driver JVM is reachable over py4j from this process (classic sessions)."""
+    return not is_connect(spark)
+
+
+def session_of(df: Any) -> Any:
+    return df.sparkSession
+
+
+def require_jvm(spark: Any, feature: str) -> None:
+    """Raise UnsupportedFeatureError naming `feature` on a Connect session."""
+    if is_connect(spark):
+        raise UnsupportedFeatureError(
+            feature, f"{feature} needs a classic SparkSession (the driver JVM over py4j); it is not available "
+                     "over Spark Connect")
+
+
+def dataframe_class(spark: Any) -> type:
+    """The DataFrame class of `spark`'s kind."""
+    if is_connect(spark):
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+        return ConnectFrame
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    return DataFrame  # type: ignore[no-any-return]
+
+
+class Shared:
+    """A value read by tasks: a broadcast variable on classic sessions (shipped once per executor), the value
+    itself captured in the task's closure over Connect (which has no broadcast variables). Tasks read `.value`
+    either way."""
+
+    def __init__(self, spark: Any, value: Any) -> None:
+        self._bc = spark.sparkContext.broadcast(value) if has_jvm(spark) else None
+        self._value = None if self._bc is not None else value
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_bc": self._bc, "_value": self._value}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._bc, self._value = state["_bc"], state["_value"]
+
+    @property
+    def value(self) -> Any:
+        return self._bc.value if self._bc is not None else self._value
+
+    def destroy(self) -> None:
+        if self._bc is not None:
+            try:
+                self._bc.destroy()
+            except Exception:
+                pass
+
+
+def default_parallelism(spark: Any) -> int:
+    """Spark's default parallelism; over Connect, `spark.default.parallelism` if set, else the shuffle
+    partitions (the server's core count is not visible to a client)."""
+    if has_jvm(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    for key in ("spark.default.parallelism", "spark.sql.shuffle.partitions"):
+        try:
+            value = spark.conf.get(key, None)
+        except Exception:
+            value = None
+        if value:
+            try:
+                return max(1, int(value))
+            except ValueError:
+                continue
+    return 2
+
+
+def run_tasks(spark: Any, items: Sequence[Any], fn: Callable[[Any], Any], slices: int | None = None) -> list[Any]:
+    """`[fn(item) for item in items]` computed in Spark's Python workers, `slices` tasks (both session kinds:
+    one `mapInArrow` job over the items' indices; results come back pickled, so keep them small)."""
+    import pickle
+
+    import pyarrow as pa
+
+    if not items:
+        return []
+    n = max(1, min(len(items), slices or len(items)))
+    payload = pickle.dumps(list(items))
+    idx = spark.createDataFrame(pa.table({"i": pa.array(range(len(items)), pa.int64())})).repartition(n, "i")
+
+    def task(batches: Iterator[Any]) -> Iterator[Any]:
+        import pickle as p
+
+        import pyarrow as pa2
+
+        todo = p.loads(payload)
+        for batch in batches:
+            rows = batch.column(0).to_pylist()
+            out = [p.dumps(fn(todo[i])) for i in rows]
+            yield pa2.record_batch([pa2.array(rows, pa2.int64()), pa2.array(out, pa2.binary())], names=["i", "r"])
+
+    got = idx.mapInArrow(task, "i long, r binary").collect()
+    results: list[Any] = [None] * len(items)
+    for row in got:
+        results[row["i"]] = pickle.loads(row["r"])
+    return results
+
+
+__all__ = ["Shared", "dataframe_class", "default_parallelism", "has_jvm", "is_connect", "require_jvm",
+           "run_tasks", "session_of"]
