@@ -1,4 +1,4 @@
-"""Shared test helpers: canonical row comparison, the deltalake / DuckDB oracles, log surgery.
+"""Shared test helpers: canonical row comparison, the deltalake / DuckDB oracles, log surgery, Spark databases.
 
 Import from a test module after putting `tests/` on `sys.path`:
 
@@ -14,7 +14,8 @@ import json
 import math
 import pathlib
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -348,3 +349,18 @@ def referenced_files(path: str | pathlib.Path) -> set[str]:
                     if dv and dv["storageType"] == "u":
                         out.add(DeletionVectorDescriptor.from_dict(dv).relative_key())
     return out
+
+
+# ----------------------------------------------------------------------------- Spark
+
+
+@contextmanager
+def spark_database(spark: Any, location: str | pathlib.Path, prefix: str = "dk_") -> Iterator[str]:
+    """A fresh database (`prefix` and a random suffix) whose location is `location`, so its managed tables live
+    there; dropped with its tables afterwards."""
+    name = prefix + uuid.uuid4().hex[:8]
+    spark.sql(f"CREATE DATABASE {name} LOCATION '{location}'")
+    try:
+        yield name
+    finally:
+        spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")

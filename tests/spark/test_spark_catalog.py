@@ -6,7 +6,6 @@ Every table is checked against the embedded engine and deltalake reading its loc
 from __future__ import annotations
 
 import sys
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,7 +13,7 @@ import pytest
 from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from helpers import assert_same_rows, deltalake_table, duckdb_table
+from helpers import assert_same_rows, deltalake_table, duckdb_table, spark_database
 
 import deltakernel.spark as dks
 from deltakernel import DeltaTable as KernelTable
@@ -29,10 +28,8 @@ deltalake = pytest.importorskip("deltalake")
 @pytest.fixture()
 def db(spark, tmp_path):
     """A database whose location is in tmp_path: its managed tables live there."""
-    name = "dk_" + uuid.uuid4().hex[:8]
-    spark.sql(f"CREATE DATABASE {name} LOCATION '{tmp_path / 'warehouse'}'")
-    yield name
-    spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+    with spark_database(spark, tmp_path / "warehouse") as name:
+        yield name
 
 
 def _location(spark, name: str) -> str:

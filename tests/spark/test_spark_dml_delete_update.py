@@ -362,8 +362,10 @@ def test_concurrent_delete_conflicts(spark, tmp_path, mode, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- what the driver sees
-def _record_collects(monkeypatch) -> list[int]:
-    from pyspark.sql.classic.dataframe import DataFrame
+def _record_collects(monkeypatch, spark) -> list[int]:
+    from deltakernel.spark.session import dataframe_class
+
+    DataFrame = dataframe_class(spark)
 
     seen: list[int] = []
     for name in ("collect", "toArrow", "toPandas", "toLocalIterator", "take", "tail"):
@@ -385,7 +387,7 @@ def test_driver_collects_one_row_per_touched_file(spark, tmp_path, monkeypatch):
         write_deltalake(path, pa.table({"id": pa.array(range(i * n, (i + 1) * n), pa.int64()),
                                         "s": pa.array([f"row {j}" for j in range(n)])}),
                         mode="append", configuration=DV if i == 0 else None)
-    seen = _record_collects(monkeypatch)
+    seen = _record_collects(monkeypatch, spark)
     DeltaTable.forPath(spark, path).delete("id % 3 = 0")
     metrics = _last(path)["operationMetrics"]
     assert int(metrics["numDeletedRows"]) == len(range(0, 4 * n, 3))
@@ -399,3 +401,31 @@ def test_driver_collects_one_row_per_touched_file(spark, tmp_path, monkeypatch):
     assert sum(seen) <= 4, seen  # per-file match counts; the native write collects nothing
     assert KernelTable(path).to_pyarrow_table(filters=[("s", "=", "updated")]).num_rows == \
         len([i for i in range(4 * n) if i % 10 == 1 and i % 3])
+
+
+# ----------------------------------------------------------------------------- Spark Connect: client-side texts
+def test_connect_column_text_and_merge_keys(connect_spark):
+    """Over Spark Connect a Column's SQL text and MERGE's join keys come from the client's expression tree
+    (classic sessions read them off the analyzed plan): what is printed, what prunes, what is left alone."""
+    from pyspark.sql.connect import functions as CF
+
+    from deltakernel.spark.dml.connect_sql import expression_sql, merge_analysis, source_alias
+
+    cond = (CF.col("a") > 1) & CF.upper(CF.col("s")).isin("X", "Y") & ~CF.col("b").isNull()
+    assert expression_sql(cond) == "(((a > 1) AND (upper(s) IN ('X', 'Y'))) AND (NOT (b IS NULL)))"
+    assert expression_sql(CF.when(CF.col("a") > 1, CF.lit("x")).otherwise(CF.col("s"))) == \
+        "(CASE WHEN (a > 1) THEN 'x' ELSE s END)"
+    assert expression_sql(CF.udf(lambda x: x)(CF.col("a"))) is None  # a Python UDF has no SQL text
+
+    source = connect_spark.createDataFrame(pa.table({"id": pa.array([1], pa.int64()), "k": pa.array([1], pa.int32()),
+                                                     "p": ["a"], "w": ["1"]})).alias("s")
+    assert source_alias(source) == "s" and source_alias(source.select("id")) is None
+    names, types = ["id", "v", "p"], {"id": "bigint", "v": "bigint", "p": "string"}
+    column = (CF.col("t.id") == CF.col("s.id")) & (CF.col("t.v") == CF.col("s.k")) & (CF.col("t.p") == CF.lit("a"))
+    keys, target_only, text = merge_analysis(column, names, "t", source, types)
+    assert keys == [("id", "id"), ("v", "k")]  # an int source key of a bigint column: bounds stay exact
+    assert len(target_only) == 1 and text is not None
+    keys, target_only, _ = merge_analysis("t.id = s.w AND t.v = CAST(s.w AS BIGINT) AND s.p = 'a'", names, "t",
+                                          source, types)
+    assert keys == [] and target_only == []  # a string source key of a bigint column, a cast: no pruning
+    assert merge_analysis("id = s.id", names, "t", source, types)[0] == []  # ambiguous: Spark reports it

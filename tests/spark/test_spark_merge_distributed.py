@@ -316,8 +316,10 @@ def test_bad_input_is_typed_and_changes_nothing(spark, tmp_path):
 
 
 # ----------------------------------------------------------------------------- what the driver sees
-def _record_collects(monkeypatch) -> list[int]:
-    from pyspark.sql.classic.dataframe import DataFrame
+def _record_collects(monkeypatch, spark) -> list[int]:
+    from deltakernel.spark.session import dataframe_class
+
+    DataFrame = dataframe_class(spark)
 
     seen: list[int] = []
     for name in ("collect", "toArrow", "toPandas", "toLocalIterator", "take", "tail"):
@@ -342,7 +344,7 @@ def test_driver_collects_small_results_only(spark, tmp_path, mode, monkeypatch):
                         mode="append", configuration=MODES[mode] if i == 0 else None)
     src = spark.range(0, 4 * n + 5_000, 7).select(F.col("id"), F.lit("new").alias("s")).alias("s")
     expected_updates = len(range(0, 4 * n, 7))
-    seen = _record_collects(monkeypatch)
+    seen = _record_collects(monkeypatch, spark)
     result = DeltaTable.forPath(spark, path).alias("t").merge(src, "t.id = s.id") \
         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
     monkeypatch.undo()
@@ -451,10 +453,12 @@ def test_source_key_ranges_prune_like_the_embedded_merge(spark, tmp_path):
 
     ours, theirs = _copies(tmp_path, "partitioned", DV)
     src = _source([31, 32, 35], "keep")
-    for condition in ("t.id = s.id", "t.id = s.id AND t.p = s.p"):
+    columns = (F.col("t.id") == F.col("s.id")) & (F.col("t.p") == F.col("s.p"))  # a Column: its SQL text prunes
+    for condition, text in (("t.id = s.id", "t.id = s.id"), ("t.id = s.id AND t.p = s.p", "t.id = s.id AND t.p = s.p"),
+                            (columns, "t.id = s.id AND t.p = s.p")):
         mine = merge(spark, ours, spark.createDataFrame(src).alias("s"), condition,
                      [SparkClause("matched_update", None, {"v": "s.v + 1"})], alias="t")
-        other = (KernelTable(theirs).merge(src, condition, source_alias="s", target_alias="t")
+        other = (KernelTable(theirs).merge(src, text, source_alias="s", target_alias="t")
                  .when_matched_update({"v": "s.v + 1"}).execute())
         for key in ("num_target_files_scanned", "num_target_files_skipped_during_scan", "num_source_rows",
                     "num_target_rows_updated"):

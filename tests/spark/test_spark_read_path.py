@@ -18,6 +18,12 @@ from deltakernel.errors import DeltaError
 
 
 def plan_text(df) -> str:
+    """The optimized logical plan's text (over Connect: from the extended explain)."""
+    from deltakernel.spark.session import is_connect
+
+    if is_connect(df.sparkSession):
+        text = df._explain_string(extended=True)
+        return text.split("== Optimized Logical Plan ==", 1)[1].split("== Physical Plan ==", 1)[0]
     return df._jdf.queryExecution().optimizedPlan().toString()
 
 

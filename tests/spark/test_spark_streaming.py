@@ -418,6 +418,7 @@ def test_sigkill_mid_stream_then_restart(spark, tmp_path):
     script.write_text(_JOB.format(src=str(Path(__file__).resolve().parents[2] / "src"), source=str(src),
                                   ck=str(ck), dst=str(dst)))
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env.pop("SPARK_CONNECT_MODE_ENABLED", None)  # the killed job is a classic driver of its own (either kind)
     proc = subprocess.Popen([sys.executable, str(script)], env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

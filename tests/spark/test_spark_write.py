@@ -151,11 +151,10 @@ def test_write_function_and_python_source_writer(spark, tmp_path):
     path = str(tmp_path / "fn")
     dks.write(frame(spark, 6), path, mode="overwrite", partitionBy=["part"])
     assert DeltaTable(path).partition_columns() == ["part"]
-    # the registered Python source's own writer (what Spark uses when routing is bypassed)
-    from pyspark.sql.classic.dataframe import DataFrame  # noqa: F401
-
-    jw = frame(spark, 4, 100)._jdf.write().format("delta").mode("append").option("path", path)
-    jw.save()
+    # the registered Python source's own writer (what Spark uses when routing is bypassed): pyspark's own
+    # `save` (the routing wraps it), so Spark resolves "delta" to the source - on both session kinds
+    writer = frame(spark, 4, 100).write.format("delta").mode("append").option("path", path)
+    type(writer).save.__wrapped__(writer)
     assert rows(path).num_rows == 10 and DeltaTable(path).version() == 1
 
 

@@ -101,6 +101,8 @@ def test_paths_and_other_providers(spark, tmp_path):
     spark.sql("DROP TABLE dk_v2_parquet")
 
 
+@pytest.mark.classic_only("fakes the worker interpreter through SparkContext.pythonExec; a Connect client has no "
+                          "SparkContext (the server's workers are checked by enable() with a probe job)")
 def test_enable_refuses_workers_without_deltakernel(spark, tmp_path, monkeypatch):
     """A worker interpreter that cannot import deltakernel: one clear error naming PYSPARK_PYTHON."""
     from deltakernel.spark import python_workers

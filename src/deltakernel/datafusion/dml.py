@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..operations.sql_statement import merge_inserts
 from .dml_parse import (
     DmlError,
     DmlSyntaxError,
@@ -316,18 +317,7 @@ def _add_clause(merger: Any, group: str, when: Any, action: Any) -> None:
         if isinstance(action.this, exp.Star):
             merger.when_not_matched_insert_all(pred)
             return
-        cols = action.this.expressions if isinstance(action.this, exp.Tuple) else [action.this]
-        vals_node = action.expression
-        vals = vals_node.expressions if isinstance(vals_node, exp.Tuple) else [vals_node]
-        if action.this is None or vals_node is None or len(cols) != len(vals):
-            raise DmlError(f"MERGE INSERT needs (columns) VALUES (values) of the same length, got "
-                           f"{action.sql(dialect='spark')!r}")
-        inserts: dict[str, str] = {}
-        for c, v in zip(cols, vals):
-            key = sql_text(c)
-            if key in inserts:
-                raise DmlError(f"MERGE INSERT names column {key!r} twice")
-            inserts[key] = sql_text(v)
+        inserts = merge_inserts(action, sql_text, DmlError, shown=lambda a: a.sql(dialect="spark"))
         merger.when_not_matched_insert(inserts, pred)
     else:
         raise DmlSyntaxError(f"unsupported MERGE action {action.sql(dialect='spark') if action else None!r}")

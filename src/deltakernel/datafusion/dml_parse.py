@@ -1,6 +1,8 @@
 """Statement-level Spark SQL for the embedded engine's DML (`dml.py`): sqlglot parsing, and the original
 text of the pieces that run in DataFusion (INSERT's query, MERGE's USING source, a leading WITH clause, an
-IN subquery), cut out of the statement by tokens so they mean exactly what the user wrote.
+IN subquery), cut out of the statement by tokens so they mean exactly what the user wrote. The pieces the Spark
+router's Connect parse uses too (dialect, one-statement parse, tokens, query / subquery text) live in
+`operations/sql_statement.py`.
 
 Also home of the DML error types (the lowest module of the DML package). sqlglot is imported on the first
 DML statement only.
@@ -12,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DeltaError
+from ..operations import sql_statement as S
+from ..operations.sql_statement import has_subquery, sql_text, tokens
 
 
 class DmlError(DeltaError):
@@ -28,50 +32,9 @@ class DmlTargetError(DmlError):
     deltakernel in this session."""
 
 
-def sqlglot() -> Any:
-    try:
-        import sqlglot as module
-    except ImportError as e:  # a core dependency; only a broken install gets here
-        raise DeltaError(f"SQL DML needs sqlglot (pip install sqlglot): {e}") from e
-    return module
-
-
-_KERNEL_DIALECT: Any = None
-
-
-def _dialect() -> Any:
-    """sqlglot's Spark dialect, except that `<=>` stays `<=>` (sqlglot writes `IS NOT DISTINCT FROM`, which
-    the kernel's parser does not read)."""
-    global _KERNEL_DIALECT
-    if _KERNEL_DIALECT is None:
-        from sqlglot import exp
-        from sqlglot.dialects.spark import Spark
-
-        transforms = {
-            **Spark.Generator.TRANSFORMS,
-            exp.NullSafeEQ: lambda self, e: self.binary(e, "<=>"),
-            exp.NullSafeNEQ: lambda self, e: f"NOT ({self.binary(e, '<=>')})",
-        }
-        generator = type("Generator", (Spark.Generator,), {"TRANSFORMS": transforms})
-        _KERNEL_DIALECT = type("DeltakernelSpark", (Spark,), {"Generator": generator})
-    return _KERNEL_DIALECT
-
-
-def sql_text(node: Any) -> str:
-    """An expression as Spark SQL text for the kernel's parser."""
-    text: str = node.sql(dialect=_dialect())
-    return text
-
-
 def head(sql: str) -> str:
     first = sql.strip().splitlines()[0] if sql.strip() else ""
     return first if len(first) <= 60 else first[:59] + "…"
-
-
-def tokens(sql: str) -> list[Any]:
-    from sqlglot.dialects.dialect import Dialect
-
-    return list(Dialect.get_or_raise("spark").tokenize(sql))
 
 
 @dataclass
@@ -96,13 +59,9 @@ def parse_statement(statement: str) -> Statement:
 
     try:
         text, evolution = _strip_schema_evolution(statement)
-        trees = [t for t in sqlglot().parse(text, read="spark") if t is not None]
     except (ParseError, TokenError) as e:
-        message = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DmlSyntaxError(f"syntax error: {message} (in: {head(statement)})") from e
-    if len(trees) != 1:
-        raise DmlSyntaxError(f"expected one statement, got {len(trees)} (in: {head(statement)})")
-    tree = trees[0]
+        raise S.syntax_error(DmlSyntaxError, e, head(statement)) from e
+    tree = S.parse_one(text, DmlSyntaxError, head(statement))
     with_text = _with_text(text) if with_clause(tree) is not None else None
     return Statement(tree, text, evolution, with_text)
 
@@ -164,23 +123,9 @@ def blank_with(stmt: Statement) -> str:
 def query_text(statement: str, query: Any) -> str:
     """The original text of the query that ends an INSERT: the shortest suffix of the statement, starting at
     a top-level SELECT / WITH / VALUES / FROM / TABLE / `(`, that parses to the same tree."""
-    from sqlglot import TokenType
-
-    starts = {TokenType.SELECT, TokenType.WITH, TokenType.VALUES, TokenType.FROM, TokenType.TABLE,
-              TokenType.L_PAREN}
-    depth = 0
-    for tok in tokens(statement)[2:]:
-        if depth == 0 and tok.token_type in starts:
-            text = statement[tok.start:].strip().rstrip(";").strip()
-            try:
-                if sqlglot().parse_one(text, read="spark") == query:
-                    return text
-            except Exception:  # not the query's start
-                pass
-        if tok.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif tok.token_type == TokenType.R_PAREN:
-            depth -= 1
+    text = S.query_text(statement, query)
+    if text is not None:
+        return text
     raise DmlError(f"cannot locate the query of this INSERT (in: {head(statement)})")
 
 
@@ -190,19 +135,12 @@ def using_text(statement: str) -> tuple[str, bool]:
     from sqlglot import TokenType
 
     toks = tokens(statement)
-    depth, i = 0, 0
-    while i < len(toks) and not (depth == 0 and toks[i].token_type == TokenType.USING):
-        if toks[i].token_type == TokenType.L_PAREN:
-            depth += 1
-        elif toks[i].token_type == TokenType.R_PAREN:
-            depth -= 1
-        i += 1
+    i = S.using_index(toks)
     if i == len(toks):
         raise DmlSyntaxError(f"MERGE without USING (in: {head(statement)})")
     j = i + 1
     if j < len(toks) and toks[j].token_type == TokenType.L_PAREN:
-        end = closing(toks, j)
-        return statement[toks[j].end + 1:toks[end].start].strip(), True
+        return S.inner_text(statement, toks, j, DmlSyntaxError), True
     k = j
     while k < len(toks):  # name(.name)* [ ( args ) ]
         if k + 1 < len(toks) and toks[k + 1].token_type == TokenType.DOT:
@@ -225,23 +163,12 @@ def in_subquery_text(statement: str) -> str:
         if tok.token_type == TokenType.IN and toks[i + 1].token_type == TokenType.L_PAREN \
                 and toks[i + 2].token_type in (TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN,
                                                TokenType.VALUES, TokenType.FROM, TokenType.TABLE):
-            end = closing(toks, i + 1)
-            return statement[toks[i + 1].end + 1:toks[end].start].strip()
+            return S.inner_text(statement, toks, i + 1, DmlSyntaxError)
     raise DmlError(f"cannot locate the IN subquery (in: {head(statement)})")
 
 
 def closing(toks: list[Any], open_index: int) -> int:
-    from sqlglot import TokenType
-
-    depth = 0
-    for k in range(open_index, len(toks)):
-        if toks[k].token_type == TokenType.L_PAREN:
-            depth += 1
-        elif toks[k].token_type == TokenType.R_PAREN:
-            depth -= 1
-            if depth == 0:
-                return k
-    raise DmlSyntaxError("unbalanced parentheses")
+    return S.closing(toks, open_index, DmlSyntaxError)
 
 
 def strip_qualifier(node: Any, alias: str) -> Any:
@@ -264,12 +191,6 @@ def strip_qualifier(node: Any, alias: str) -> Any:
     return node.transform(fix)
 
 
-def has_subquery(node: Any) -> bool:
-    from sqlglot import exp
-
-    return node is not None and node.find(exp.Select, exp.Subquery, exp.Exists) is not None
-
-
 def check_no_subquery(node: Any, what: str) -> None:
     """delta-spark's rule (DELTA_UNSUPPORTED_SUBQUERY) with its wording, and what to write instead."""
     if has_subquery(node):
@@ -282,5 +203,5 @@ def check_no_subquery(node: Any, what: str) -> None:
 __all__ = [
     "DmlError", "DmlSyntaxError", "DmlTargetError", "Statement", "blank_with", "check_no_subquery", "closing",
     "has_subquery", "head", "in_subquery_text", "parse", "parse_statement", "query_text", "sql_text",
-    "sqlglot", "strip_qualifier", "tokens", "using_text", "with_clause", "with_prefixed",
+    "strip_qualifier", "tokens", "using_text", "with_clause", "with_prefixed",
 ]

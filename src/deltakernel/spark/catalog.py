@@ -12,10 +12,17 @@ Design (see docs/decisions.md, "Catalog tables on Spark"):
   session catalog, provider `delta`) and runs through deltakernel: reads are the native plan
   (`reader.read`), writes `writer.write`, DML / maintenance the Spark `DeltaTable`. Spark itself cannot read
   these entries through the Python source (Spark 4 passes no options, hence no path, to a Python source
-  behind a catalog table), so the routing in `routing.py` / `spark/sql` must see every access: permanent
-  views over Delta catalog tables and Spark Connect sessions are not supported.
+  behind a catalog table), so the routing in `routing.py` / `spark/sql` must see every access (classic
+  sessions also put the native plan in the relation cache, `table_frames.py`, so Spark resolves the name in
+  permanent views and SQL it runs by itself).
+- **Spark Connect** sessions have no py4j: entries are read with `SHOW TABLE EXTENDED`, registered and dropped
+  with the session's own (un-routed) `sql` (`sql/public_catalog.py`), names split by the Delta SQL tokenizer.
+  There is no relation cache to fill, so over Connect a Delta catalog table is readable only through the
+  router (`spark.sql` rewrites it to a temporary view), `spark.table` / `spark.read.table` and
+  `DeltaTable.forName`; a permanent view over one is refused.
 - **The catalog's schema follows the log** (`sync_schema` after writes that may change it, via
-  `SessionCatalog.alterTableDataSchema`), so `spark.catalog.listColumns` / `SHOW COLUMNS` stay right;
+  `SessionCatalog.alterTableDataSchema`; over Connect only added columns reach the catalog, and
+  `spark.catalog.listColumns` answers from the log), so `spark.catalog.listColumns` / `SHOW COLUMNS` stay right;
   partitioning and properties live only in the log (DESCRIBE TABLE and SHOW TBLPROPERTIES for Delta tables
   are answered from the log by `spark/sql`).
 - `delta`.`/path` names are path tables (delta-spark's path identifiers): no catalog entry.
@@ -31,6 +38,7 @@ from typing import Any
 from ..errors import DeltaError, TableNotFoundError
 from ..kernel.schema.types import StructType
 from ._schema import table_uri, to_spark_schema
+from .session import has_jvm, require_jvm
 
 SOURCE_NAME = "delta"
 SESSION_CATALOG = "spark_catalog"
@@ -69,6 +77,9 @@ class CatalogEntry:
     provider: str
     location: str | None
     managed: bool
+    kind: str = "TABLE"  # MANAGED / EXTERNAL / VIEW (Spark's table type)
+    view_text: str | None = None  # a permanent view's stored text (Spark Connect lookups only)
+    view_database: str | None = None  # the database its names resolve in (Spark Connect lookups only)
 
 
 def _q(part: str) -> str:
@@ -90,6 +101,13 @@ def _ident(spark: Any, db: str, table: str) -> Any:
 
 def split_name(spark: Any, name: str) -> list[str]:
     """A table name as Spark reads it (backquotes, dots); a malformed name is a DeltaError."""
+    if not has_jvm(spark):
+        from .sql.public_catalog import split_name as split_public
+
+        try:
+            return split_public(name)
+        except Exception as e:
+            raise CatalogTableError(f"invalid table name {name!r}: {_first_line(e)}") from e
     try:
         parser = spark._jsparkSession.sessionState().sqlParser()
         it = parser.parseMultipartIdentifier(name).iterator()
@@ -117,6 +135,10 @@ def _db_table(spark: Any, parts: list[str] | tuple[str, ...]) -> tuple[str, str]
             return None
         parts = parts[1:]
     if len(parts) == 1:
+        if not has_jvm(spark):
+            from .sql.public_catalog import current_database
+
+            return current_database(spark), parts[0]
         cat = _session_catalog(spark)
         if cat.isTempView(spark._jvm.PythonUtils.toSeq(parts)):
             return None
@@ -156,7 +178,11 @@ def _entry(md: Any) -> CatalogEntry:
 
 
 def lookup(spark: Any, parts: list[str] | tuple[str, ...]) -> CatalogEntry | None:
-    """The session-catalog entry a name denotes (any provider), or None."""
+    """The session-catalog entry a name denotes (any provider, tables and permanent views), or None."""
+    if not has_jvm(spark):
+        from .sql.public_catalog import lookup_entry
+
+        return lookup_entry(spark, parts)
     md = _metadata(spark, parts)
     return _entry(md) if md is not None else None
 
@@ -168,13 +194,13 @@ def resolve(spark: Any, parts: list[str] | tuple[str, ...], label: str | None = 
     path = path_of(parts)
     if path is not None:
         return DeltaRef(path, label)
-    md = _metadata(spark, parts)
-    if md is None:
+    return delta_ref(lookup(spark, parts), label)
+
+
+def delta_ref(entry: CatalogEntry | None, label: str) -> DeltaRef | None:
+    """The Delta table a catalog entry is (provider delta), or None."""
+    if entry is None or entry.provider.lower() != SOURCE_NAME:
         return None
-    provider = md.provider()
-    if not provider.isDefined() or str(provider.get()).lower() != SOURCE_NAME:
-        return None
-    entry = _entry(md)
     if entry.location is None:
         raise CatalogTableError(f"catalog table {label!r} has no location")
     return DeltaRef(table_uri(entry.location), label, entry.db, entry.table, entry.managed)
@@ -197,6 +223,7 @@ def resolve_name(spark: Any, name: str) -> DeltaRef | None:
 
 
 def default_location(spark: Any, db: str, table: str) -> str:
+    require_jvm(spark, "the default location of a managed table")
     return table_uri(str(_session_catalog(spark).defaultTablePath(_ident(spark, db, table)).toString()))
 
 
@@ -214,20 +241,35 @@ def catalog_schema_json(schema: StructType) -> str:
 def register(spark: Any, db: str, table: str, schema_json: str, location: str | None,
              comment: str | None = None) -> None:
     """Record `db.table` in the session catalog (managed when `location` is None)."""
-    ddl = str(spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema_json).toDDL())
+    if has_jvm(spark):
+        ddl = str(spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema_json).toDDL())
+    else:
+        from .sql.public_catalog import columns_ddl
+
+        ddl = columns_ddl(schema_json)
     text = f"CREATE TABLE {_q(SESSION_CATALOG)}.{_q(db)}.{_q(table)} ({ddl}) USING {SOURCE_NAME}"
     if location is not None:
         text += f" LOCATION {_sql_string(location)}"
     if comment:
         text += f" COMMENT {_sql_string(comment)}"
     try:
-        spark._jsparkSession.sql(text)
+        _run_ddl(spark, text)
     except Exception as e:
         raise CatalogTableError(f"cannot register table {db}.{table} in the session catalog: {_first_line(e)}") from e
 
 
 def unregister(spark: Any, db: str, table: str) -> None:
-    spark._jsparkSession.sql(f"DROP TABLE IF EXISTS {_q(SESSION_CATALOG)}.{_q(db)}.{_q(table)}")
+    _run_ddl(spark, f"DROP TABLE IF EXISTS {_q(SESSION_CATALOG)}.{_q(db)}.{_q(table)}")
+
+
+def _run_ddl(spark: Any, text: str) -> None:
+    """A catalog statement below the Delta SQL router: the JVM session (classic) or the session's own `sql`."""
+    if has_jvm(spark):
+        spark._jsparkSession.sql(text)
+    else:
+        from .sql.public_catalog import run_ddl
+
+        run_ddl(spark, text)
 
 
 def _sql_string(value: str) -> str:
@@ -240,6 +282,11 @@ def sync_schema(spark: Any, ref: DeltaRef) -> None:
         return
     from ..table import DeltaTable as KernelTable
 
+    if not has_jvm(spark):
+        from .sql.public_catalog import sync_columns
+
+        sync_columns(spark, ref)
+        return
     try:
         want = json.loads(catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema))
         cat = _session_catalog(spark)
@@ -461,6 +508,24 @@ def save_as_table(df: Any, name: str, mode: str | None, partition_by: list[str] 
     create(spark, parts, spec, "create", df=df, label=name)
 
 
+def log_columns(spark: Any, name: str) -> list[Any] | None:
+    """`spark.catalog.listColumns(name)` of a Delta catalog table, from its log; None for other names."""
+    from pyspark.sql.catalog import Column
+
+    try:
+        ref = resolve_name(spark, name)
+    except DeltaError:
+        return None
+    if ref is None or not ref.is_catalog:
+        return None
+    from ..table import DeltaTable as KernelTable
+
+    snap = KernelTable(table_uri(ref.location)).snapshot
+    parts = {p.lower() for p in snap.partition_columns}
+    return [Column(f.name, f.metadata.get("comment"), f.dataType.simpleString(), f.nullable, f.name.lower() in parts,
+                   False, False) for f in to_spark_schema(snap.schema).fields]
+
+
 def insert_into(df: Any, name: str, overwrite: bool) -> bool:
     """`df.write.insertInto(name)` for a Delta table: columns by position, append or overwrite. False when
     `name` is not a Delta table (Spark inserts as before)."""
@@ -502,7 +567,9 @@ __all__ = [
     "catalog_table",
     "create",
     "create_from_catalog_api",
+    "delta_ref",
     "insert_into",
+    "log_columns",
     "lookup",
     "path_of",
     "read_table",

@@ -186,6 +186,8 @@ def native_or_fallback(spark: Any, df: Any, storage: Storage, metadata: Metadata
         return None
 
 
+
+
 # ----------------------------------------------------------------------------- the job
 @contextlib.contextmanager
 def session_confs(spark: Any, confs: dict[str, str]) -> Iterator[None]:
@@ -340,5 +342,5 @@ def _partition_value(text: str, dtype: DataType) -> str | None:
     raise DeltaError(f"partition type {dtype} is not written by the native path")
 
 
-__all__ = ["WRITE_PATH_CONF", "WRITE_PATH_OPTION", "Ineligible", "native_frame", "session_confs", "write_native",
-           "write_path_choice"]
+__all__ = ["WRITE_PATH_CONF", "WRITE_PATH_OPTION", "Ineligible", "native_frame", "session_confs",
+           "write_native", "write_path_choice"]

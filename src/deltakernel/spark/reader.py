@@ -117,16 +117,11 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
     Spark Connect session a ConnectDeltaFrame (the public-API plan, `scan/public_plan.py`)."""
     from .session import is_connect
 
-    if is_connect(spark):
-        if not native_supported(snapshot):
-            from ..errors import UnsupportedFeatureError
-
-            raise UnsupportedFeatureError("typeWidening", "tables with widened column types are read through the "
-                                          "Python data source, which this Spark Connect read path does not use yet")
+    jvm_fs = hadoop_can_read(spark, snapshot.storage)
+    if is_connect(spark) and jvm_fs and native_supported(snapshot):
         from .scan.public_plan import ConnectDeltaFrame
 
         return ConnectDeltaFrame.build(spark, snapshot, row_tracking=row_tracking)
-    jvm_fs = hadoop_can_read(spark, snapshot.storage)
     if not native_supported(snapshot) or not jvm_fs:
         from ..errors import UnsupportedFeatureError
         from .datasource import python_source_frame
@@ -154,7 +149,11 @@ def hadoop_can_read(spark: Any, storage: Any) -> bool:
     if isinstance(storage, LocalStorage):
         return True
     scheme = spark_path(storage, "").split("://", 1)[0]
+    from .session import is_connect
+
     try:
+        if is_connect(spark):
+            return _connect_can_read(spark, storage, scheme)
         jvm = spark._jvm
         jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
         return True
@@ -165,6 +164,26 @@ def hadoop_can_read(spark: Any, storage: Any) -> bool:
                          "Delta tables there are read and written through deltakernel's own storage "
                          "(Python data source / mapInArrow), not Spark's native Parquet path", scheme)
         return False
+
+
+_CONNECT_SCHEMES: dict[tuple[str, str], bool] = {}
+
+
+def _connect_can_read(spark: Any, storage: Any, scheme: str) -> bool:
+    """Over Spark Connect the server's JVM cannot be asked directly: analyse a text read of the table's log
+    directory once per (server session, scheme); only a missing filesystem class means no (raised as such)."""
+    key = (str(getattr(spark, "session_id", "")), scheme)
+    if key not in _CONNECT_SCHEMES:
+        try:
+            spark.read.format("text").load(spark_path(storage, "_delta_log")).schema  # noqa: B018 (an RPC)
+            _CONNECT_SCHEMES[key] = True
+        except Exception as e:
+            text = str(e)
+            _CONNECT_SCHEMES[key] = not ("No FileSystem for scheme" in text or "UnsupportedFileSystemException" in
+                                         text or ("ClassNotFoundException" in text and "FileSystem" in text))
+    if not _CONNECT_SCHEMES[key]:
+        raise RuntimeError(f"no Hadoop filesystem for {scheme}")
+    return True
 
 
 def metadata_file_path(storage: Any, key: str) -> str:

@@ -12,7 +12,9 @@ SQL and catalog tables: in sessions where `enable()` ran, `SparkSession.sql` goe
 router (`spark/sql/`: Delta statements run through deltakernel, queries reading Delta tables read the native
 plan, everything else reaches Spark unchanged); `spark.table` / `spark.read.table`, `saveAsTable`,
 `insertInto` and `spark.catalog.createTable(source="delta")` resolve Delta catalog tables through
-`catalog.py` (Spark's session catalog holds name and location, the log holds the table).
+`catalog.py` (Spark's session catalog holds name and location, the log holds the table). On a Spark Connect
+session the same calls are patched on Connect's classes (the router parses with sqlglot there, see
+`spark/sql/connect_router.py`), and `spark.catalog.listColumns` of a Delta table answers from its log.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import functools
 from typing import Any
 
 from .datasource import SOURCE_NAME, register
+from .session import is_connect, owner_session
 
 _PATCHED = False
 _ID_CONFS = {
@@ -78,6 +81,13 @@ def _patch_session(session_cls: type) -> None:
             return original_sql(self, sqlQuery, args, **kwargs)
         from .sql import execute_sql
 
+        if kwargs and is_connect(self):  # Connect's `{df}` formatting: the frames travel with each statement
+            from pyspark.sql.connect.sql_formatter import SQLStringFormatter as ConnectFormatter
+
+            connect_formatter = ConnectFormatter(self)
+            text = connect_formatter.format(sqlQuery, **kwargs)
+            views = list(connect_formatter._temp_views)
+            return execute_sql(self, text, args, lambda t, a: _connect_sql(self, t, a, views))
         formatter = None
         text = sqlQuery
         if kwargs:  # pyspark's `{df}` formatting first (it registers temp views for DataFrames)
@@ -92,6 +102,7 @@ def _patch_session(session_cls: type) -> None:
                 formatter.clear()
 
     session_cls.sql = sql  # type: ignore[attr-defined]
+    session_cls._dk_original_sql = original_sql  # type: ignore[attr-defined]  # catalog statements, un-routed
 
     original_table = session_cls.table  # type: ignore[attr-defined]
 
@@ -101,13 +112,11 @@ def _patch_session(session_cls: type) -> None:
         return df if df is not None else original_table(self, tableName)
 
     session_cls.table = table  # type: ignore[attr-defined]
-    from .session import is_connect
-
     try:
         if session_cls.__module__.startswith("pyspark.sql.connect"):
             from pyspark.sql.connect.catalog import Catalog
         else:
-            from pyspark.sql.catalog import Catalog
+            from pyspark.sql.catalog import Catalog  # type: ignore[assignment]
     except ImportError:  # pragma: no cover
         return
     original_create = Catalog.createTable
@@ -116,13 +125,53 @@ def _patch_session(session_cls: type) -> None:
     def create_table(self: Any, tableName: str, path: str | None = None, source: str | None = None,
                      schema: Any = None, description: str | None = None, **options: Any) -> Any:
         session = self._sparkSession
-        if _enabled(session) and str(source or "").lower() == SOURCE_NAME and not is_connect(session):
+        if _enabled(session) and str(source or "").lower() == SOURCE_NAME:
             from .catalog import create_from_catalog_api
 
             return create_from_catalog_api(session, tableName, path, schema, description, options)
         return original_create(self, tableName, path, source, schema, description, **options)
 
     Catalog.createTable = create_table  # type: ignore[method-assign]
+    if session_cls.__module__.startswith("pyspark.sql.connect"):
+        _patch_list_columns(Catalog)
+
+
+def _patch_list_columns(catalog_cls: type) -> None:
+    """Over Spark Connect the catalog's column list of a Delta table cannot follow every schema change (only
+    ADD COLUMNS is possible there), so `spark.catalog.listColumns` of a Delta table answers from its log."""
+    original = catalog_cls.listColumns  # type: ignore[attr-defined]
+
+    @functools.wraps(original)
+    def list_columns(self: Any, tableName: str, dbName: str | None = None) -> Any:
+        session = self._sparkSession
+        if _enabled(session) and dbName is None and isinstance(tableName, str):
+            from .catalog import log_columns
+
+            cols = log_columns(session, tableName)
+            if cols is not None:
+                return cols
+        return original(self, tableName, dbName)
+
+    list_columns._dk_original = original  # type: ignore[attr-defined]
+    catalog_cls.listColumns = list_columns  # type: ignore[attr-defined]
+
+
+def _connect_sql(session: Any, text: str, args: Any, views: list[Any]) -> Any:
+    """Connect's `SparkSession.sql` with the `{df}` frames its formatter collected (`views`: (frame, name)), for
+    a text the router may have rewritten (pyspark's own `sql` would format it again)."""
+    from pyspark.sql.connect import functions as CF
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.plan import SQL, CachedRelation, SubqueryAlias
+
+    named = {k: CF.lit(v) for k, v in args.items()} if isinstance(args, dict) else {}
+    positional = [CF.lit(v) for v in args] if isinstance(args, list) else []
+    cmd = SQL(text, positional, named, [SubqueryAlias(df._plan, name) for df, name in views])
+    _data, properties, info = session.client.execute_command(cmd.command(session._client))
+    if "sql_command_result" in properties:
+        df = DataFrame(CachedRelation(properties["sql_command_result"]), session)
+        df._execution_info = info
+        return df
+    return DataFrame(cmd, session)
 
 
 def _read_table(spark: Any, name: str, options: dict[str, Any]) -> Any:
@@ -144,11 +193,6 @@ def _is_delta(obj: Any) -> bool:
     return str(getattr(obj, "_dk_format", "") or "").lower() == SOURCE_NAME
 
 
-def _reader_session(reader: Any) -> Any:
-    """The session of a DataFrameReader (classic: `_spark`; Connect: `_client`, the SparkSession)."""
-    return reader._spark if hasattr(reader, "_spark") else reader._client
-
-
 def _writer_frame(writer: Any) -> Any:
     """The DataFrame a DataFrameWriter writes (Connect's writer holds its logical plan)."""
     df = writer._df
@@ -159,24 +203,14 @@ def _writer_frame(writer: Any) -> Any:
     return ConnectFrame(df, writer._spark)
 
 
-def _reader_writer_classes() -> list[tuple[type, type]]:
-    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
-
-    pairs: list[tuple[type, type]] = [(DataFrameReader, DataFrameWriter)]
-    try:
-        from pyspark.sql.connect.readwriter import DataFrameReader as CReader
-        from pyspark.sql.connect.readwriter import DataFrameWriter as CWriter
-    except ImportError:  # pyspark without the connect extra (grpc)
-        return pairs
-    pairs.append((CReader, CWriter))
-    return pairs
-
-
 def _patch(session_cls: type) -> None:
     global _PATCHED
     if _PATCHED:
         return
-    for reader_cls, writer_cls in _reader_writer_classes():
+    from .session import class_pairs
+
+    for reader_cls, writer_cls in class_pairs("pyspark.sql.readwriter", "pyspark.sql.connect.readwriter",
+                                              ("DataFrameReader", "DataFrameWriter")):
         _patch_reader_writer(reader_cls, writer_cls)
     _patch_explain()
     from .writer_v2 import patch_write_to
@@ -185,7 +219,7 @@ def _patch(session_cls: type) -> None:
     _PATCHED = True
 
 
-def _patch_reader_writer(DataFrameReader: type, DataFrameWriter: type) -> None:  # noqa: N803
+def _patch_reader_writer(DataFrameReader: type, DataFrameWriter: type) -> None:
 
     def record(cls: type, name: str, store: Any) -> None:
         original = getattr(cls, name)
@@ -231,7 +265,7 @@ def _patch_reader_writer(DataFrameReader: type, DataFrameWriter: type) -> None: 
         from .reader import read
 
         opts = {**_opts(self), **options}
-        return read(_reader_session(self), path, **opts)
+        return read(owner_session(self), path, **opts)
 
     DataFrameReader.load = load  # type: ignore[attr-defined]
 
@@ -287,7 +321,7 @@ def _patch_tables(reader_cls: type, writer_cls: type) -> None:
 
     @functools.wraps(original_table)
     def table(self: Any, tableName: str) -> Any:
-        spark = _reader_session(self)
+        spark = owner_session(self)
         df = _read_table(spark, tableName, dict(_opts(self))) if _enabled(spark) and isinstance(tableName, str) \
             else None
         return df if df is not None else original_table(self, tableName)
@@ -307,7 +341,8 @@ def _patch_tables(reader_cls: type, writer_cls: type) -> None:
             if isinstance(partitionBy, str):
                 partitionBy = [partitionBy]
             parts = partitionBy if partitionBy is not None else getattr(self, "_dk_partition_by", None)
-            save_table(_writer_frame(self), name, mode or getattr(self, "_dk_mode", None), parts, {**_opts(self), **options})
+            save_table(_writer_frame(self), name, mode or getattr(self, "_dk_mode", None), parts,
+                       {**_opts(self), **options})
             return None
         return original_save_as_table(self, name, format, mode, partitionBy, **options)
 
@@ -322,7 +357,8 @@ def _patch_tables(reader_cls: type, writer_cls: type) -> None:
             from .catalog import insert_into as insert_table
 
             mode = str(getattr(self, "_dk_mode", None) or "append").lower()
-            if insert_table(_writer_frame(self), tableName, overwrite if overwrite is not None else mode == "overwrite"):
+            replace = overwrite if overwrite is not None else mode == "overwrite"
+            if insert_table(_writer_frame(self), tableName, replace):
                 return None
         return original_insert_into(self, tableName, overwrite)
 

@@ -3,14 +3,13 @@
 deltakernel's Spark engine builds Spark work with the public DataFrame API (`mapInArrow`, joins, Parquet scans),
 which both session kinds share; a few things only a classic session has - the JVM (the Delta file index, the
 analyzed plan, Spark's SQL parser, the session catalog's internals) and `sparkContext` (broadcast variables,
-`parallelize`). This module says which kind a session is and gives the shared replacements, so the rest of the
-engine keeps one code path and asks `has_jvm(spark)` only where a classic-only facility makes things faster or
-exact (see docs/decisions.md, "Spark Connect").
+`parallelize`: see `maintenance/_common.map_partitions`). This module says which kind a session is and gives the
+shared replacements, so the rest of the engine keeps one code path and asks `has_jvm(spark)` only where a
+classic-only facility makes things faster or exact (see docs/decisions.md, "Spark Connect").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..errors import UnsupportedFeatureError
@@ -25,10 +24,6 @@ def is_connect(spark: Any) -> bool:
 def has_jvm(spark: Any) -> bool:
     """Whether the driver JVM is reachable over py4j from this process (classic sessions)."""
     return not is_connect(spark)
-
-
-def session_of(df: Any) -> Any:
-    return df.sparkSession
 
 
 def require_jvm(spark: Any, feature: str) -> None:
@@ -95,36 +90,30 @@ def default_parallelism(spark: Any) -> int:
     return 2
 
 
-def run_tasks(spark: Any, items: Sequence[Any], fn: Callable[[Any], Any], slices: int | None = None) -> list[Any]:
-    """`[fn(item) for item in items]` computed in Spark's Python workers, `slices` tasks (both session kinds:
-    one `mapInArrow` job over the items' indices; results come back pickled, so keep them small)."""
-    import pickle
+def class_pairs(classic: str, connect: str, names: tuple[str, str]) -> list[tuple[type, type]]:
+    """The classes `names` of module `classic` and, when pyspark's connect extra is installed, of `connect`:
+    what `enable()` wraps for both session kinds (readers / writers, stream readers / writers)."""
+    import importlib
 
-    import pyarrow as pa
-
-    if not items:
-        return []
-    n = max(1, min(len(items), slices or len(items)))
-    payload = pickle.dumps(list(items))
-    idx = spark.createDataFrame(pa.table({"i": pa.array(range(len(items)), pa.int64())})).repartition(n, "i")
-
-    def task(batches: Iterator[Any]) -> Iterator[Any]:
-        import pickle as p
-
-        import pyarrow as pa2
-
-        todo = p.loads(payload)
-        for batch in batches:
-            rows = batch.column(0).to_pylist()
-            out = [p.dumps(fn(todo[i])) for i in rows]
-            yield pa2.record_batch([pa2.array(rows, pa2.int64()), pa2.array(out, pa2.binary())], names=["i", "r"])
-
-    got = idx.mapInArrow(task, "i long, r binary").collect()
-    results: list[Any] = [None] * len(items)
-    for row in got:
-        results[row["i"]] = pickle.loads(row["r"])
-    return results
+    pairs = []
+    for module in (classic, connect):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:  # pyspark without the connect extra (grpc)
+            continue
+        pairs.append((getattr(mod, names[0]), getattr(mod, names[1])))
+    return pairs
 
 
-__all__ = ["Shared", "dataframe_class", "default_parallelism", "has_jvm", "is_connect", "require_jvm",
-           "run_tasks", "session_of"]
+def owner_session(obj: Any) -> Any:
+    """The session of a reader / writer / stream reader / writer (classic: `_spark`; Connect: `_session` or
+    `_client`)."""
+    for name in ("_spark", "_session", "_client"):
+        found = obj.__dict__.get(name)
+        if found is not None:
+            return found
+    raise AttributeError(f"no session on {type(obj).__name__}")
+
+
+__all__ = ["Shared", "class_pairs", "dataframe_class", "default_parallelism", "has_jvm", "is_connect", "owner_session",
+           "require_jvm"]

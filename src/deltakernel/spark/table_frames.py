@@ -85,8 +85,9 @@ def cache_catalog_plan(spark: Any, ref: Any) -> Any:
     """Put the latest plan of Delta catalog table `ref` in Spark's relation cache (see the module docstring);
     returns the frame."""
     from .catalog import SESSION_CATALOG
+    from .session import has_jvm
 
-    if not ref.is_catalog:
+    if not ref.is_catalog or not has_jvm(spark):  # Spark Connect: no relation cache; the router rewrites names
         return latest_frame(spark, ref.location)
     table = (ref.db or "default", str(ref.table))
     frame = latest_frame(spark, ref.location, table=table)

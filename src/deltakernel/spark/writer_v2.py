@@ -26,11 +26,14 @@ except ImportError:  # pragma: no cover
     _Base = object  # type: ignore[assignment,misc]
 
 
-class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
-    """DataFrameWriterV2 whose terminal calls write Delta tables through deltakernel (module docstring)."""
+class _DeltaWriting:
+    """The Delta side of a DataFrameWriterV2 (mixed into the classic and the Spark Connect writer classes): builder
+    calls are recorded then passed on; terminal calls write Delta tables through deltakernel (module docstring)."""
 
-    def __init__(self, df: Any, table: str) -> None:
-        super().__init__(df, table)
+    _spark: Any
+    _df: Any
+
+    def _dk_init(self, table: str) -> None:
         self._dk_table = table
         self._dk_provider: str | None = None
         self._dk_options: dict[str, Any] = {}
@@ -39,25 +42,33 @@ class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
         self._dk_cluster_by: list[str] | None = None
         self._dk_transforms = False
 
-    # ------------------------------------------------------------------ builder calls (recorded, then Spark's)
-    def using(self, provider: str) -> DeltaWriterV2:
-        self._dk_provider = provider
-        return super().using(provider)  # type: ignore[no-any-return]
+    def _dk_frame(self) -> Any:
+        """The DataFrame written (Connect's writer holds its logical plan)."""
+        if hasattr(self._df, "sparkSession"):
+            return self._df
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
 
-    def option(self, key: str, value: Any) -> DeltaWriterV2:
+        return ConnectFrame(self._df, self._spark)
+
+    # ------------------------------------------------------------------ builder calls (recorded, then Spark's)
+    def using(self, provider: str) -> Any:
+        self._dk_provider = provider
+        return super().using(provider)  # type: ignore[misc]
+
+    def option(self, key: str, value: Any) -> Any:
         if value is not None:
             self._dk_options[key] = value
-        return super().option(key, value)  # type: ignore[no-any-return]
+        return super().option(key, value)  # type: ignore[misc]
 
-    def options(self, **options: Any) -> DeltaWriterV2:
+    def options(self, **options: Any) -> Any:
         self._dk_options.update({k: v for k, v in options.items() if v is not None})
-        return super().options(**options)  # type: ignore[no-any-return]
+        return super().options(**options)  # type: ignore[misc]
 
-    def tableProperty(self, property: str, value: str) -> DeltaWriterV2:
+    def tableProperty(self, property: str, value: str) -> Any:
         self._dk_properties[property] = str(value)
-        return super().tableProperty(property, value)  # type: ignore[no-any-return]
+        return super().tableProperty(property, value)  # type: ignore[misc]
 
-    def partitionedBy(self, col: Any, *cols: Any) -> DeltaWriterV2:
+    def partitionedBy(self, col: Any, *cols: Any) -> Any:
         names = []
         for c in (col, *cols):
             name = _column_name(c)
@@ -66,48 +77,48 @@ class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
             else:
                 names.append(name)
         self._dk_partition_by = names
-        return super().partitionedBy(col, *cols)  # type: ignore[no-any-return]
+        return super().partitionedBy(col, *cols)  # type: ignore[misc]
 
-    def clusterBy(self, col: str, *cols: str) -> DeltaWriterV2:
+    def clusterBy(self, col: str, *cols: str) -> Any:
         self._dk_cluster_by = [col, *cols]
-        return super().clusterBy(col, *cols)  # type: ignore[no-any-return]
+        return super().clusterBy(col, *cols)  # type: ignore[misc]
 
     # ------------------------------------------------------------------ terminal calls
     def append(self) -> None:
-        ref = self._existing()
+        ref = self._dk_existing()
         if ref is None:
-            return super().append()  # type: ignore[no-any-return]
-        self._write(ref, "append")
+            return super().append()  # type: ignore[misc]
+        self._dk_write(ref, "append")
 
     def overwrite(self, condition: Any) -> None:
-        ref = self._existing()
+        ref = self._dk_existing()
         if ref is None:
-            return super().overwrite(condition)  # type: ignore[no-any-return]
-        self._write(ref, "overwrite", replaceWhere=_condition_sql(self._spark, ref, condition))
+            return super().overwrite(condition)  # type: ignore[misc]
+        self._dk_write(ref, "overwrite", replaceWhere=_condition_sql(self._spark, ref, condition))
 
     def overwritePartitions(self) -> None:
-        ref = self._existing()
+        ref = self._dk_existing()
         if ref is None:
-            return super().overwritePartitions()  # type: ignore[no-any-return]
-        self._write(ref, "overwrite", partitionOverwriteMode="dynamic")
+            return super().overwritePartitions()  # type: ignore[misc]
+        self._dk_write(ref, "overwrite", partitionOverwriteMode="dynamic")
 
     def create(self) -> None:
-        if not self._delta_create(replacing=False):
-            return super().create()  # type: ignore[no-any-return]
-        self._create("create")
+        if not self._dk_delta_create(replacing=False):
+            return super().create()  # type: ignore[misc]
+        self._dk_create("create")
 
     def replace(self) -> None:
-        if not self._delta_create(replacing=True):
-            return super().replace()  # type: ignore[no-any-return]
-        self._create("replace")
+        if not self._dk_delta_create(replacing=True):
+            return super().replace()  # type: ignore[misc]
+        self._dk_create("replace")
 
     def createOrReplace(self) -> None:
-        if not self._delta_create(replacing=True):
-            return super().createOrReplace()  # type: ignore[no-any-return]
-        self._create("create_or_replace")
+        if not self._dk_delta_create(replacing=True):
+            return super().createOrReplace()  # type: ignore[misc]
+        self._dk_create("create_or_replace")
 
     # ------------------------------------------------------------------ helpers
-    def _existing(self) -> Any:
+    def _dk_existing(self) -> Any:
         """The Delta table written to, or None (not a Delta table: Spark's writer decides)."""
         from .catalog import resolve_name
 
@@ -124,17 +135,17 @@ class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
                 raise TableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] no Delta table at {ref.location} to write to")
         return ref
 
-    def _write(self, ref: Any, mode: str, **extra: Any) -> None:
+    def _dk_write(self, ref: Any, mode: str, **extra: Any) -> None:
         from .catalog import sync_schema
         from .writer import write
 
         if self._dk_partition_by or self._dk_cluster_by or self._dk_properties:
             raise DeltaError(f"writeTo({self._dk_table!r}).{'append' if mode == 'append' else 'overwrite'}(): "
                              "partitionedBy / clusterBy / tableProperty only apply to create / replace")
-        write(self._df, ref.location, mode=mode, **{**self._dk_options, **extra})
+        write(self._dk_frame(), ref.location, mode=mode, **{**self._dk_options, **extra})
         sync_schema(self._spark, ref)
 
-    def _delta_create(self, replacing: bool) -> bool:
+    def _dk_delta_create(self, replacing: bool) -> bool:
         provider = (self._dk_provider or "").lower()
         if provider:
             return provider == "delta"
@@ -153,7 +164,7 @@ class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
                 return False
         return False
 
-    def _create(self, mode: str) -> None:
+    def _dk_create(self, mode: str) -> None:
         from .catalog import TableSpec, create, split_name
 
         if self._dk_transforms:
@@ -169,13 +180,44 @@ class DeltaWriterV2(_Base):  # type: ignore[misc,valid-type]
                          cluster_by=self._dk_cluster_by or None, properties=props or None,
                          comment=props.pop("comment", None),
                          options={k: v for k, v in options.items() if not k.lower().startswith("delta.")})
-        create(spark, split_name(spark, self._dk_table), spec, mode, df=self._df, label=self._dk_table)
+        create(spark, split_name(spark, self._dk_table), spec, mode, df=self._dk_frame(), label=self._dk_table)
+
+
+class DeltaWriterV2(_DeltaWriting, _Base):  # type: ignore[misc,valid-type]
+    """A classic session's DataFrameWriterV2 whose terminal calls write Delta tables through deltakernel."""
+
+    def __init__(self, df: Any, table: str) -> None:
+        _Base.__init__(self, df, table)
+        self._dk_init(table)
+
+
+_CONNECT_CLASS: list[type] = []
+
+
+def connect_writer_class() -> type:
+    """The Spark Connect DataFrameWriterV2 with the Delta side mixed in (made once, on first use)."""
+    if not _CONNECT_CLASS:
+        from pyspark.sql.connect.readwriter import DataFrameWriterV2 as ConnectBase
+
+        def __init__(self: Any, plan: Any, session: Any, table: str, callback: Any = None) -> None:
+            ConnectBase.__init__(self, plan, session, table, callback)
+            self._dk_init(table)
+
+        _CONNECT_CLASS.append(type("ConnectDeltaWriterV2", (_DeltaWriting, ConnectBase), {
+            "__init__": __init__, "__doc__": "A Spark Connect DataFrameWriterV2 writing Delta tables through "
+                                             "deltakernel (see DeltaWriterV2)."}))
+    return _CONNECT_CLASS[0]
 
 
 def _column_name(col: Any) -> str | None:
     """The column a partitionedBy argument names, None for a transform (years(...), bucket(...))."""
     if isinstance(col, str):
         return col
+    expr = getattr(col, "_expr", None)  # a Connect Column
+    if expr is not None:
+        from pyspark.sql.connect.expressions import ColumnReference
+
+        return str(expr._unparsed_identifier) if isinstance(expr, ColumnReference) else None
     try:
         expr = col._jc.expr()
         if str(expr.getClass().getSimpleName()) == "UnresolvedAttribute":
@@ -194,14 +236,21 @@ def _condition_sql(spark: Any, ref: Any, condition: Any) -> str:
 
     from ..table import DeltaTable as KernelTable
     from ._schema import table_uri
-    from .dml.plan import empty_frame, sql_text
+    from .session import is_connect
 
     if isinstance(condition, str):
         condition = F.col(condition)
     if not isinstance(condition, Column):
         raise TypeError(f"writeTo(...).overwrite(condition): a Column, found {type(condition).__name__}")
-    empty = empty_frame(spark, KernelTable(table_uri(ref.location)).snapshot)
-    text = sql_text(condition, empty)
+    if is_connect(spark):  # the client's expression tree as SQL (Spark resolves it when the write runs)
+        from .scan.connect_filters import column_sql
+
+        text = column_sql(condition)
+    else:
+        from .dml.plan import empty_frame, sql_text
+
+        empty = empty_frame(spark, KernelTable(table_uri(ref.location)).snapshot)
+        text = sql_text(condition, empty)
     if text is None:
         raise DeltaError(f"writeTo(...).overwrite({condition!r}): the condition does not resolve on the columns of "
                          f"{ref.label}")
@@ -209,23 +258,33 @@ def _condition_sql(spark: Any, ref: Any, condition: Any) -> str:
 
 
 def patch_write_to() -> None:
-    """`DataFrame.writeTo` returns `DeltaWriterV2` (see the module docstring); once per process."""
+    """`DataFrame.writeTo` returns a Delta-aware writer (see the module docstring) on both session kinds; once
+    per process."""
     try:
         from pyspark.sql.classic.dataframe import DataFrame
     except ImportError:  # pragma: no cover
         return
-    if getattr(DataFrame.writeTo, "_deltakernel", False):
+    _patch_class(DataFrame, lambda df, table: DeltaWriterV2(df, table))
+    try:
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+    except ImportError:  # pyspark without the connect extra
         return
-    original = DataFrame.writeTo
+    _patch_class(ConnectFrame, lambda df, table: connect_writer_class()(df._plan, df._session, table))
+
+
+def _patch_class(frame_cls: type, make: Any) -> None:
+    if getattr(frame_cls.writeTo, "_deltakernel", False):  # type: ignore[attr-defined]
+        return
+    original = frame_cls.writeTo  # type: ignore[attr-defined]
 
     def write_to(self: Any, table: str) -> Any:
         if getattr(self.sparkSession, "_deltakernel_registered", False):
-            return DeltaWriterV2(self, table)
+            return make(self, table)
         return original(self, table)
 
     write_to._deltakernel = True  # type: ignore[attr-defined]
     write_to.__doc__ = original.__doc__
-    DataFrame.writeTo = write_to  # type: ignore[method-assign]
+    frame_cls.writeTo = write_to  # type: ignore[attr-defined]
 
 
-__all__ = ["DeltaWriterV2", "patch_write_to"]
+__all__ = ["DeltaWriterV2", "connect_writer_class", "patch_write_to"]

@@ -11,7 +11,15 @@ small row per touched file (or per file written). Modules:
 - `output.py`   — rows written back (native Parquet write or the kernel's writer in `mapInArrow`) and
                   change data files;
 - `commit.py`   — one operation run and committed (cleanup only when the commit is known absent);
-- `delete.py`, `update.py` — the operations.
+- `delete.py`, `update.py` — the operations (`merge*.py`: MERGE);
+- `connect_sql.py` — over Spark Connect, what classic sessions read from Spark's analyzed plan (a Column's
+                  SQL text, MERGE's join keys) taken from the client's expression trees.
+
+Both session kinds run the same jobs (public DataFrame API: `mapInArrow`, Arrow UDFs, joins; task inputs
+through `session.Shared`). What differs: classic sessions scan the candidate files through the Delta file
+index and read condition texts / join keys off the analyzed JVM plan; Spark Connect scans exactly the
+candidate files with Spark's Parquet reader, and forces analysis (`plan.resolved`) where a classic
+DataFrame is analyzed eagerly, so bad expressions are typed errors before any job either way.
 """
 
 from __future__ import annotations

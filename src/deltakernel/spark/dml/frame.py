@@ -30,6 +30,7 @@ from ...kernel.snapshot import Snapshot
 from ...storage import Storage, storage_for_uri
 from .. import file_columns as fc
 from ..scan.layout import ScanLayout, quote
+from ..session import Shared, has_jvm
 
 FID = "__dk_fid"
 MAP_LOOKUP_FILES = 2_000  # unpartitioned scans of at most this many files get their file columns by map lookup
@@ -95,7 +96,7 @@ def _deleted_udf(target: Target, dv_files: pa.Table) -> Any:
 
     order = np.argsort(dv_files.column(FID).to_numpy())
     table = dv_files.take(pa.array(order))
-    bc = target.spark.sparkContext.broadcast(table)
+    bc = Shared(target.spark, table)
     uri, options = target.uri, target.storage_options
 
     def deleted(fid: pa.Array, row: pa.Array) -> pa.Array:
@@ -189,11 +190,19 @@ def _lookups(meta: pa.Table) -> list[Any]:
 
 
 def _scan(spark: Any, snapshot: Snapshot, read_schema: Any, files: pa.Table, data_names: dict[str, str]) -> Any:
-    """One Parquet scan of `files` (through the Delta file index: no listing, no existence checks, and filters
-    Spark pushes prune them further) with the file and physical row position as columns."""
+    """One Parquet scan of exactly `files` with the file and physical row position as columns; rows of
+    existing deletion vectors are kept (`target_frame` handles them). Classic sessions scan through the Delta
+    file index (no listing, no existence checks, and filters Spark pushes prune the files further); Spark
+    Connect, which cannot hand Spark a file index, through Spark's Parquet reader of the files' paths."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType as SparkStruct
 
+    if not has_jvm(spark):
+        from ..scan.public_plan import scan_frame
+
+        dv = files.schema.get_field_index("deletion_vector")
+        bare = files.set_column(dv, files.schema.field(dv), pa.nulls(files.num_rows, files.schema.field(dv).type))
+        return scan_frame(spark, snapshot, read_schema, bare)
     from ..scan.relation import relation_frame
 
     df, _index = relation_frame(spark, snapshot, read_schema, SparkStruct([]), data_names, files)

@@ -71,6 +71,7 @@ from ...operations.merge_plan import (
 )
 from ...operations.rewrite import remove_action
 from .._errors import internal_plans
+from ..session import has_jvm
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, ROW, Target
 from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
@@ -457,6 +458,10 @@ def _embedded(target: Target, source: Any, condition: Any, clauses: list[SparkCl
 
 
 def _source_alias(source: Any) -> str | None:
+    if not has_jvm(source.sparkSession):
+        from .connect_sql import source_alias
+
+        return source_alias(source)
     try:
         plan = source._jdf.queryExecution().analyzed()
         return str(plan.alias()) if plan.nodeName() == "SubqueryAlias" else None

@@ -44,8 +44,9 @@ from ...operations.merge_plan import (
     unprefix,
 )
 from .._schema import to_spark_schema
+from ..session import has_jvm
 from .frame import FID, ROW, Target, quote, target_frame
-from .plan import analysis_error
+from .plan import analysis_error, resolved
 from .touched import to_arrow
 
 T_MARK = "__dk_tm"
@@ -83,7 +84,14 @@ class SparkClause:
 
 def text_of(value: Any) -> str:
     """A string as given; a Column as Spark prints it (history only, never parsed back)."""
-    return value if isinstance(value, str) else str(value._jc.toString())
+    if isinstance(value, str):
+        return value
+    jc = getattr(value, "_jc", None)
+    if jc is not None:
+        return str(jc.toString())
+    from .connect_sql import expression_sql  # a Spark Connect Column: its SQL text, else its own print
+
+    return expression_sql(value) or str(getattr(value, "_expr", value))
 
 
 def as_column(value: Any, what: str) -> Any:
@@ -108,6 +116,7 @@ class Analysis:
     keys: list[tuple[str, str]] = field(default_factory=list)
     target_only: list[str] = field(default_factory=list)
     sql: str | None = None
+    target_predicates: list[Any] = field(default_factory=list)  # Spark Connect: target-only conjuncts, parsed
 
 
 def _seq(s: Any) -> list[Any]:
@@ -180,6 +189,7 @@ class MergePlan:
         self.target = target
         self.spark = target.spark
         self.source = source
+        self.given_condition = condition
         self.condition = as_column(condition, "the MERGE condition")
         self.clauses = clauses
         self.metadata = metadata
@@ -249,7 +259,7 @@ class MergePlan:
         cols = [F.col(quote(n)).alias(f"__dk_s{j}") for j, n in enumerate(self.s_names)]
         base = self.source if matched_sids is None else self.source.join(matched_sids, SID, "left_anti")
         try:
-            side = base.select("*", *cols, F.lit(True).alias(S_MARK), *self._extras(self.inserts))
+            side = resolved(base.select("*", *cols, F.lit(True).alias(S_MARK), *self._extras(self.inserts)))
             if matched_sids is None:
                 self._source_side = (self.source, side)
             return side
@@ -274,7 +284,7 @@ class MergePlan:
                 base = base.alias(self.target.alias)
         cols = [F.col(quote(n)).alias(f"__dk_t{i}") for i, n in enumerate(self.t_names)] if copies else []
         try:
-            return base.select("*", *cols, F.lit(True).alias(T_MARK), *self._extras(self.by_source))
+            return resolved(base.select("*", *cols, F.lit(True).alias(T_MARK), *self._extras(self.by_source)))
         except analysis_error() as e:
             raise InvalidFilterError(f"invalid NOT MATCHED BY SOURCE clause (it may read target columns only): "
                                      f"{_first_line(e)}") from e
@@ -318,7 +328,7 @@ class MergePlan:
     def _join(self, t_side: Any, s_side: Any, how: str) -> Any:
         try:
             j = t_side.join(s_side, self.condition, how)
-            return j.select("*", self._action().alias(ACTION))
+            return resolved(j.select("*", self._action().alias(ACTION)))
         except analysis_error() as e:
             raise InvalidFilterError(f"invalid MERGE condition or WHEN MATCHED clause: {_first_line(e)}") from e
 
@@ -326,7 +336,16 @@ class MergePlan:
         """Check every expression with Spark's analyzer and analyze the condition (no job runs)."""
         empty = self._join(self.target_side(None, None, None), self.source_side(), "full")
         self.check_values(empty)
-        self.analysis = analyze_condition(empty)
+        self.analysis = analyze_condition(empty) if has_jvm(self.spark) else self._client_analysis()
+
+    def _client_analysis(self) -> Analysis:
+        """Spark Connect: the condition's keys and target-only conjuncts read from its text (`connect_sql`)."""
+        from .connect_sql import merge_analysis
+
+        types = {f.name: f.dataType.simpleString() for f in to_spark_schema(self.target.snapshot.schema).fields}
+        keys, preds, text = merge_analysis(self.given_condition, self.t_names, self.target.alias, self.source,
+                                           types)
+        return Analysis(keys, [], text, preds)
 
     def _chain(self, ids: list[int], matched: bool) -> Any:
         """The index of the first clause of `ids` whose condition holds, else -1 (one-sided clauses read
@@ -420,7 +439,7 @@ class MergePlan:
         if all(self.clauses[i].all_columns and len(self.values[i]) == n for i in self.updates):
             return values  # `UPDATE SET *` of every column: source copies by construction, nothing to analyze
         try:
-            self.source_side().select("*", F.lit(0).alias(ACTION)).select(*values)
+            resolved(self.source_side().select("*", F.lit(0).alias(ACTION)).select(*values))
         except analysis_error():
             return None
         return values
@@ -437,7 +456,7 @@ class MergePlan:
 
     def check_values(self, joined: Any) -> None:
         try:
-            joined.select(*self.new_values())
+            resolved(joined.select(*self.new_values()))
         except analysis_error() as e:
             raise InvalidFilterError(f"invalid MERGE assignment: {_first_line(e)}") from e
 
@@ -477,6 +496,8 @@ class MergePlan:
     def pruning(self, stats: dict[str, Any]) -> ex.Expr | None:
         """The kernel predicate every matched target row satisfies (None: every file is a candidate), as the
         embedded MERGE builds it: source key ranges (IN lists for partition keys) + target-only conjuncts."""
+        from ...kernel.expressions.sql import to_predicate
+
         if self.by_source:
             return None
         snapshot = self.target.snapshot
@@ -500,6 +521,11 @@ class MergePlan:
             p = self._target_predicate(text)
             if p is not None:
                 parts.append(p)
+        for parsed in self.analysis.target_predicates:
+            try:
+                parts.append(to_predicate(parsed, snapshot.schema))
+            except Exception:  # functions the kernel does not know: this conjunct does not prune
+                continue
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else ex.And(*parts)

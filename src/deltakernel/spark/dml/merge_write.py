@@ -28,6 +28,7 @@ from ...kernel.schema.arrow import to_arrow_schema
 from ...operations.change_data import ChangeDataWriter
 from ...operations.constraints import Enforcer
 from .._errors import marked
+from ..session import Shared
 from .frame import Target, executor_storage
 from .merge_plan import ACTION as CLAUSE
 from .output import Written, _cast, _collect, _with_hidden, write_task_files
@@ -136,11 +137,11 @@ def _task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBat
 def write_merge_rows(target: Target, frame: Any, plan: MergeRowsPlan,
                      on_written: Callable[[Written], None]) -> Written:
     """Write `frame` (logical columns, hidden row-tracking columns, `__dk_clause`, pre-image carriers)."""
-    bc = target.spark.sparkContext.broadcast(plan)
+    bc = Shared(target.spark, plan)
     try:
         written = _collect(frame, _task(bc))
     finally:
-        bc.unpersist()
+        bc.destroy()
     on_written(written)
     return written
 

@@ -44,6 +44,7 @@ from ...operations.constraints import (
 from ...operations.data_output import without_stats_of
 from .._errors import marked, task_errors
 from ..native_write import WRITE_PATH_OPTION, native_or_fallback, write_native, write_path_choice
+from ..session import Shared
 from ..writer import ARROW_BATCH_ROWS, _arrow_batch_rows
 from .frame import Target, executor_storage
 from .touched import to_arrow
@@ -126,7 +127,7 @@ def update_rules(md: Metadata, protocol: Protocol, assigned: set[str]) -> Update
 # ----------------------------------------------------------------------------- the rows task
 @dataclass(frozen=True)
 class RowsPlan:
-    """What a rows task needs (broadcast).
+    """What a rows task needs (`session.Shared`: a broadcast on classic sessions, in the task over Connect).
 
     `updated`: the boolean column marking updated rows, True (every row is updated) or False (every row is
     copied). Updated rows go through the Enforcer when `enforce` (generated columns of `regenerate`
@@ -305,11 +306,11 @@ def write_rows(target: Target, frame: Any, plan: RowsPlan, on_written: Callable[
                          "table's rules checked or change data written")
     control = [plan.updated] if isinstance(plan.updated, str) else []
     control += [carrier for _, carrier in plan.old_values]
-    bc = spark.sparkContext.broadcast(plan)
+    bc = Shared(spark, plan)
     try:
         written = _collect(frame.select(*logical, *control), _rows_task(bc))
     finally:
-        bc.unpersist()
+        bc.destroy()
     on_written(written)
     return written
 
@@ -350,11 +351,11 @@ def write_change_data(target: Target, rows: Any, metadata: Metadata, change_type
                       on_written: Callable[[Written], None]) -> Written:
     """Write the logical rows of `rows` as `_change_data` files of `change_type` (partitioned like the table)."""
     names = [f.name for f in metadata.schema.fields]
-    bc = target.spark.sparkContext.broadcast(ChangePlan(target.uri, target.storage_options, metadata, change_type))
+    bc = Shared(target.spark, ChangePlan(target.uri, target.storage_options, metadata, change_type))
     try:
         written = _collect(rows.select(*names), _change_task(bc))
     finally:
-        bc.unpersist()
+        bc.destroy()
     on_written(written)
     return written
 

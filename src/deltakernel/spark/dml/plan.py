@@ -22,6 +22,7 @@ from ...kernel.snapshot import Snapshot
 from ...operations.constraints import IDENTITY_START, IDENTITY_STEP
 from ...operations.touched_rows import DmlPredicate, plan_predicate
 from .._schema import to_spark_schema
+from ..session import has_jvm
 
 _log = logging.getLogger(__name__)
 
@@ -44,16 +45,39 @@ def condition_column(condition: Any) -> Any:
 def sql_text(value: Any, empty: Any, condition: bool = True) -> str | None:
     """SQL text of a condition (or, `condition=False`, a SET value): the string itself; for a Column, the
     SQL of its expression as Spark's analyzer resolves it on `empty` (the table's schema, no alias), or
-    None when it does not resolve there (it names the DeltaTable's alias) or cannot be printed."""
+    None when it does not resolve there (it names the DeltaTable's alias) or cannot be printed. Over Spark
+    Connect (no analyzed plan on the client) the Column's own tree printed as SQL (`connect_sql`), kept only
+    when it resolves on `empty` (one analyze round trip)."""
     if value is None or isinstance(value, str):
         return value
+    if not has_jvm(empty.sparkSession):
+        from .connect_sql import expression_sql
+
+        text = expression_sql(value)
+        if text is None:
+            return None
+        try:
+            from pyspark.sql import functions as F
+
+            resolved(empty.where(F.expr(text)) if condition else empty.select(F.expr(text)))
+        except Exception:  # names the alias, or prints differently than it resolves: no kernel text
+            return None
+        return text
     try:
         if condition:
             return str(empty.where(value)._jdf.queryExecution().analyzed().condition().sql())
         plan = empty.select(value.alias("__dk_value"))._jdf.queryExecution().analyzed()
         return str(plan.projectList().apply(0).child().sql())
-    except Exception:  # Spark Connect columns, alias-qualified names: no kernel text
+    except Exception:  # alias-qualified names: no kernel text
         return None
+
+
+def resolved(df: Any) -> Any:
+    """`df`, analyzed now: a classic DataFrame is analyzed when built; a Spark Connect one only when asked
+    (its schema: one analyze round trip), so an AnalysisException surfaces here, before any job."""
+    if not has_jvm(df.sparkSession):
+        df.schema  # noqa: B018 - the analyze request is the point
+    return df
 
 
 def empty_frame(spark: Any, snapshot: Snapshot, alias: str | None = None) -> Any:
@@ -73,7 +97,7 @@ def check_condition(empty: Any, condition: Any, text: str | None) -> None:
     if condition is None:
         return
     try:
-        empty.where(condition)
+        resolved(empty.where(condition))
     except analysis_error() as e:
         raise InvalidFilterError(f"invalid DML condition {text or condition!r}: {_first_line(e)}") from e
 
@@ -192,11 +216,11 @@ def plan_assignments(spark: Any, snapshot: Snapshot, set_: Any, empty: Any) -> d
                             f"found {type(value).__name__} for {key!r}")
         out[field.name] = Assignment(field.name, col.cast(spark_schema[field.name].dataType), value)
     try:
-        empty.select(*[a.value.alias(n) for n, a in out.items()])
+        resolved(empty.select(*[a.value.alias(n) for n, a in out.items()]))
     except analysis_error() as e:
         raise InvalidFilterError(f"invalid UPDATE expression: {_first_line(e)}") from e
     return out
 
 
 __all__ = ["Assignment", "check_condition", "condition_column", "empty_frame", "plan_assignments",
-           "plan_condition", "sql_text"]
+           "plan_condition", "resolved", "sql_text"]

@@ -35,6 +35,7 @@ from ...kernel.paths import resolve_file
 from ...operations.dv_writer import DeletionVectorWriter, dv_add_action
 from ...operations.rewrite import FILE_COLUMNS, remove_action
 from .._errors import marked, task_errors
+from ..session import Shared
 from .frame import FID, ROW, Target, executor_storage, existing_deleted
 
 DV_RESULT = "fid int, deleted long, full boolean, dv string, upd long, del long, n long"
@@ -82,7 +83,7 @@ def num_records(files: pa.Table) -> pa.Array:
 # ----------------------------------------------------------------------------- the executor task
 @dataclass(frozen=True)
 class DvPlan:
-    """What every DV task needs (broadcast): the table, its configuration (random prefixes) and, per file
+    """What every DV task needs (`session.Shared`): the table, its configuration (random prefixes) and, per file
     id, the path, the current DV and numRecords."""
 
     uri: str
@@ -193,7 +194,7 @@ def write_deletion_vectors(target: Target, files: pa.Table, matched: Any, config
     info = pa.table({"path": files.column("path"), "deletion_vector": files.column("deletion_vector"),
                      "num_records": num_records(files)})
     plan = DvPlan(target.uri, target.storage_options, dict(configuration), info.combine_chunks(), clauses)
-    bc = spark.sparkContext.broadcast(plan)
+    bc = Shared(spark, plan)
     try:
         cols = [FID, ROW] if clauses is None else [FID, ROW, matched.columns[2]]
         pairs = matched.select(*cols).repartition(shuffle_partitions(spark, files.num_rows), FID) \
@@ -201,7 +202,7 @@ def write_deletion_vectors(target: Target, files: pa.Table, matched: Any, config
         with task_errors():
             out = to_arrow(pairs.mapInArrow(_dv_task(bc), DV_RESULT))
     finally:
-        bc.unpersist()
+        bc.destroy()
     return out.sort_by("fid") if out.num_rows else out
 
 

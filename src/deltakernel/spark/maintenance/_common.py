@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ...errors import DeltaError
@@ -82,6 +83,44 @@ def long_metric(info: dict[str, Any], key: str) -> int:
         return 0
 
 
+# ----------------------------------------------------------------------------- jobs over driver-side items
+def map_partitions(spark: Any, items: Sequence[Any], task: Callable[[Iterator[Any]], Iterable[Any]],
+                   slices: int) -> list[Any]:
+    """`sparkContext.parallelize(items, slices).mapPartitions(task).collect()` with the public DataFrame API
+    (both session kinds; Spark Connect has no `sparkContext`).
+
+    The items are cut into `slices` contiguous chunks, as `parallelize` cuts them; `spark.range(slices)` with
+    `slices` partitions (one chunk index each, no shuffle) is joined with the pickled chunks (a broadcast:
+    each executor receives them once, the partitioning of the range is kept), and one `mapInArrow` task per
+    partition runs `task` over its chunk's items. What `task` yields comes back pickled: keep it small."""
+    import pickle
+
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    if not items:
+        return []
+    n = max(1, min(len(items), int(slices)))
+    bounds = [len(items) * k // n for k in range(n + 1)]
+    chunks = [pickle.dumps(list(items[bounds[k]:bounds[k + 1]])) for k in range(n)]
+    table = pa.table({"__dk_chunk": pa.array(range(n), pa.int64()), "__dk_items": pa.array(chunks, pa.binary())})
+    ids = spark.range(0, n, 1, n)
+    frame = ids.join(F.broadcast(spark.createDataFrame(table)), F.col("id") == F.col("__dk_chunk")) \
+        .select("__dk_items")
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pickle as p
+
+        import pyarrow as pa2
+
+        for batch in batches:
+            for blob in batch.column(0).to_pylist():
+                out = [p.dumps(r) for r in task(iter(p.loads(blob)))]
+                yield pa2.record_batch([pa2.array(out, pa2.binary())], names=["r"])
+
+    return [pickle.loads(r) for r in frame.mapInArrow(run, "r binary").toArrow().column("r").to_pylist()]
+
+
 # ----------------------------------------------------------------------------- executor side
 _LOCK = threading.Lock()
 _STORAGES: dict[tuple[str, tuple[tuple[str, str], ...]], Storage] = {}
@@ -120,4 +159,4 @@ class SnapshotState:
 
 
 __all__ = ["ENGINE_INFO", "SnapshotState", "commit_info", "commit_properties", "conf", "conf_flag",
-           "executor_storage", "long_metric", "spark_timestamp"]
+           "executor_storage", "long_metric", "map_partitions", "spark_timestamp"]

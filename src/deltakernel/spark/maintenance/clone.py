@@ -34,7 +34,8 @@ from ...operations.data_layout import uri_encode_path
 from ...operations.data_output import delete_quietly
 from ...storage import Storage, storage_for_uri
 from .._errors import marked, task_errors
-from ._common import ENGINE_INFO, executor_storage, spark_timestamp
+from ..session import default_parallelism
+from ._common import ENGINE_INFO, executor_storage, map_partitions, spark_timestamp
 
 log = logging.getLogger(__name__)
 
@@ -160,10 +161,9 @@ def _plan_copies(source: Storage, rows: list[dict[str, Any]]) -> tuple[list[tupl
 
 def _run_copies(spark: Any, items: list[tuple[int, str, str, str, bool]], target_uri: str,
                 options: dict[str, str] | None) -> dict[int, str]:
-    sc = spark.sparkContext
-    slices = max(1, min(len(items), sc.defaultParallelism * 4))
+    slices = max(1, min(len(items), default_parallelism(spark) * 4))
     with task_errors():
-        done = sc.parallelize(items, slices).mapPartitions(_copy_task(target_uri, options)).collect()
+        done = map_partitions(spark, items, _copy_task(target_uri, options), slices)
     return {int(i): str(k) for i, k in done}
 
 

@@ -30,7 +30,16 @@ from ...kernel.snapshot import Snapshot
 from ...operations.vacuum import DELETE_BATCH, advanced_snapshot, commit_vacuum_marker, plan_vacuum
 from ...operations.vacuum import vacuum as vacuum_files
 from .._errors import marked, task_errors
-from ._common import commit_info, commit_properties, conf, conf_flag, executor_storage, long_metric, spark_timestamp
+from ._common import (
+    commit_info,
+    commit_properties,
+    conf,
+    conf_flag,
+    executor_storage,
+    long_metric,
+    map_partitions,
+    spark_timestamp,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +99,7 @@ def _parallel_vacuum(spark: Any, snapshot: Snapshot, uri: str, storage_options: 
     status = "FAILED"
     try:
         with task_errors():
-            counts = spark.sparkContext.parallelize(plan.files, slices).mapPartitions(
-                _delete_task(uri, storage_options)).collect()
+            counts = map_partitions(spark, plan.files, _delete_task(uri, storage_options), slices)
         deleted = sum(int(c) for c in counts)
         status = "COMPLETED"
     finally:

@@ -4,7 +4,7 @@ Distributed, one Spark task per bin (delta-spark also writes each bin with one t
 1. the driver plans the bins exactly as the embedded engine does (`operations/optimize_plan.py`: compaction
    bins of small files per partition in insertion order, files purged of many deleted rows, Z-order / clustering
    bins), from the partition filter of `where(...)` evaluated on the typed partition values;
-2. one Spark job runs every bin as its own task (`parallelize(bins, len(bins))`): the task reads the bin's files
+2. one Spark job runs every bin as its own task (`_common.map_partitions`): the task reads the bin's files
    with the kernel's reader (deletion vectors applied, column mapping, row ids kept) one file at a time,
    writes them as one file (compaction, insertion order kept) or sorts the bin along the Z-order curve
    (`operations/zorder.py`'s key, computed on the executor) and cuts it into files of about the target size,
@@ -59,7 +59,8 @@ from ...operations.properties import commit_with
 from ...operations.rewrite import remove_action
 from ...operations.touched_rows import partition_matches, plan_predicate
 from .._errors import marked, task_errors
-from ._common import ENGINE_INFO, SnapshotState, commit_properties, conf
+from ..session import default_parallelism
+from ._common import ENGINE_INFO, SnapshotState, commit_properties, conf, map_partitions
 
 log = logging.getLogger(__name__)
 
@@ -196,9 +197,8 @@ def _run_bins(spark: Any, job: _Job, uri: str, storage_options: dict[str, str] |
     bins = list(enumerate(job.plan.bins))
     spec = _TaskSpec(SnapshotState.of(job.snapshot, uri, storage_options), job.sort_columns, job.target,
                      job.configuration, job.extra_add)
-    sc = spark.sparkContext
     with task_errors():
-        rows = sc.parallelize(bins, len(bins)).mapPartitions(_bin_task(spec)).collect()
+        rows = map_partitions(spark, bins, _bin_task(spec), len(bins))
     out = sorted(((int(i), json.loads(adds), int(n)) for i, adds, n in rows), key=lambda r: r[0])
     if [i for i, _, _ in out] != list(range(len(bins))):
         raise DeltaError("OPTIMIZE: the Spark job did not return every bin once")
@@ -310,7 +310,7 @@ def result_frame(spark: Any, job: _Job, metrics: OptimizeMetrics, start_ms: int,
         "totalFilesSkipped": metrics.total_files_skipped, "preserveInsertionOrder": job.sort_columns is None,
         "numFilesSkippedToReduceWriteAmplification": 0, "numBytesSkippedToReduceWriteAmplification": 0,
         "startTimeMs": start_ms, "endTimeMs": int(time.time() * 1000),
-        "totalClusterParallelism": int(spark.sparkContext.defaultParallelism), "totalScheduledTasks": n_bins,
+        "totalClusterParallelism": default_parallelism(spark), "totalScheduledTasks": n_bins,
         "autoCompactParallelismStats": None,
         "deletionVectorStats": {"numDeletionVectorsRemoved": metrics.num_deletion_vectors_removed,
                                 "numDeletionVectorRowsRemoved": dv_rows},

@@ -78,4 +78,22 @@ class ScanLayout:
         return out
 
 
-__all__ = ["ScanLayout", "quote"]
+def row_tracking_columns(configuration: dict[str, str], base_row_id: str, row_index: str,
+                         default_version: str) -> list[Any]:
+    """`_row_id` / `_row_commit_version` (PROTOCOL.md "Row Tracking"): the materialized columns where written,
+    else `baseRowId + physical row index` and the file's `defaultRowCommitVersion` (columns of the scan)."""
+    from pyspark.sql import functions as F
+
+    from ...kernel import row_tracking as rt
+
+    row_id = F.col(base_row_id) + F.col(row_index)
+    version = F.col(default_version)
+    id_col, version_col = rt.materialized_names(configuration)
+    if id_col:
+        row_id = F.coalesce(F.col(quote(id_col)), row_id)
+    if version_col:
+        version = F.coalesce(F.col(quote(version_col)), version)
+    return [row_id.alias(rt.ROW_ID), version.alias(rt.ROW_COMMIT_VERSION)]
+
+
+__all__ = ["ScanLayout", "quote", "row_tracking_columns"]

@@ -15,21 +15,25 @@ Spark checks that each kept file exists when it analyses the plan (docs/decision
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pyarrow as pa
 
 from ...kernel import row_tracking as rt
 from ...kernel.scan.scan import Scan
+from ...kernel.schema.column_mapping import physical_name
 from ...kernel.snapshot import Snapshot
 from .. import file_columns as fc
 from .._schema import spark_path
 from .deleted_rows import drop_deleted_rows
-from .layout import ScanLayout, quote
+from .hive_layout import base_path, hive_discoverable
+from .layout import ScanLayout, quote, row_tracking_columns
 from .paths import file_uris
 
 _DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 PATH_COL = fc.PATH_COL
+MAP_LOOKUP_FILES = 2_000  # up to this many files, partition values are map lookups (a Project), else a join
 
 
 def planned_files(snapshot: Snapshot, predicate: Any = None) -> tuple[pa.Table, int]:
@@ -41,20 +45,19 @@ def planned_files(snapshot: Snapshot, predicate: Any = None) -> tuple[pa.Table, 
     return files, int(scan.metrics.files_skipped)
 
 
-def scan_frame(spark: Any, snapshot: Snapshot, read_schema: Any, files: pa.Table) -> Any:
-    """Spark's Parquet scan of `files` with the physical columns of `read_schema`, plus `_metadata.file_path`
-    as `__dk_path` (the file's URI as the file index would give it) and `_metadata.row_index` as `__dk_row`;
-    rows deleted by deletion vectors are dropped. None when `files` is empty."""
-    from pyspark.sql import functions as F
-
+def parquet_scan(spark: Any, snapshot: Snapshot, read_schema: Any, files: pa.Table, base: str | None = None) -> Any:
+    """Spark's Parquet scan of `files` (physical columns of `read_schema`), rows deleted by deletion vectors
+    dropped; `_metadata` stays resolvable on it. `base`: Spark's `basePath` (its partition discovery supplies
+    the partition columns `read_schema` names). None when `files` is empty."""
     if files.num_rows == 0:
         return None
-    storage = snapshot.storage
     from ...kernel.paths import resolve_file
 
-    paths = files.column("path").to_pylist()
-    located = [spark_path(*resolve_file(storage, p)) for p in paths]
+    storage = snapshot.storage
+    located = [spark_path(*resolve_file(storage, p)) for p in files.column("path").to_pylist()]
     reader = spark.read.schema(read_schema)
+    if base is not None:
+        reader = reader.option("basePath", base)
     conf = spark.conf
     many = len(located) > 32  # > 32 explicit paths would start a listing job; Spark lists them itself then
     old = conf.get(_DISCOVERY_THRESHOLD, None) if many else None
@@ -68,10 +71,37 @@ def scan_frame(spark: Any, snapshot: Snapshot, read_schema: Any, files: pa.Table
                 conf.unset(_DISCOVERY_THRESHOLD)
             else:
                 conf.set(_DISCOVERY_THRESHOLD, old)
-    uris = file_uris(storage, files.column("path"))
-    df = drop_deleted_rows(spark, df, storage, uris, files.column("deletion_vector"))
+    _note_scan(storage, snapshot)
+    return drop_deleted_rows(spark, df, storage, file_uris(storage, files.column("path")),
+                             files.column("deletion_vector"))
+
+
+def scan_frame(spark: Any, snapshot: Snapshot, read_schema: Any, files: pa.Table) -> Any:
+    """`parquet_scan` with `_metadata.file_path` as `__dk_path` (the file's URI as the file index would give it)
+    and `_metadata.row_index` as `__dk_row`. None when `files` is empty."""
+    from pyspark.sql import functions as F
+
+    df = parquet_scan(spark, snapshot, read_schema, files)
+    if df is None:
+        return None
     return df.select(*[F.col(quote(n)) for n in read_schema.fieldNames()],
                      F.col("_metadata.file_path").alias(PATH_COL), F.col("_metadata.row_index").alias("__dk_row"))
+
+
+def map_lookups(meta: pa.Table, key: Any, types: dict[str, Any]) -> list[Any]:
+    """The columns of `meta` but its `__dk_path` as lookups of `key` (a file URI column) in literal maps:
+    a Project, not a join, so the scan's `_metadata` columns stay resolvable above it."""
+    from pyspark.sql import functions as F
+
+    paths = meta.column(PATH_COL).to_pylist()
+    out = []
+    for name in meta.column_names:
+        if name == PATH_COL:
+            continue
+        values = meta.column(name).to_pylist()
+        pairs = [x for path, v in zip(paths, values) for x in (F.lit(path), F.lit(v).cast(types[name]))]
+        out.append(F.element_at(F.create_map(*pairs), key).alias(name))
+    return out
 
 
 def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_tracking: bool = False) -> Any:
@@ -84,25 +114,60 @@ def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_t
     layout = ScanLayout.of(snapshot)
     materialized = [n for n in rt.materialized_names(snapshot.metadata.configuration) if n] if row_tracking else []
     files, _ = planned_files(snapshot, predicate)
-    df = scan_frame(spark, snapshot, layout.read_schema(materialized), files)
     extra = [SparkField(rt.ROW_ID, LongType(), True), SparkField(rt.ROW_COMMIT_VERSION, LongType(), True)] \
         if row_tracking else []
-    if df is None:
+    if files.num_rows == 0:
         return spark.createDataFrame([], SparkStruct(list(layout.logical_spark.fields) + extra))
+    if layout.partitions and not row_tracking and hive_discoverable(snapshot, files):
+        mode = snapshot.column_mapping_mode
+        parts = [SparkField(physical_name(f, mode), layout.logical_spark[f.name].dataType, True)
+                 for f in snapshot.partition_fields]
+        schema = SparkStruct(list(layout.read_schema().fields) + parts)
+        df = parquet_scan(spark, snapshot, schema, files, base_path(snapshot.storage))
+        return df.select(*layout.logical_columns())
+    df = parquet_scan(spark, snapshot, layout.read_schema(materialized), files)
     if layout.partitions or row_tracking:
         meta = fc.file_table(snapshot, files, bool(layout.partitions), row_tracking)
-        df = df.join(F.broadcast(spark.createDataFrame(meta)), PATH_COL, "inner")
+        if meta.num_rows <= MAP_LOOKUP_FILES:
+            types = {f.name: layout.logical_spark[f.name].dataType for f in snapshot.partition_fields}
+            types.update({fc.BASE_ROW_ID: "long", fc.DEFAULT_VERSION: "long"})
+            df = df.select("*", *map_lookups(meta, F.col("_metadata.file_path"), types),
+                           F.col("_metadata.row_index").alias("__dk_row"))
+        else:  # many files: a broadcast join (the frame's `_metadata` is no longer resolvable above it)
+            df = df.withColumns({PATH_COL: F.col("_metadata.file_path"), "__dk_row": F.col("_metadata.row_index")})
+            df = df.join(F.broadcast(spark.createDataFrame(meta)), PATH_COL, "inner")
     select = layout.logical_columns()
     if row_tracking:
-        row_id = F.col(fc.BASE_ROW_ID) + F.col("__dk_row")
-        version = F.col(fc.DEFAULT_VERSION)
-        id_col, version_col = rt.materialized_names(snapshot.metadata.configuration)
-        if id_col:
-            row_id = F.coalesce(F.col(quote(id_col)), row_id)
-        if version_col:
-            version = F.coalesce(F.col(quote(version_col)), version)
-        select += [row_id.alias(rt.ROW_ID), version.alias(rt.ROW_COMMIT_VERSION)]
+        select += row_tracking_columns(snapshot.metadata.configuration, fc.BASE_ROW_ID, "__dk_row",
+                                       fc.DEFAULT_VERSION)
     return df.select(*select)
+
+
+_PLANNED: dict[str, tuple[str, int, int]] = {}  # file URI prefix of a table root -> (root URI, version, files)
+_SCAN_RE = re.compile(r"FileScan parquet .*?Location: InMemoryFileIndex\((\d+) paths?\)\[([^,\]]*)")
+
+
+def _note_scan(storage: Any, snapshot: Snapshot) -> None:
+    """Remember which table a scan's files belong to (for `connect_scan_report`)."""
+    from .paths import file_uri
+
+    _PLANNED[file_uri(storage, "x")[:-1]] = (storage.root_uri, snapshot.version, snapshot.num_files)
+
+
+def connect_scan_report(df: Any) -> list[Any]:
+    """`scan_report` over Spark Connect: one entry per Parquet scan of a Delta table planned here, from the
+    physical plan's text (files kept = the scan's path count; tables whose files were all skipped have no scan)."""
+    from .report import ScanReport
+
+    text = df._explain_string(extended=False)
+    out = []
+    for count, first in _SCAN_RE.findall(text):
+        roots = [r for r in _PLANNED if first.startswith(r)]
+        if not roots:
+            continue
+        root, version, total = _PLANNED[max(roots, key=len)]
+        out.append(ScanReport(root, version, total, int(count), None))
+    return out
 
 
 def _connect_base() -> type:
@@ -115,15 +180,16 @@ def _connect_base() -> type:
 
 class ConnectDeltaFrame(_connect_base()):  # type: ignore[misc]
     """What `load()` returns on a Spark Connect session: a plain Connect DataFrame over the kernel-planned files
-    that remembers its snapshot; `filter` / `where` re-plan the files with the condition (then Spark applies
-    the condition as usual)."""
+    that remembers its snapshot; `filter` / `where` re-plan the files with every condition applied so far that
+    has a kernel predicate, then apply all the conditions in order (Spark evaluates them as usual)."""
 
     def __init__(self, plan: Any, spark: Any, snapshot: Snapshot, predicate: Any = None,
-                 row_tracking: bool = False) -> None:
+                 row_tracking: bool = False, conditions: tuple[Any, ...] = ()) -> None:
         super().__init__(plan, spark)
         self._dk_snapshot = snapshot
         self._dk_predicate = predicate
         self._dk_row_tracking = row_tracking
+        self._dk_conditions = conditions
 
     @classmethod
     def build(cls, spark: Any, snapshot: Snapshot, predicate: Any = None, row_tracking: bool = False) -> Any:
@@ -138,15 +204,19 @@ class ConnectDeltaFrame(_connect_base()):  # type: ignore[misc]
         from .connect_filters import condition_predicate
 
         pred = condition_predicate(condition, self._dk_snapshot.schema)
-        if pred is None:
-            return super().filter(condition)
+        conditions = (*self._dk_conditions, condition)
+        if pred is None:  # nothing to skip with: the same files, one more condition
+            out = _plain_filter(self, condition)
+            return ConnectDeltaFrame(out._plan, self.sparkSession, self._dk_snapshot, self._dk_predicate,
+                                     self._dk_row_tracking, conditions)
         from ...kernel.expressions.predicate import And
 
         combined = pred if self._dk_predicate is None else And(self._dk_predicate, pred)
-        base = ConnectDeltaFrame.build(self.sparkSession, self._dk_snapshot, combined, self._dk_row_tracking)
-        replanned = _plain_filter(base, condition)
-        return ConnectDeltaFrame(replanned._plan, self.sparkSession, self._dk_snapshot, combined,
-                                 self._dk_row_tracking)
+        out = public_frame(self.sparkSession, self._dk_snapshot, combined, row_tracking=self._dk_row_tracking)
+        for c in conditions:
+            out = _plain_filter(out, c)
+        return ConnectDeltaFrame(out._plan, self.sparkSession, self._dk_snapshot, combined, self._dk_row_tracking,
+                                 conditions)
 
     where = filter
 

@@ -25,7 +25,7 @@ from ...kernel import row_tracking as rt
 from ...kernel.snapshot import Snapshot
 from .deleted_rows import drop_deleted_rows
 from .file_index import DeltaFileIndex, resolver_for
-from .layout import ScanLayout, quote
+from .layout import ScanLayout, quote, row_tracking_columns
 
 PATH_COL = "__dk_path"
 ROW_COL = "__dk_row_index"
@@ -80,14 +80,7 @@ def delta_frame(spark: Any, snapshot: Snapshot, *, row_tracking: bool = False, t
         meta = _row_tracking_table(index)
         df = df.withColumns({PATH_COL: F.col("_metadata.file_path"), ROW_COL: F.col("_metadata.row_index")})
         df = df.join(F.broadcast(spark.createDataFrame(meta)), PATH_COL, "inner")
-        row_id = F.col(BASE_ROW_ID) + F.col(ROW_COL)
-        version = F.col(DEFAULT_VERSION)
-        id_col, version_col = rt.materialized_names(snapshot.metadata.configuration)
-        if id_col:
-            row_id = F.coalesce(F.col(quote(id_col)), row_id)
-        if version_col:
-            version = F.coalesce(F.col(quote(version_col)), version)
-        select += [row_id.alias(rt.ROW_ID), version.alias(rt.ROW_COMMIT_VERSION)]
+        select += row_tracking_columns(snapshot.metadata.configuration, BASE_ROW_ID, ROW_COL, DEFAULT_VERSION)
     return df.select(*select)
 
 

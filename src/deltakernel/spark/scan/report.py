@@ -5,6 +5,10 @@ Spark file scan whose index is a `DeltaFileIndex`. A scan not yet planned is lis
 `selectedPartitions`, the same listing execution uses, computed once per scan), so an `explain()` before any
 action shows the files kept in the scan's `Location`. After an action, `files_read` is Spark's own
 "number of files read" metric of the scan.
+
+Over Spark Connect there is no JVM plan to walk: the report reads the physical plan's text (each Parquet scan's
+`InMemoryFileIndex(N paths)[<first file>...]`) and matches the first file to the Delta tables this process
+planned (`public_plan.connect_scan_report`); `files_read` is None there.
 """
 
 from __future__ import annotations
@@ -71,6 +75,12 @@ def delta_scans(df: Any) -> list[tuple[Any, DeltaFileIndex]]:
 
 def scan_report(df: Any, *, list_files: bool = True) -> list[ScanReport]:
     """One entry per Delta scan of the query (see the module docstring)."""
+    from ..session import is_connect
+
+    if is_connect(df.sparkSession):
+        from .public_plan import connect_scan_report
+
+        return connect_scan_report(df)
     reports = []
     for node, index in delta_scans(df):
         kept = int(node.selectedPartitions().totalNumberOfFiles()) if list_files else -1

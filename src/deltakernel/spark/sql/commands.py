@@ -46,9 +46,8 @@ def method(obj: Any, attr: str, what: str) -> Any:
 
 
 def empty_frame(spark: Any) -> Any:
-    from pyspark.sql.classic.dataframe import DataFrame
-
-    return DataFrame(spark._jsparkSession.emptyDataFrame(), spark)
+    """What a Delta statement without a result returns: a frame with no columns and no rows (either kind)."""
+    return spark.emptyDataFrame
 
 
 def conf_flag(spark: Any, key: str, default: bool) -> bool:

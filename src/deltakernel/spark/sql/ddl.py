@@ -150,6 +150,17 @@ def run_create_like(spark: Any, plan: Any) -> Any:
     if parts is None:
         return None
     props = {str(k): str(v) for k, v in P.scala_map(plan.properties()).items()}
+    location = P.opt(plan.location())
+    spec = like_spec(spark, src, src_parts or [], props, str(location) if location is not None else None)
+    create(spark, parts, spec, "ignore" if bool(plan.ifNotExists()) else "create", label=".".join(parts))
+    return empty_frame(spark)
+
+
+def like_spec(spark: Any, src: DeltaRef | None, src_parts: list[str], properties: dict[str, str],
+              location: str | None) -> TableSpec:
+    """The new table of CREATE TABLE ... LIKE source: a Delta `src`'s schema, partitioning, comment and
+    properties (not its constraints), the statement's `properties` winning; else the schema Spark gives the
+    (non-Delta) table `src_parts`."""
     comment = None
     partition_by: list[str] = []
     if src is not None:
@@ -160,17 +171,14 @@ def run_create_like(spark: Any, plan: Any) -> Any:
         schema = snap.schema
         partition_by = list(snap.partition_columns)
         comment = snap.metadata.description
-        props = {**{k: v for k, v in snap.metadata.configuration.items() if not k.startswith("delta.constraints.")},
-                 **props}
+        properties = {**{k: v for k, v in snap.metadata.configuration.items()
+                         if not k.startswith("delta.constraints.")}, **properties}
     else:
         from .._schema import from_spark_schema
 
-        schema = from_spark_schema(spark.table(".".join(P.quote(p) for p in src_parts or [])).schema)
-    location = P.opt(plan.location())
-    spec = TableSpec(schema=schema, location=str(location) if location is not None else None,
-                     partition_by=partition_by or None, properties=props or None, comment=comment)
-    create(spark, parts, spec, "ignore" if bool(plan.ifNotExists()) else "create", label=".".join(parts))
-    return empty_frame(spark)
+        schema = from_spark_schema(spark.table(P.quote_name(src_parts)).schema)
+    return TableSpec(schema=schema, location=location, partition_by=partition_by or None,
+                     properties=properties or None, comment=comment)
 
 
 def run_truncate(spark: Any, plan: Any) -> Any:
@@ -231,7 +239,7 @@ def run_alter(spark: Any, text: str, plan: Any) -> Any:
     elif kind == "SetTableProperties":
         alter.set_table_properties({str(k): str(v) for k, v in P.scala_map(plan.properties()).items()})
     elif kind == "UnsetTableProperties":
-        _unset_properties(ref, [str(k) for k in P.seq(plan.propertyKeys())], bool(plan.ifExists()))
+        unset_properties(ref, [str(k) for k in P.seq(plan.propertyKeys())], bool(plan.ifExists()))
     else:
         raise UnsupportedFeatureError(f"ALTER TABLE ({kind})", f"this ALTER TABLE form is not supported on Delta "
                                       f"tables by deltakernel (in: {head(text)})")
@@ -260,7 +268,7 @@ def _added_field(col: Any) -> Any:
     return parse_schema_string(json.dumps({"type": "struct", "fields": [field]})).fields[0]
 
 
-def _unset_properties(ref: DeltaRef, keys: list[str], if_exists: bool) -> None:
+def unset_properties(ref: DeltaRef, keys: list[str], if_exists: bool) -> None:
     """ALTER TABLE ... UNSET TBLPROPERTIES: one metadata commit without the keys (delta-spark's operation)."""
     from dataclasses import replace
 
@@ -300,6 +308,11 @@ def run_describe(spark: Any, plan: Any) -> Any:
         partition_spec = {}
     if partition_spec:
         raise UnsupportedFeatureError("DESCRIBE ... PARTITION", "DESCRIBE of a partition is not supported")
+    return describe_frame(spark, ref, bool(plan.isExtended()))
+
+
+def describe_frame(spark: Any, ref: DeltaRef, extended: bool) -> Any:
+    """DESCRIBE [TABLE] [EXTENDED] of a Delta table, answered from its log (delta-spark's rows)."""
     from pyspark.sql.types import StringType, StructField, StructType
 
     from ...table import DeltaTable as KernelTable
@@ -314,7 +327,7 @@ def run_describe(spark: Any, plan: Any) -> Any:
         for p in snap.partition_columns:
             f = by_name[p]
             rows.append((f.name, f.dataType.simpleString(), f.metadata.get("comment")))
-    if bool(plan.isExtended()):
+    if extended:
         md = snap.metadata
         rows += [("", "", ""), ("# Detailed Table Information", "", "")]
         if ref.is_catalog:
@@ -347,15 +360,19 @@ def run_show_properties(spark: Any, plan: Any) -> Any:
     ref = resolve(spark, parts) if parts is not None else None
     if ref is None:
         return None
+    key = P.opt(plan.propertyKey())
+    return properties_frame(spark, ref, str(key) if key is not None else None)
+
+
+def properties_frame(spark: Any, ref: DeltaRef, key: str | None) -> Any:
+    """SHOW TBLPROPERTIES of a Delta table [one key], from its log."""
     from pyspark.sql.types import StringType, StructField, StructType
 
     from ...table import DeltaTable as KernelTable
     from .._schema import table_uri
 
     props = table_properties(KernelTable(table_uri(ref.location)).snapshot)
-    key = P.opt(plan.propertyKey())
     if key is not None:
-        key = str(key)
         value = props.get(key, f"Table {ref.label} does not have property: {key}")
         rows = [(key, value)]
     else:
@@ -364,5 +381,5 @@ def run_show_properties(spark: Any, plan: Any) -> Any:
     return spark.createDataFrame(rows, schema)
 
 
-__all__ = ["run_alter", "run_create", "run_create_like", "run_describe", "run_show_properties", "run_truncate",
-           "table_properties"]
+__all__ = ["describe_frame", "like_spec", "properties_frame", "run_alter", "run_create", "run_create_like",
+           "run_describe", "run_show_properties", "run_truncate", "table_properties", "unset_properties"]

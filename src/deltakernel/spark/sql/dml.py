@@ -129,6 +129,12 @@ def _assignment_key(key: Any, qualifiers: set[tuple[str, ...]], columns: set[str
     """A SET target as a column path without the target's alias / name."""
     parts = [str(p) for p in P.seq(key.nameParts())] if P.class_name(key) == "UnresolvedAttribute" \
         else [str(key.sql())]
+    return column_path(parts, qualifiers, columns)
+
+
+def column_path(parts: list[str], qualifiers: set[tuple[str, ...]], columns: set[str]) -> str:
+    """A column's name parts as a dotted path, less a leading qualifier (the longest of `qualifiers` that it
+    starts with, unless that qualifier's first part is a column name: `s.x` of a struct `s` stays)."""
     lower = [p.lower() for p in parts]
     for q in sorted(qualifiers, key=len, reverse=True):
         ql = [x.lower() for x in q]
@@ -352,6 +358,16 @@ def _literal(value: str, spark_type: Any) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def static_condition(ref: DeltaRef, static: dict[str, str]) -> str:
+    """INSERT OVERWRITE ... PARTITION (k = v, ...) as the replaceWhere condition of those partitions."""
+    from ...table import DeltaTable as KernelTable
+    from .._schema import table_uri, to_spark_schema
+
+    types = {f.name.lower(): f.dataType
+             for f in to_spark_schema(KernelTable(table_uri(ref.location)).snapshot.schema).fields}
+    return " AND ".join(f"{P.quote(k)} = {_literal(v, types[k.lower()])}" for k, v in static.items())
+
+
 def run_insert(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
     found = target(spark, plan.table(), "INSERT")
     if found is None:
@@ -381,12 +397,7 @@ def run_insert(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
     cols = [str(c) for c in P.seq(plan.userSpecifiedCols())] or None
     frame = positional_frame(df, ref, cols, by_name=bool(plan.byName()), static=static)
     if overwrite and static and replace_where is None:
-        from ...table import DeltaTable as KernelTable
-        from .._schema import table_uri, to_spark_schema
-
-        types = {f.name.lower(): f.dataType
-                 for f in to_spark_schema(KernelTable(table_uri(ref.location)).snapshot.schema).fields}
-        replace_where = " AND ".join(f"{P.quote(k)} = {_literal(v, types[k.lower()])}" for k, v in static.items())
+        replace_where = static_condition(ref, static)
     before = _version(ref)
     from ..writer import write
 
@@ -399,6 +410,7 @@ def run_insert(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
 
 
 __all__ = [
+    "column_path",
     "commit_metrics",
     "metrics_frame",
     "positional_frame",
@@ -406,6 +418,7 @@ __all__ = [
     "run_insert",
     "run_merge",
     "run_update",
+    "static_condition",
     "strip_qualifier",
     "target",
 ]

@@ -33,16 +33,23 @@ from . import plans as P
 from .commands import evaluate_timestamp
 from .grammar import DeltaSqlError
 
-_CHANGES = ("table_changes", "table_changes_by_path")
+CHANGES_FUNCTIONS = ("table_changes", "table_changes_by_path")
+MAX_VIEW_DEPTH = 16  # permanent views expanded inside views, at most
 
 
 @dataclass
-class _Use:
+class RelationUse:
+    """A Delta reference in a statement's text, and the span `[start, stop)` of the text it replaces."""
+
     start: int
     stop: int
     ref: DeltaRef | None  # None for a permanent view expanded (`view`)
     options: dict[str, str]
     alias: str | None  # added after the view name when the statement gave none
+
+
+@dataclass
+class _Use(RelationUse):
     view: _View | None = None
 
     @property
@@ -61,9 +68,6 @@ class _View:
     columns: list[str]
 
 
-_MAX_VIEW_DEPTH = 16
-
-
 def _literal(node: Any, run_sql: Any) -> Any:
     """A constant argument's value (Spark evaluates anything but a plain literal)."""
     if P.name(node) == "Literal":
@@ -75,7 +79,12 @@ def _literal(node: Any, run_sql: Any) -> Any:
 
 def _changes_use(spark: Any, node: Any, run_sql: Any) -> tuple[DeltaRef, dict[str, str]]:
     fn = [str(p) for p in P.seq(node.name())][-1].lower()
-    args = [_literal(a, run_sql) for a in P.seq(node.functionArgs())]
+    return changes_source(spark, fn, [_literal(a, run_sql) for a in P.seq(node.functionArgs())])
+
+
+def changes_source(spark: Any, fn: str, args: list[Any]) -> tuple[DeltaRef, dict[str, str]]:
+    """The table and the change-feed read options of a `table_changes[_by_path](table, start [, end])` call
+    (`fn` in lower case), from its argument values: an integer bound is a version, anything else a timestamp."""
     if len(args) not in (2, 3) or args[0] is None:
         raise DeltaSqlError(f"{fn}(table, start [, end]) takes 2 or 3 arguments")
     if fn == "table_changes_by_path":
@@ -141,7 +150,7 @@ def find_uses(spark: Any, plan: Any, run_sql: Any, database: str | None = None, 
                 uses.append(_Use(s[0], s[1], ref, {}, None if aliased else _default_alias(ref)))
                 continue
             view = _permanent_view(spark, qualify(parts))
-            if view is None or depth >= _MAX_VIEW_DEPTH:
+            if view is None or depth >= MAX_VIEW_DEPTH:
                 continue
             inner = find_uses(spark, P.parse_plan(spark, view.text), run_sql, view.database, depth + 1)
             if any(u.rewrites for u in inner):
@@ -151,7 +160,7 @@ def find_uses(spark: Any, plan: Any, run_sql: Any, database: str | None = None, 
         elif n == "UnresolvedTableValuedFunction":
             fn = [str(p) for p in P.seq(node.name())]
             s = P.span(node)
-            if len(fn) == 1 and fn[0].lower() in _CHANGES and s is not None:
+            if len(fn) == 1 and fn[0].lower() in CHANGES_FUNCTIONS and s is not None:
                 ref, opts = _changes_use(spark, node, run_sql)
                 uses.append(_Use(s[0], s[1], ref, opts, None))
     return uses
@@ -253,4 +262,5 @@ def _frame(spark: Any, use: _Use, run_sql: Any) -> Any:
     return frame.toDF(*use.view.columns) if len(frame.columns) == len(use.view.columns) else frame
 
 
-__all__ = ["find_uses", "rewrite", "view_name"]
+__all__ = ["CHANGES_FUNCTIONS", "MAX_VIEW_DEPTH", "RelationUse", "changes_source", "find_uses", "rewrite",
+           "view_name"]

@@ -11,6 +11,8 @@ Order, for one statement:
 3. any other statement that reads a Delta table is rewritten to read temporary views over the native read
    plan (`relations.py`) and run by Spark;
 4. the rest — and statements on non-Delta tables — reach Spark exactly as written.
+On a Spark Connect session (no py4j, so no Spark parser) steps 2-4 parse with sqlglot instead
+(`connect_router.py`); Delta catalog tables are rewritten to temporary views there too (no relation cache).
 A statement Spark cannot parse goes to Spark (its own ParseException), unless it is visibly about a Delta
 table (a `delta`.`...` name, `USING delta`, or a DML target that is a Delta table): that is a
 DeltaSqlSyntaxError carrying Spark's message.
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import UnsupportedFeatureError
+from ..session import is_connect
 from . import plans as P
 from .grammar import DeltaSqlSyntaxError, head, parse_delta_statement, tokenize
 
@@ -56,6 +59,10 @@ class Router:
 
             out = run(self.spark, stmt, self.passthrough)
             return out if out is not None else self.passthrough(text)
+        if is_connect(self.spark):  # no Spark parser on the client: sqlglot's parse (connect_router.py)
+            from .connect_router import execute
+
+            return execute(self, text)
         try:
             plan = P.parse_plan(self.spark, text)
         except P.parse_error_types() as e:

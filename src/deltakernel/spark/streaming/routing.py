@@ -4,7 +4,9 @@ Streams go through the registered "delta" Python source as they are; what Spark 
 sink is added here: `partitionBy` (Spark drops it silently for Python sinks, so the columns travel as the
 `__partition_columns` option the sink reads), `writeStream.toTable(name)` (the session catalog's Delta table -
 created empty with the stream's schema when absent - is written by path) and `readStream.table(name)`.
-Other formats are untouched.
+Other formats are untouched. Classic pyspark's classes and Spark Connect's
+(`pyspark.sql.connect.streaming.readwriter`) are wrapped alike: over Connect the stream itself runs on the
+server, where Spark instantiates the registered source's stream reader / writer in its Python workers.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 from typing import Any
 
 from ..datasource import SOURCE_NAME
+from ..session import class_pairs, owner_session
 
 PARTITION_OPTION = "__partition_columns"
 _PATCHED = False
@@ -31,23 +34,39 @@ def _columns(cols: Any) -> list[str] | None:
     return [str(c) for c in cols]
 
 
+def _frame(writer: Any) -> Any:
+    """The streaming DataFrame a DataStreamWriter writes (Connect's writer holds its logical plan)."""
+    df = writer.__dict__.get("_df")
+    if df is not None:
+        return df
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+    return ConnectFrame(writer._write_stream._child, writer._session)
+
+
 def patch_streams() -> None:
-    """Wrap the stream reader / writer classes once per process (idempotent)."""
+    """Wrap the stream reader / writer classes once per process (idempotent): classic and Connect ones."""
     global _PATCHED
     if _PATCHED:
         return
-    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+    for reader_cls, writer_cls in class_pairs("pyspark.sql.streaming.readwriter",
+                                              "pyspark.sql.connect.streaming.readwriter",
+                                              ("DataStreamReader", "DataStreamWriter")):
+        _patch_stream_classes(reader_cls, writer_cls)
+    _PATCHED = True
 
-    original_format = DataStreamWriter.format
+
+def _patch_stream_classes(DataStreamReader: type, DataStreamWriter: type) -> None:
+    original_format = DataStreamWriter.format  # type: ignore[attr-defined]
 
     @functools.wraps(original_format)
     def fmt(self: Any, source: str) -> Any:
         self._dk_stream_format = source
         return original_format(self, source)
 
-    DataStreamWriter.format = fmt  # type: ignore[method-assign]
+    DataStreamWriter.format = fmt  # type: ignore[attr-defined]
 
-    original_partition_by = DataStreamWriter.partitionBy
+    original_partition_by = DataStreamWriter.partitionBy  # type: ignore[attr-defined]
 
     @functools.wraps(original_partition_by)
     def partition_by(self: Any, *cols: Any) -> Any:
@@ -57,9 +76,9 @@ def patch_streams() -> None:
             self._dk_stream_partitions = _columns(cols)
         return original_partition_by(self, *cols)
 
-    DataStreamWriter.partitionBy = partition_by  # type: ignore[method-assign]
+    DataStreamWriter.partitionBy = partition_by  # type: ignore[attr-defined]
 
-    original_start = DataStreamWriter.start
+    original_start = DataStreamWriter.start  # type: ignore[attr-defined]
 
     @functools.wraps(original_start)
     def start(self: Any, path: str | None = None, format: str | None = None, outputMode: str | None = None,
@@ -70,14 +89,14 @@ def patch_streams() -> None:
                 self.option(PARTITION_OPTION, json.dumps(parts))
         return original_start(self, path, format, outputMode, partitionBy, queryName, **options)
 
-    DataStreamWriter.start = start  # type: ignore[method-assign]
+    DataStreamWriter.start = start  # type: ignore[attr-defined]
 
-    original_to_table = DataStreamWriter.toTable
+    original_to_table = DataStreamWriter.toTable  # type: ignore[attr-defined]
 
     @functools.wraps(original_to_table)
     def to_table(self: Any, tableName: str, format: str | None = None, outputMode: str | None = None,
                  partitionBy: Any = None, queryName: str | None = None, **options: Any) -> Any:
-        spark = self._spark
+        spark = owner_session(self)
         fmt_name = format or getattr(self, "_dk_stream_format", None)
         if getattr(spark, "_deltakernel_registered", False) and (_is_delta(fmt_name) or fmt_name is None):
             ref = _delta_table_for_stream(self, tableName, fmt_name, partitionBy)
@@ -85,13 +104,13 @@ def patch_streams() -> None:
                 return self.start(ref.location, SOURCE_NAME, outputMode, partitionBy, queryName, **options)
         return original_to_table(self, tableName, format, outputMode, partitionBy, queryName, **options)
 
-    DataStreamWriter.toTable = to_table  # type: ignore[method-assign]
+    DataStreamWriter.toTable = to_table  # type: ignore[attr-defined]
 
-    original_table = DataStreamReader.table
+    original_table = DataStreamReader.table  # type: ignore[attr-defined]
 
     @functools.wraps(original_table)
     def table(self: Any, tableName: str) -> Any:
-        spark = self._spark
+        spark = owner_session(self)
         if getattr(spark, "_deltakernel_registered", False) and isinstance(tableName, str):
             from ..catalog import resolve_name
 
@@ -100,8 +119,7 @@ def patch_streams() -> None:
                 return self.format(SOURCE_NAME).load(ref.location)
         return original_table(self, tableName)
 
-    DataStreamReader.table = table  # type: ignore[method-assign]
-    _PATCHED = True
+    DataStreamReader.table = table  # type: ignore[attr-defined]
 
 
 def _delta_table_for_stream(writer: Any, name: str, fmt: str | None, partition_by: Any) -> Any:
@@ -111,11 +129,11 @@ def _delta_table_for_stream(writer: Any, name: str, fmt: str | None, partition_b
     from ..catalog import TableSpec, create, resolve_name, split_name
     from ..writer import _nullable
 
-    spark = writer._spark
+    spark = owner_session(writer)
     ref = resolve_name(spark, name)
     if ref is not None or not _is_delta(fmt):
         return ref
-    df = writer._df
+    df = _frame(writer)
     parts = _columns(partition_by) or getattr(writer, "_dk_stream_partitions", None)
     spec = TableSpec(schema=_nullable(from_spark_schema(df.schema)), partition_by=parts)
     return create(spark, split_name(spark, name), spec, "ignore")

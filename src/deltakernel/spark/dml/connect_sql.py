@@ -1,0 +1,85 @@
+"""What a Spark DML reads from Spark's analyzed plan on a classic session, taken from the client's own
+expression trees on Spark Connect (which has no plan on the client, only an analyze round trip for schemas).
+
+- `expression_sql`: Spark SQL text of a Connect Column (the condition / SET value text the kernel plans
+  with, and history's operationParameters), printed by `scan/connect_filters.expression_sql`; the caller
+  keeps the text only when Spark's analyzer resolves it (`plan.sql_text`).
+- `merge_analysis`: MERGE's equi-join keys and target-only conjuncts from the condition's text, with
+  columns resolved as the embedded MERGE resolves them (`operations/merge_plan.Names`: aliases, case,
+  ambiguity). A key is kept only when both sides have the same type (or a narrower integer on the source
+  side), so the source's min/max cast to the target's type is exact; anything unclear prunes nothing.
+- `source_alias`: the alias of a Connect DataFrame (`df.alias("s")`), read off its plan.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+_log = logging.getLogger(__name__)
+_INTEGRAL = {"tinyint": 1, "smallint": 2, "int": 3, "bigint": 4}
+
+
+def expression_sql(col: Any) -> str | None:
+    """Spark SQL text of a Connect Column (`scan/connect_filters.expression_sql`: `df["c"]` of another frame has
+    no SQL name), or None."""
+    from ..scan.connect_filters import expression_sql as printed
+
+    return printed(col)
+
+
+def source_alias(df: Any) -> str | None:
+    """The alias a Connect DataFrame was given last (`df.alias("s")`), or None."""
+    from pyspark.sql.connect import plan as P
+
+    node = getattr(df, "_plan", None)
+    return str(node._alias) if isinstance(node, P.SubqueryAlias) else None
+
+
+def merge_analysis(condition: Any, target_names: list[str], target_alias: str | None, source: Any,
+                   target_types: dict[str, str]) -> tuple[list[tuple[str, str]], list[Any], str | None]:
+    """(equi-join keys (target, source), target-only conjuncts as kernel predicates, the condition's SQL) of
+    a MERGE condition given as SQL text or a Connect Column; nothing when it cannot be read exactly.
+    `target_types`: target column -> Spark simpleString type."""
+    from ...kernel.expressions.sql import Binary, Col, conjuncts, parse_sql
+    from ...operations.merge_plan import S_PREFIX, T_PREFIX, Names, side_columns, unprefix
+
+    text = condition if isinstance(condition, str) else expression_sql(condition)
+    if text is None:
+        return [], [], None
+    try:
+        s_types = {f.name: f.dataType.simpleString() for f in source.schema.fields}
+        names = Names(target_names, list(s_types), target_alias or "target",
+                      source_alias(source) or "__dk_no_source_alias__")
+        qualified = names.qualify(parse_sql(text), text)
+    except Exception as e:  # syntax the kernel does not parse, ambiguous names: Spark decides, no pruning
+        _log.debug("deltakernel MERGE: no pruning from condition %r: %s", text, e)
+        return [], [], text
+    keys: list[tuple[str, str]] = []
+    target_only: list[Any] = []
+    for c in conjuncts(qualified):
+        if isinstance(c, Binary) and c.op in ("=", "==") and isinstance(c.left, Col) and isinstance(c.right, Col) \
+                and len(c.left.path) == 1 and len(c.right.path) == 1:
+            a, b = c.left.path[0], c.right.path[0]
+            if a.startswith(S_PREFIX) and b.startswith(T_PREFIX):
+                a, b = b, a
+            if a.startswith(T_PREFIX) and b.startswith(S_PREFIX):
+                t, s = a[len(T_PREFIX):], b[len(S_PREFIX):]
+                if _exact_key(target_types.get(t), s_types.get(s)):
+                    keys.append((t, s))
+                continue
+        if side_columns(c, T_PREFIX) and not side_columns(c, S_PREFIX):
+            target_only.append(unprefix(c))
+    return keys, target_only, text
+
+
+def _exact_key(target: str | None, source: str | None) -> bool:
+    """Whether source values cast to the target's type keep their order and equality (bounds stay exact)."""
+    if target is None or source is None:
+        return False
+    if target == source:
+        return True
+    return target in _INTEGRAL and source in _INTEGRAL and _INTEGRAL[source] <= _INTEGRAL[target]
+
+
+__all__ = ["expression_sql", "merge_analysis", "source_alias"]

@@ -1,0 +1,190 @@
+"""Spark's session catalog through public SQL only: the Spark Connect side of `spark/catalog.py`.
+
+A Connect client has no py4j handle on the session catalog, so what classic sessions ask the JVM for is asked
+with statements every Spark answers:
+- an entry (provider, location, managed / external, a view's text): `SHOW TABLE EXTENDED [IN db] LIKE 'name'`
+  (its `information` column is the V1 catalog entry; `DESCRIBE TABLE EXTENDED` does not show provider and
+  location for a table whose provider is a Python data source, and its `AS JSON` form refuses such tables);
+- registering a Delta table: the same `CREATE TABLE name (columns) USING delta [LOCATION]` classic sessions
+  run, sent with the session's own (un-routed) `sql`; the column DDL is written here from the schema JSON;
+- names are split with the Delta SQL tokenizer (backquotes, dots), as Spark's identifier parser does.
+Every statement goes through the session's original `sql` (kept by `routing._patch_session`), never the router.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_KEY = re.compile(r"^([A-Z][A-Za-z ]*?): ?(.*)$")
+_KEYS = {"Catalog", "Database", "Namespace", "Table", "Owner", "Created Time", "Last Access", "Created By", "Type",
+         "Provider", "Comment", "Collation", "Table Properties", "Statistics", "Location", "Serde Library",
+         "InputFormat", "OutputFormat", "Storage Properties", "Partition Provider", "Partition Columns", "Schema",
+         "View Text", "View Original Text", "View Schema Mode", "View Catalog and Namespace",
+         "View Query Output Columns", "Bucket Columns", "Sort Columns", "Num Buckets", "Table Id"}
+
+
+def original_sql(spark: Any, text: str, args: Any = None) -> Any:
+    """`spark.sql(text, args)` as pyspark defines it (not routed through the Delta SQL router)."""
+    fn = getattr(type(spark), "_dk_original_sql", None) or type(spark).sql
+    return fn(spark, text, args)
+
+
+def quote(part: str) -> str:
+    return "`" + part.replace("`", "``") + "`"
+
+
+def sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def split_name(name: str) -> list[str]:
+    """`a.b`.`c` as Spark splits a multipart identifier; ValueError when it is not one."""
+    from .grammar import tokenize
+
+    toks = tokenize(name)
+    parts: list[str] = []
+    expect_part = True
+    for t in toks:
+        if expect_part and t.kind in ("word", "quoted"):
+            parts.append(t.text)
+            expect_part = False
+        elif not expect_part and t.kind == "op" and t.text == ".":
+            expect_part = True
+        else:
+            raise ValueError(f"unexpected {t.text!r} at position {t.start}")
+    if expect_part:
+        raise ValueError("a name part is missing")
+    return parts
+
+
+def current_database(spark: Any) -> str:
+    return str(spark.catalog.currentDatabase())
+
+
+def _information(text: str) -> dict[str, str]:
+    """The `information` column of SHOW TABLE EXTENDED as a dict (multi-line values kept whole)."""
+    out: dict[str, str] = {}
+    key = None
+    for line in text.splitlines():
+        m = _KEY.match(line)
+        if m is not None and m.group(1) in _KEYS:
+            key = m.group(1)
+            out[key] = m.group(2)
+        elif key is not None:
+            out[key] += "\n" + line
+    return out
+
+
+def entry_info(spark: Any, db: str | None, table: str) -> tuple[str, dict[str, str]] | None:
+    """(database, entry fields) of a session-catalog table or permanent view `db.table` (`db` None: the current
+    database, where a temporary view of that name shadows it: None then); None when there is no such entry."""
+    where = f" IN {quote(db)}" if db is not None else ""
+    try:
+        if db is not None and not spark.catalog.databaseExists(db):
+            return None  # asked first: a failing statement is logged by the Connect client
+        rows = original_sql(spark, f"SHOW TABLE EXTENDED{where} LIKE {sql_string(table)}").collect()
+    except Exception:  # no such database
+        return None
+    found = None
+    for row in rows:
+        if str(row[1]).lower() != table.lower():
+            continue
+        if bool(row[2]):
+            if db is None:
+                return None  # a temporary view of that name shadows the table
+            continue
+        found = (str(row[0]), _information(str(row[3])))
+    return found
+
+
+# ----------------------------------------------------------------------------- registration
+def _type_ddl(t: Any) -> str:
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(t, StructType):
+        return "STRUCT<" + ", ".join(f"{quote(f.name)}: {_type_ddl(f.dataType)}{_field_suffix(f)}"
+                                     for f in t.fields) + ">"
+    if isinstance(t, ArrayType):
+        return f"ARRAY<{_type_ddl(t.elementType)}>"
+    if isinstance(t, MapType):
+        return f"MAP<{_type_ddl(t.keyType)}, {_type_ddl(t.valueType)}>"
+    return str(t.simpleString())
+
+
+def _field_suffix(f: Any) -> str:
+    out = "" if f.nullable else " NOT NULL"
+    comment = (f.metadata or {}).get("comment")
+    if comment:
+        out += f" COMMENT {sql_string(str(comment))}"
+    return out
+
+
+def columns_ddl(schema_json: str) -> str:
+    """`name type [NOT NULL] [COMMENT '...'], ...` of a Spark schema JSON (what the JVM's `toDDL` gives)."""
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromJson(json.loads(schema_json))
+    return ", ".join(f"{quote(f.name)} {_type_ddl(f.dataType)}{_field_suffix(f)}" for f in schema.fields)
+
+
+def run_ddl(spark: Any, text: str) -> None:
+    original_sql(spark, text).collect()
+
+
+
+
+# ----------------------------------------------------------------------------- entries
+def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...]) -> Any:
+    """`catalog.lookup` over Spark Connect: the CatalogEntry a name denotes, or None."""
+    from ..catalog import SESSION_CATALOG, CatalogEntry
+
+    parts = list(parts)
+    if len(parts) == 3:
+        if parts[0].lower() != SESSION_CATALOG:
+            return None
+        parts = parts[1:]
+    if len(parts) not in (1, 2) or (len(parts) == 2 and parts[0].lower() == "global_temp"):
+        return None
+    found = entry_info(spark, parts[0] if len(parts) == 2 else None, parts[-1])
+    if found is None:
+        return None
+    db, info = found
+    kind = info.get("Type", "").strip().upper()
+    database = info.get("Database", db).strip() or db
+    view_db = info.get("View Catalog and Namespace", "").strip().split(".")[-1] or database
+    return CatalogEntry(database, info.get("Table", parts[-1]).strip() or parts[-1],
+                        info.get("Provider", "").strip(), info.get("Location", "").strip() or None,
+                        kind == "MANAGED", kind or "TABLE", info.get("View Text") if kind == "VIEW" else None,
+                        view_db if kind == "VIEW" else None)
+
+
+def catalog_columns(spark: Any, name: str) -> list[Any]:
+    """`spark.catalog.listColumns(name)` as Spark answers it (not the Delta log's answer patched in)."""
+    method = type(spark.catalog).listColumns
+    return list(getattr(method, "_dk_original", method)(spark.catalog, name))
+
+
+def sync_columns(spark: Any, ref: Any) -> None:
+    """`catalog.sync_schema` over Spark Connect, where the catalog's columns can only grow (`ALTER TABLE ADD
+    COLUMNS`): new top-level columns are added; other changes live in the log only, and
+    `spark.catalog.listColumns` answers from the log for Delta tables (routing.py)."""
+    from ...table import DeltaTable as KernelTable
+    from .._schema import table_uri
+    from ..catalog import _first_line, _log, catalog_schema_json
+
+    try:
+        want = json.loads(catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema))["fields"]
+        name = ref.quoted_name or ""
+        have = {c.name.lower() for c in catalog_columns(spark, name)}
+        new = [f for f in want if f["name"].lower() not in have]
+        if new and len(have) + len(new) == len(want):
+            ddl = columns_ddl(json.dumps({"type": "struct", "fields": new}))
+            run_ddl(spark, f"ALTER TABLE {name} ADD COLUMNS ({ddl})")
+    except Exception as e:  # the log is the truth; a stale display schema must not fail a committed write
+        _log.warning("deltakernel: could not update the catalog schema of %s: %s", ref.label, _first_line(e))
+
+
+__all__ = ["catalog_columns", "columns_ddl", "current_database", "entry_info", "lookup_entry", "original_sql",
+           "quote", "run_ddl", "split_name", "sql_string", "sync_columns"]
