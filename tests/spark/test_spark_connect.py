@@ -119,6 +119,12 @@ def test_unsupported_condition_reads_everything_correctly(cspark, sorted_table):
     assert sorted(r.id for r in chained.collect()) == list(range(200, 210))
 
 
+def test_enable_lists_kept_files_on_the_driver(cspark):
+    """Connect plans are analysed when they run: enable() keeps Spark from starting a listing job per analysis
+    of a scan naming more than 32 files (the session's discovery threshold, unless the user set one)."""
+    assert cspark.conf.get("spark.sql.sources.parallelPartitionDiscovery.threshold") == str(1 << 20)
+
+
 def test_deletion_vectors_applied(cspark, tmp_path):
     path = str(tmp_path / "dv")
     write_deltalake(path, pa.table({"id": pa.array(range(100), pa.int64())}),

@@ -49,6 +49,10 @@ def enable(spark: Any) -> Any:
             spark.conf.set(k, v)
         except Exception:
             pass
+    if is_connect(spark):
+        from .scan.public_plan import keep_file_listing_on_driver
+
+        keep_file_listing_on_driver(spark)
     from .python_workers import check_python_workers
 
     check_python_workers(spark)
