@@ -222,3 +222,33 @@ def test_separate_server_and_client_process(connect_server, tmp_path):
     assert got["history"][:2] == ["MERGE", "WRITE"]
     oracle = DeltaTable(path).to_pyarrow_table()  # the kernel reads what the server's Spark wrote
     assert sorted(zip(*[oracle.column(c).to_pylist() for c in ("id", "k", "v")])) == want
+
+
+def test_files_ruled_out_are_never_touched(cspark, sorted_table, tmp_path):
+    """With every file the predicate rules out removed from storage, the supported Connect shapes still answer
+    right: nothing reads, lists or checks those files."""
+    import shutil
+
+    path = str(tmp_path / "copy")
+    shutil.copytree(sorted_table, path)
+    dtab = DeltaTable(path)
+    kept = Scan(dtab.snapshot, predicate=ksql.to_predicate(ksql.parse_sql("id = 130"), dtab.snapshot.schema))
+    keep = set(kept.plan().column("path").to_pylist())
+    assert len(keep) == 1
+    for p in dtab.snapshot.files.column("path").to_pylist():
+        if p not in keep:
+            os.remove(os.path.join(path, p))
+    cspark.sql("CREATE DATABASE IF NOT EXISTS dkc_gone")
+    cspark.sql("DROP TABLE IF EXISTS dkc_gone.t")
+    cspark.sql(f"CREATE TABLE dkc_gone.t USING delta LOCATION '{path}'")
+    try:
+        shapes = {
+            "load().where()": lambda: cspark.read.format("delta").load(path).where("id = 130"),
+            "spark.table().where()": lambda: cspark.table("dkc_gone.t").where("id = 130"),
+            "SQL over a path": lambda: cspark.sql(f"SELECT id, name FROM delta.`{path}` WHERE id = 130"),
+            "SQL over a catalog name": lambda: cspark.sql("SELECT id FROM dkc_gone.t WHERE id = 130"),
+        }
+        for what, frame in shapes.items():
+            assert [r.id for r in frame().collect()] == [130], what
+    finally:
+        cspark.sql("DROP TABLE IF EXISTS dkc_gone.t")
