@@ -55,6 +55,12 @@ def gold_fingerprint(path: str) -> str:
     return hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
 
 
+def _data_files(table: str) -> int:
+    """Files under the table directory outside `_delta_log` (data files and deletion vectors)."""
+    return sum(1 for root, _, files in os.walk(table) if "_delta_log" not in root
+               for f in files if not f.startswith((".", "_")))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -184,12 +190,19 @@ def main() -> None:
             params = ", ".join(f"{k}={v}" for k, v in sorted(h.operationParameters.items()))
             meta = f"  ({h.userMetadata})" if h.userMetadata else ""
             print(f"    v{h.version} {h.operation:<8} {params[:110]}{meta}")
-    # VACUUM: what a zero-hour retention would delete (dry run), then the real one at the table's retention
+    # VACUUM: at the table's 7-day retention nothing from this run is old enough; the dry run lists what a zero-hour
+    # retention deletes, then the real VACUUM deletes it (the retention check is off for the demo only: it makes
+    # versions before the latest unreadable, which is why Delta refuses it by default)
+    kept = spark.sql(f"VACUUM delta.`{silver}` DRY RUN").count()
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
     doomed = spark.sql(f"VACUUM delta.`{silver}` RETAIN 0 HOURS DRY RUN").count()
+    before = _data_files(silver)
+    spark.sql(f"VACUUM delta.`{silver}` RETAIN 0 HOURS")
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "true")
-    spark.sql(f"VACUUM delta.`{silver}`")
-    print(f"[vacuum] silver: {doomed} files no longer referenced (kept: inside the 7-day retention)")
+    deleted = before - _data_files(silver)
+    assert deleted == doomed, f"VACUUM deleted {deleted} files, the dry run listed {doomed}"
+    print(f"[vacuum] silver: dry run at the 7-day retention lists {kept} files; at 0 hours {doomed}; "
+          f"VACUUM RETAIN 0 HOURS deleted {deleted} files no longer referenced")
     spark_gold_rows = spark.read.format("delta").load(gold).count()
     spark_silver_rows = spark.read.format("delta").load(silver).count()
     spark.stop()

@@ -131,7 +131,8 @@ def test_history_shows_iso_timestamps(table: str) -> None:
 
     proc = cli("history", table, "--json")
     assert proc.returncode == 0, proc.stderr
-    entries = [json.loads(line) for line in proc.stdout.splitlines()]
+    entries = json.loads(proc.stdout)  # one JSON document (an array), like `detail --json`
+    assert isinstance(entries, list)
     expected = {e["version"]: e["timestamp"] for e in DeltaTable(table).history()}
     assert [e["version"] for e in entries] == [2, 1, 0]
     for e in entries:
@@ -243,7 +244,9 @@ def test_optimize_vacuum_restore_from_the_command_line(tmp_path: Path) -> None:
     no_guard = _json(cli(*full, "--min-unreferenced-age-hours", "0"))
     assert set(no_guard["files"]) == {*plan["files"], "fresh-orphan.parquet"}
     (tmp_path / "t" / "fresh-orphan.parquet").unlink()
-    assert_clean_error(cli("vacuum", uri, "--retention-hours", "0", "--no-dry-run"), "deletedFileRetentionDuration")
+    refused = cli("vacuum", uri, "--retention-hours", "0", "--no-dry-run")
+    assert_clean_error(refused, "deletedFileRetentionDuration", "--no-enforce-retention", "--retention-hours 0")
+    assert "enforce_retention_duration" not in refused.stderr, "the CLI names its flags, not the API's keywords"
     restore_plan = _json(cli("restore", uri, "1", "--json"))
     assert restore_plan == {"dry_run": True, "current_version": 4, "restore_to_version": 1,
                             "files_to_restore": 2, "files_to_remove": 1}

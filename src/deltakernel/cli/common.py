@@ -122,10 +122,10 @@ def print_record(record: Mapping[str, Any], as_json: bool) -> None:
 
 def print_rows(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], as_json: bool,
                render: Callable[[str, Any], str] | None = None) -> None:
-    """Many objects: JSON lines, or a plain aligned table of `columns` for people."""
+    """Many objects: one JSON document (an array, as `detail --json` prints one object), or a plain aligned
+    table of `columns` for people."""
     if as_json:
-        for row in rows:
-            print(json.dumps(jsonable(row), default=str))
+        print(json.dumps([jsonable(row) for row in rows], indent=2, default=str))
         return
     show = render or (lambda _k, v: _short(v))
     cells = [[show(c, row.get(c)) for c in columns] for row in rows]

@@ -11,6 +11,7 @@ import argparse
 import re
 from typing import Any
 
+from ..errors import VacuumRetentionError
 from .common import (
     Progress,
     accepts,
@@ -69,7 +70,10 @@ def cmd_vacuum(args: argparse.Namespace) -> None:
     kwargs: dict[str, Any] = {"retention_hours": args.retention_hours, "dry_run": args.dry_run,
                               "enforce_retention_duration": not args.no_enforce_retention, "full": args.full,
                               "min_unreferenced_age_hours": args.min_unreferenced_age_hours}
-    files = _with_progress(t.vacuum, kwargs, "deleted")
+    try:
+        files = _with_progress(t.vacuum, kwargs, "deleted")
+    except VacuumRetentionError as e:
+        raise _retention_error(t, args.retention_hours, e) from e
     record = {"dry_run": args.dry_run, "num_files": len(files), "files": list(files)}
     if not args.json:
         shown = list(files[:20])
@@ -84,6 +88,24 @@ def cmd_vacuum(args: argparse.Namespace) -> None:
             print("dry run: nothing deleted; run again with --no-dry-run to delete these files")
         return
     print_record(record, True)
+
+
+def _retention_error(t: Any, hours: float | None, error: VacuumRetentionError) -> Exception:
+    """The API's retention error names its keyword argument; people at a shell need the CLI's flags."""
+    from ..operations.vacuum import HOUR_MS, RETENTION_PROPERTY, retention_ms
+
+    if hours is None:
+        return error
+    if hours < 0:
+        return VacuumRetentionError(f"--retention-hours must be >= 0, got {hours:g}")
+    table_ms = retention_ms(t.snapshot, None, False)[1]
+    if hours * HOUR_MS >= table_ms:
+        return error
+    return VacuumRetentionError(
+        f"--retention-hours {hours:g} is shorter than the table's {RETENTION_PROPERTY} ({table_ms / HOUR_MS:g} "
+        "hours): files still needed by time travel or by concurrent readers and writers could be deleted. "
+        f"Pass --no-enforce-retention to override, or lower {RETENTION_PROPERTY}."
+    )
 
 
 def _restore_plan(t: Any, target: int | str) -> dict[str, Any]:
