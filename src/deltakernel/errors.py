@@ -35,6 +35,10 @@ class VersionNotFoundError(DeltaError):
     """A requested version or timestamp is not available in the log."""
 
 
+class InvalidTimestampError(VersionNotFoundError, ValueError):
+    """A time-travel timestamp that cannot be parsed (deltalake raises ValueError)."""
+
+
 class CorruptLogError(DeltaProtocolError):
     """The transaction log is damaged: unparsable JSON, a gap in versions, a missing checkpoint part."""
 
@@ -65,6 +69,19 @@ class SchemaError(SchemaMismatchError):
 
 class InvalidFilterError(DeltaError, ValueError):
     """A filter or predicate is malformed or names an unknown column."""
+
+
+class InvalidArgumentTypeError(DeltaError, TypeError):
+    """An argument has the wrong Python type (deltalake raises TypeError there, e.g. non-SQL `updates` values)."""
+
+
+class InvalidUpdatesError(InvalidArgumentTypeError, InvalidFilterError):
+    """`update(updates=...)` with a value that is not SQL text: deltalake's TypeError, and a ValueError as before."""
+
+
+class InvalidNewValueError(InvalidArgumentTypeError, SchemaError):
+    """`update(new_values=...)` with a value of an unsupported Python type: deltalake's TypeError, and a
+    SchemaError as before."""
 
 
 class UnsupportedFeatureError(DeltaProtocolError):

@@ -44,7 +44,11 @@ def _to_kernel(t: Any) -> _KernelType:
         return cast(_KernelType, PrimitiveType(t)._kernel)
     if isinstance(t, (k.PrimitiveType, k.DecimalType, k.ArrayType, k.MapType, k.StructType)):
         return t
-    raise TypeError(f"not a Delta data type: {t!r}")
+    raise InvalidDataTypeError(f"Invalid data type: not a Delta data type: {t!r}")
+
+
+class InvalidDataTypeError(TypeError, ValueError):
+    """Not a Delta data type: deltalake raises ValueError ("Invalid data type"), earlier deltakernel TypeError."""
 
 
 def wrap_type(t: _KernelType) -> DataType:
@@ -233,7 +237,7 @@ class ArrayType(_Base):
 
     __slots__ = ()
 
-    def __init__(self, element_type: DataType | str, *, contains_null: bool = True) -> None:
+    def __init__(self, element_type: DataType | str, contains_null: bool = True) -> None:
         self._kernel = k.ArrayType(_to_kernel(element_type), bool(contains_null))
 
     type = property(lambda self: "array")
@@ -269,7 +273,7 @@ class MapType(_Base):
 
     __slots__ = ()
 
-    def __init__(self, key_type: DataType | str, value_type: DataType | str, *,
+    def __init__(self, key_type: DataType | str, value_type: DataType | str,
                  value_contains_null: bool = True) -> None:
         self._kernel = k.MapType(_to_kernel(key_type), _to_kernel(value_type), bool(value_contains_null))
 
@@ -311,8 +315,10 @@ class Field(_Base):
 
     __slots__ = ()
 
-    def __init__(self, name: str, type: DataType | str, *, nullable: bool = True,
+    def __init__(self, name: str, type: DataType | str, nullable: bool = True,
                  metadata: dict[str, Any] | None = None) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{name.__class__.__name__!r} object is not an instance of 'str'")
         self._kernel = k.StructField(name, _to_kernel(type), bool(nullable), dict(metadata or {}))
 
     @property

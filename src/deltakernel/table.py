@@ -18,6 +18,7 @@ from .kernel.paths import file_uri_list, resolve_file
 from .kernel.scan.scan import Scan
 from .kernel.schema.types import StructType
 from .kernel.snapshot import Snapshot
+from .operations.properties import check_commit_properties, commit_args
 from .schema import Schema
 from .storage import Storage, storage_for_uri
 from .table_info import (  # noqa: F401  (deltalake.table's module-level names)
@@ -65,21 +66,40 @@ class DeltaTable:
         description: str | None = None,
         configuration: dict[str, str | None] | None = None,
         storage_options: dict[str, str] | None = None,
+        *args: Any,
         commit_properties: Any = None,
+        post_commithook_properties: Any = None,
+        raise_if_key_not_exists: bool = True,
         cluster_by: list[str] | None = None,
     ) -> DeltaTable:
         """Create an empty table with `schema` (a pyarrow Schema or a Delta StructType).
 
+        Commit options after `storage_options` by position are deprecated (DeprecationWarning), as deltalake.
+        `raise_if_key_not_exists`: unknown `delta.*` configuration keys raise (other keys are user properties).
         `cluster_by` (ours; deltalake has none): a clustered table (writer feature `clustering`, its columns
         in the `delta.clustering` domain); `optimize.compact()` then clusters it by those columns."""
+        from .operations.properties import positional_commit_args
         from .operations.write import create_table
         from .schema import to_kernel_schema
+
+        if args:  # deltalake's legacy positionals: commit_properties, post_commithook_properties, raise_if_key_...
+            commit_properties, post_commithook_properties = positional_commit_args(
+                "create", args[:2], commit_properties, post_commithook_properties, stacklevel=3)
+            if len(args) > 3:
+                raise TypeError("create() got unexpected positional arguments")
+            if len(args) == 3:
+                raise_if_key_not_exists = bool(args[2])
+        if raise_if_key_not_exists and configuration:
+            from .operations.alter_properties import check_known_keys
+
+            check_known_keys(configuration)
 
         if not isinstance(schema, (pa.Schema, StructType)):  # deltalake's Schema, or any Arrow-exportable schema
             schema = to_kernel_schema(schema) or pa.schema(schema)
         create_table(table_uri, schema, mode=mode, partition_by=partition_by, name=name, description=description,
                      configuration=configuration, storage_options=storage_options,
-                     commit_properties=commit_properties, cluster_by=cluster_by)
+                     commit_properties=commit_properties, cluster_by=cluster_by,
+                     post_commithook_properties=post_commithook_properties)
         return cls(table_uri, storage_options=storage_options)
 
     @staticmethod
@@ -105,9 +125,12 @@ class DeltaTable:
         """Move to the latest version, reading only the commits after the loaded one."""
         self._snapshot = self._snapshot.advance()
 
-    def load_as_version(self, version: int | str | dt.datetime) -> None:
-        """Switch to `version`: an int, or a datetime / ISO-8601 string (latest commit at or before it)."""
-        self._snapshot = Snapshot.load_at(self._storage, version, reference=self._snapshot)
+    def load_as_version(self, version: int | str | dt.datetime, *, strict: bool = False) -> None:
+        """Switch to `version`: an int, or a datetime / ISO-8601 string (latest commit at or before it). A time
+        before the earliest commit still in the log loads that commit, as deltalake; `strict=True` (ours:
+        delta-spark's `timestampAsOf` rule, the CLI) raises VersionNotFoundError instead."""
+        self._snapshot = Snapshot.load_at(self._storage, version, reference=self._snapshot,
+                                          clamp_to_earliest=not strict)
 
     def load_with_datetime(self, datetime_string: str | dt.datetime) -> None:
         self.load_as_version(datetime_string)
@@ -384,6 +407,7 @@ class DeltaTable:
         self,
         predicate: str | None = None,
         writer_properties: Any = None,
+        *args: Any,
         commit_properties: Any = None,
         post_commithook_properties: Any = None,
     ) -> dict[str, Any]:
@@ -394,10 +418,13 @@ class DeltaTable:
         """
         from .operations.delete import delete
 
-        predicate = self._spark_sql(predicate)
+        commit_properties, post_commithook_properties = commit_args("delete", args, commit_properties,
+                                                                     post_commithook_properties)
+        written, predicate = predicate, self._spark_sql(predicate)
         metrics, version = delete(self._storage, self._snapshot, predicate, writer_properties=writer_properties,
                                   commit_properties=commit_properties,
-                                  post_commithook_properties=post_commithook_properties)
+                                  post_commithook_properties=post_commithook_properties, deltalake_parameters=True,
+                                  recorded_predicate=written)
         if version is not None:
             self._snapshot = Snapshot.load(self._storage, version)
         return metrics
@@ -409,6 +436,7 @@ class DeltaTable:
         predicate: str | None = None,
         writer_properties: Any = None,
         error_on_type_mismatch: bool = True,
+        *args: Any,
         commit_properties: Any = None,
         post_commithook_properties: Any = None,
     ) -> dict[str, Any]:
@@ -420,13 +448,16 @@ class DeltaTable:
         """
         from .operations.update import update
 
-        predicate = self._spark_sql(predicate)
+        commit_properties, post_commithook_properties = commit_args("update", args, commit_properties,
+                                                                     post_commithook_properties)
+        written, predicate = predicate, self._spark_sql(predicate)
         if updates is not None:
             updates = {k: self._spark_sql(v) if isinstance(v, str) else v for k, v in updates.items()}
         metrics, version = update(self._storage, self._snapshot, updates, new_values, predicate,
                                   writer_properties=writer_properties, error_on_type_mismatch=error_on_type_mismatch,
                                   commit_properties=commit_properties,
-                                  post_commithook_properties=post_commithook_properties)
+                                  post_commithook_properties=post_commithook_properties,
+                                  recorded_predicate=written if isinstance(written, str) else None)
         if version is not None:
             self._snapshot = Snapshot.load(self._storage, version)
         return metrics
@@ -441,25 +472,32 @@ class DeltaTable:
         error_on_type_mismatch: bool = True,
         writer_properties: Any = None,
         streamed_exec: bool = True,
+        max_spill_size: int | None = None,
+        max_temp_directory_size: int | None = None,
+        *args: Any,
         commit_properties: Any = None,
         post_commithook_properties: Any = None,
     ) -> Any:
         """MERGE `source` (any Arrow stream: pyarrow, pandas, polars, DataFusion, ...) into this table on the
         Spark SQL `predicate`; returns a `TableMerger` (add WHEN clauses, then `execute()`).
 
-        `streamed_exec` is accepted for deltalake compatibility: the target is always streamed file by
+        `streamed_exec`, `max_spill_size` and `max_temp_directory_size` (DataFusion's memory pool and spill
+        limits in deltalake) are accepted for deltalake compatibility: the target is always streamed file by
         file and the source read once as a stream when `execute()` runs (join keys kept in memory, rows
         spilled to a local memory-mapped Arrow file past 256 MiB, `DELTAKERNEL_MERGE_SOURCE_MEMORY`).
         Deletion vectors when the table allows them, else the touched files are rewritten.
         """
-        from .operations.merge import TableMerger, merge
+        from .operations.merge import TableMerger, deltalake_spelling, merge
         from .operations.merge_source import as_merge_source
 
+        commit_properties, post_commithook_properties = commit_args("merge", args, commit_properties,
+                                                                     post_commithook_properties)
         data = as_merge_source(source)
 
         def run(clauses: list[Any]) -> dict[str, Any]:
+            clauses, text = deltalake_spelling(clauses, predicate, [*self._snapshot.schema.names, *data.schema.names])
             metrics, version = merge(
-                self._storage, self._snapshot, data, predicate, clauses, source_alias=source_alias,
+                self._storage, self._snapshot, data, text, clauses, source_alias=source_alias,
                 target_alias=target_alias, merge_schema=merge_schema, error_on_type_mismatch=error_on_type_mismatch,
                 writer_properties=writer_properties, commit_properties=commit_properties,
                 post_commithook_properties=post_commithook_properties)
@@ -474,11 +512,11 @@ class DeltaTable:
         retention_hours: float | None = None,
         dry_run: bool = True,
         enforce_retention_duration: bool = True,
-        post_commithook_properties: Any = None,
+        *args: Any,
         commit_properties: Any = None,
+        post_commithook_properties: Any = None,
         full: bool = False,
         keep_versions: list[int] | None = None,
-        *,
         progress: Callable[[int, int], None] | None = None,
         min_unreferenced_age_hours: float | None = None,
     ) -> list[str]:
@@ -490,6 +528,21 @@ class DeltaTable:
         the retention; default: the table property `deltakernel.vacuum.minUnreferencedFileAge`, else 1 hour."""
         from .operations.vacuum import vacuum
 
+        if args:  # deltalake's legacy positional order: post-commit hook, commit properties, full, keep_versions
+            if len(args) > 4:
+                raise TypeError("vacuum() got unexpected positional arguments")
+            commit_properties, post_commithook_properties = commit_args(
+                "vacuum", args[:2], commit_properties, post_commithook_properties,
+                ("post_commithook_properties", "commit_properties"))
+            if len(args) >= 3:
+                if full:
+                    raise TypeError("vacuum() got multiple values for 'full'")
+                full = args[2]
+            if len(args) == 4:
+                if keep_versions is not None:
+                    raise TypeError("vacuum() got multiple values for 'keep_versions'")
+                keep_versions = args[3]
+        check_commit_properties(commit_properties)
         files, self._snapshot = vacuum(
             self._storage, self._snapshot, retention_hours=retention_hours, dry_run=dry_run,
             enforce_retention_duration=enforce_retention_duration, commit_properties=commit_properties,
@@ -510,17 +563,42 @@ class DeltaTable:
         returns deltalake's metrics (`numRemovedFile`, `numRestoredFile`). The table is left at the new version."""
         from .operations.restore import restore
 
+        check_commit_properties(commit_properties)
         metrics, version = restore(self._storage, self._snapshot, target, ignore_missing_files=ignore_missing_files,
                                    protocol_downgrade_allowed=protocol_downgrade_allowed,
                                    commit_properties=commit_properties,
-                                   post_commithook_properties=post_commithook_properties)
+                                   post_commithook_properties=post_commithook_properties, clamp_to_earliest=True)
         self._snapshot = Snapshot.load(self._storage, version)
         return metrics
+
+    def create_write_transaction(
+        self,
+        actions: list[Any],
+        mode: str,
+        schema: Any,
+        partition_by: list[str] | str | None = None,
+        partition_filters: FilterLike | None = None,
+        *args: Any,
+        commit_properties: Any = None,
+        post_commithook_properties: Any = None,
+    ) -> None:
+        """Commit data files written outside deltakernel (deltalake's `AddAction`s) in one WRITE commit:
+        `mode="append"`, or `"overwrite"` removing the live files of `partition_filters` (all when None) first.
+        `schema` is accepted as deltalake's (which does not apply it either). The table moves to the new version."""
+        from .operations.write_transaction import write_transaction
+
+        commit_properties, post_commithook_properties = commit_args(
+            "create_write_transaction", args, commit_properties, post_commithook_properties)
+        parts = [partition_by] if isinstance(partition_by, str) else partition_by
+        version = write_transaction(self._storage, self._snapshot, list(actions), mode, parts,
+                                    self._partition_filter(partition_filters), commit_properties,
+                                    post_commithook_properties)
+        self._snapshot = Snapshot.load(self._storage, version)
 
     def repair(
         self,
         dry_run: bool = False,
-        *,
+        *args: Any,
         commit_properties: Any = None,
         post_commithook_properties: Any = None,
     ) -> dict[str, Any]:
@@ -528,6 +606,8 @@ class DeltaTable:
         (`{"dry_run": ..., "files_removed": [paths relative to the root]}`). No commit when none is missing."""
         from .operations.repair import repair
 
+        commit_properties, post_commithook_properties = commit_args("repair", args, commit_properties,
+                                                                     post_commithook_properties)
         metrics, version = repair(self._storage, self._snapshot, dry_run=dry_run, commit_properties=commit_properties,
                                   post_commithook_properties=post_commithook_properties)
         if version is not None:

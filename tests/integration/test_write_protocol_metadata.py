@@ -210,8 +210,14 @@ def test_custom_metadata_cannot_overwrite_engine_fields(tmp_path: Path) -> None:
     p = str(tmp_path / "t")
     write_deltalake(p, _v([1]), configuration={"delta.enableInCommitTimestamps": "true"})
     t0 = dt.datetime.now(dt.timezone.utc)
-    custom = {"inCommitTimestamp": 5, "timestamp": 6, "operation": "FAKE", "operationParameters": {},
-              "readVersion": 99, "isolationLevel": "None", "engineInfo": "x", "txnId": "mine", "team": "etl"}
+    # deltalake's rules (issue 24): `timestamp` / `operation` / `engineInfo` cannot be set (ValueError, nothing
+    # written); the other reserved keys must have deltalake's types, and the engine's values then still win
+    for generated in ({"timestamp": 6}, {"operation": "FAKE"}, {"engineInfo": "x"}):
+        with pytest.raises(ValueError, match="cannot be set"):
+            write_deltalake(p, _v([2]), mode="append", commit_properties=CommitProperties(custom_metadata=generated))
+    assert DeltaTable(p).version() == 0
+    custom = {"inCommitTimestamp": 5, "operationParameters": {},
+              "readVersion": 99, "isolationLevel": "Serializable", "txnId": "mine", "team": "etl"}
     write_deltalake(p, _v([2]), mode="append", commit_properties=CommitProperties(custom_metadata=custom))
     info = next(a["commitInfo"] for a in _commit(p, 1) if "commitInfo" in a)
     assert info["inCommitTimestamp"] >= int(t0.timestamp() * 1000) - 1000
@@ -226,14 +232,20 @@ def test_custom_metadata_cannot_overwrite_engine_fields(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", [{1: "x"}, {"a": object()}, {"a": float("nan")}, {"userName": ["x"]}])
-def test_custom_metadata_must_be_string_keys_and_json_values(bad: dict) -> None:
+def test_custom_metadata_must_be_string_keys_and_json_values(tmp_path: Path, bad: dict) -> None:
+    # as deltalake 1.6.6: the constructor accepts anything; the operation raises ValueError before writing
+    props = CommitProperties(custom_metadata=bad)
+    p = str(tmp_path / "t")
     with pytest.raises(ValueError):
-        CommitProperties(custom_metadata=bad)
+        write_deltalake(p, _v([1]), commit_properties=props)
+    assert not (tmp_path / "t").exists() or not any((tmp_path / "t").rglob("*.parquet"))
 
 
 def test_user_name_and_id_are_strings(tmp_path: Path) -> None:
     p = str(tmp_path / "t")
-    write_deltalake(p, _v([1]), commit_properties=CommitProperties(custom_metadata={"userName": 7, "userId": 8}))
+    with pytest.raises(ValueError, match="must be a string"):  # deltalake 1.6.6 rejects non-strings
+        write_deltalake(p, _v([1]), commit_properties=CommitProperties(custom_metadata={"userName": 7}))
+    write_deltalake(p, _v([1]), commit_properties=CommitProperties(custom_metadata={"userName": "7", "userId": "8"}))
     info = next(a["commitInfo"] for a in _commit(p, 0) if "commitInfo" in a)
     assert info["userName"] == "7" and info["userId"] == "8"
     assert deltalake.DeltaTable(p).history()[0]["userName"] == "7"

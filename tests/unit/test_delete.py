@@ -94,7 +94,7 @@ def test_dv_delete_writes_one_dv_file_and_readers_agree(tmp_path: Path) -> None:
         assert rows.size == desc.cardinality
     info = next(a["commitInfo"] for a in acts if "commitInfo" in a)
     assert info["operation"] == "DELETE"
-    assert json.loads(info["operationParameters"]["predicate"]) == ["id % 3 = 0"]
+    assert info["operationParameters"]["predicate"] == "id % 3 = 0"  # deltalake's form (the Spark engine: a list)
     assert info["operationMetrics"]["numDeletedRows"] == "7"
     # other readers see the same rows
     assert sorted(duckdb_table(path).column("id").to_pylist()) == expected
@@ -224,7 +224,7 @@ def test_delete_everything(tmp_path: Path) -> None:
     dt = DeltaTable(str(path))
     m = dt.delete()
     assert m["num_deleted_rows"] == 7 and m["num_removed_files"] == 1
-    assert json.loads(read_actions(path, 2)[0]["commitInfo"]["operationParameters"]["predicate"]) == []
+    assert "predicate" not in read_actions(path, 2)[0]["commitInfo"]["operationParameters"]  # as deltalake
     assert dt.to_pyarrow_table().num_rows == 0 and dt.files() == []
 
 

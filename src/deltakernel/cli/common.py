@@ -41,7 +41,7 @@ def open_table(args: argparse.Namespace) -> Any:
     table = DeltaTable(args.table, storage_options=option_pairs(args.storage_option))
     version = getattr(args, "version", None)
     if version is not None:
-        table.load_as_version(int(version) if version.lstrip("-").isdigit() else version)
+        table.load_as_version(int(version) if version.lstrip("-").isdigit() else version, strict=True)
     return table
 
 

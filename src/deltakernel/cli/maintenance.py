@@ -115,7 +115,7 @@ def _restore_plan(t: Any, target: int | str) -> dict[str, Any]:
     from ..table import DeltaTable
 
     then = DeltaTable(t.table_uri, storage_options=getattr(t, "_storage_options", None))
-    then.load_as_version(target)
+    then.load_as_version(target)  # as restore() itself resolves it
     now_paths, then_paths = t.snapshot.files.column("path"), then.snapshot.files.column("path")
     return {"current_version": t.version(), "restore_to_version": then.version(),
             "files_to_restore": int(pc.sum(pc.invert(pc.is_in(then_paths, now_paths))).as_py() or 0),

@@ -96,16 +96,17 @@ class Snapshot:
 
     @classmethod
     def load_at(cls, storage: Storage, version: int | str | dt.datetime | None,
-                reference: Snapshot | None = None) -> Snapshot:
+                reference: Snapshot | None = None, clamp_to_earliest: bool = False) -> Snapshot:
         """`version`: an int, None (the latest), or a datetime / ISO-8601 string (the latest commit at or
-        before it; commit times as of `reference`, the latest snapshot by default)."""
+        before it; commit times as of `reference`, the latest snapshot by default). A time before the earliest
+        commit still in the log: VersionNotFoundError, or with `clamp_to_earliest` that commit (deltalake's)."""
         if version is None or (isinstance(version, int) and not isinstance(version, bool)):
             return cls.load(storage, version)
         from .log.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
 
         ref = reference if reference is not None else cls.load(storage, None)
         stamps = commit_timestamps(storage, ref.ict_enablement_version)
-        return cls.load(storage, version_at_timestamp(stamps, parse_timestamp(version)))
+        return cls.load(storage, version_at_timestamp(stamps, parse_timestamp(version), clamp_to_earliest))
 
     # ------------------------------------------------------------------ state
     @property

@@ -16,9 +16,9 @@ from dataclasses import replace
 from typing import Any
 from typing import Protocol as TypingProtocol
 
-from ..errors import ConstraintViolationError, DeltaError, SchemaError
+from ..errors import ConstraintViolationError, DeltaError, SchemaError, UnsupportedFeatureError
 from ..kernel.expressions.sql import evaluate, parse_sql, quote_column_identifiers, referenced_columns
-from ..kernel.log.actions import Metadata, Protocol
+from ..kernel.log.actions import Protocol
 from ..kernel.protocol.features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
 from ..kernel.protocol.select import (
     features_in_effect,
@@ -41,9 +41,10 @@ from ..kernel.schema.types import (
     schema_to_json,
 )
 from ..kernel.snapshot import Snapshot
-from ..kernel.transaction.transaction import Transaction
+from .alter_metadata import AlterBase, CommitOptions, commit_options, resolve_path
 from .alter_properties import PROPERTY_FEATURES, validate_properties
 from .constraints import CONSTRAINT_PREFIX, GENERATION_EXPRESSION, check_constraints, sample_row
+from .properties import CommitProperties, PostCommitHookProperties
 
 
 class TableHandle(TypingProtocol):
@@ -59,7 +60,8 @@ MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
 #: feature names as deltalake's `TableFeatures` enum spells them -> protocol names
 _FEATURE_NAMES = {n.lower(): n for n in SUPPORTED_WRITER_FEATURES | set(LEGACY_FEATURES)}
 _FEATURE_NAMES.update({"timestampwithouttimezone": "timestampNtz", "varianttypepreview": "variantType-preview",
-                       "typewideningpreview": "typeWidening-preview", "icebergcompatv1": "icebergCompatV1"})
+                       "typewideningpreview": "typeWidening-preview", "icebergcompatv1": "icebergCompatV1",
+                       "timestampnanos": "timestampNanos"})
 
 
 def feature_name(feature: Any) -> str:
@@ -72,31 +74,11 @@ def feature_name(feature: Any) -> str:
     raise DeltaError(f"unknown table feature {feature!r}")
 
 
-class TableAlterer:
+class TableAlterer(AlterBase):
     """Schema, constraint, property and protocol changes of one DeltaTable."""
 
     def __init__(self, table: TableHandle) -> None:
-        self._table = table
-
-    # ------------------------------------------------------------------ plumbing
-    def _txn(self, operation: str, parameters: dict[str, Any], custom_metadata: dict[str, str] | None) -> Transaction:
-        self._table.update_incremental()
-        txn = Transaction(self._table.snapshot.storage, self._table.snapshot, operation=operation,
-                          operation_parameters=parameters)
-        if custom_metadata:
-            txn.extra_commit_info.update(custom_metadata)
-        return txn
-
-    def _commit(self, txn: Transaction, max_retries: int | None = None) -> None:
-        if max_retries is None:
-            txn.commit()
-        else:
-            txn.commit(max_retries=max_retries)
-        self._table.update_incremental()
-
-    @property
-    def _metadata(self) -> Metadata:
-        return self._table.snapshot.metadata
+        super().__init__(table)
 
     @property
     def _protocol(self) -> Protocol:
@@ -107,8 +89,12 @@ class TableAlterer:
         return mode if mode in ("name", "id") else "none"
 
     # ------------------------------------------------------------------ constraints
-    def add_constraint(self, constraints: dict[str, str], custom_metadata: dict[str, str] | None = None) -> None:
+    def add_constraint(self, constraints: dict[str, str],
+                       *args: Any, commit_properties: CommitProperties | None = None,
+                       post_commithook_properties: PostCommitHookProperties | None = None,
+                       custom_metadata: dict[str, Any] | None = None) -> None:
         """Add CHECK constraints after verifying every existing row; nothing is committed on a violation."""
+        opts = commit_options("add_constraint", args, commit_properties, post_commithook_properties, custom_metadata)
         if not constraints:
             raise DeltaError("add_constraint needs at least one constraint")
         self._table.update_incremental()
@@ -126,7 +112,7 @@ class TableAlterer:
                 raise DeltaError(f"constraint {name!r} already exists: {conf.get(CONSTRAINT_PREFIX + name)!r}")
             expr = parse_sql(text)
             for path in referenced_columns(expr):
-                _resolve_path(snap.schema, path, f"constraint {name!r}")
+                resolve_path(snap.schema, path, f"constraint {name!r}")
             parsed[name] = expr
         needed = sorted({snap.schema.field(p[0]).name for e in parsed.values() for p in referenced_columns(e)})
         scan = Scan(snap, columns=needed or snap.schema.names[:1])
@@ -141,17 +127,21 @@ class TableAlterer:
         params = ({"name": next(iter(constraints)), "expr": next(iter(constraints.values()))}
                   if len(constraints) == 1 else
                   {"constraints": json.dumps([{"name": n, "expr": e} for n, e in constraints.items()])})
-        txn = self._txn("ADD CONSTRAINT", params, custom_metadata)
+        txn = self._txn("ADD CONSTRAINT", params)
         txn.read_whole_table()
         for name, text in constraints.items():
             conf[CONSTRAINT_PREFIX + name] = text
         txn.update_metadata(replace(snap.metadata, configuration=conf))
         if "checkConstraints" not in features_in_effect(snap.protocol):
             txn.update_protocol(minimal_protocol({"checkConstraints"}, snap.protocol))
-        self._commit(txn)
+        self._commit(txn, opts)
 
     def drop_constraint(self, name: str, raise_if_not_exists: bool = True,
-                        custom_metadata: dict[str, str] | None = None) -> None:
+                        *args: Any, commit_properties: CommitProperties | None = None,
+                        post_commithook_properties: PostCommitHookProperties | None = None,
+                        custom_metadata: dict[str, Any] | None = None) -> None:
+        opts = commit_options("drop_constraint", args, commit_properties, post_commithook_properties,
+                              custom_metadata)
         self._table.update_incremental()
         conf = dict(self._metadata.configuration)
         key = next((k for k in conf if k.lower() == (CONSTRAINT_PREFIX + name).lower()), None)
@@ -160,13 +150,17 @@ class TableAlterer:
                 raise DeltaError(f"constraint {name!r} does not exist")
             return
         expr = conf.pop(key)
-        txn = self._txn("DROP CONSTRAINT", {"constraint": name, "expr": expr}, custom_metadata)
+        txn = self._txn("DROP CONSTRAINT", {"constraint": name, "expr": expr})
         txn.update_metadata(replace(self._metadata, configuration=conf))
-        self._commit(txn)
+        self._commit(txn, opts)
 
     # ------------------------------------------------------------------ columns
-    def add_columns(self, fields: Any, custom_metadata: dict[str, str] | None = None) -> None:
+    def add_columns(self, fields: Any,
+                    *args: Any, commit_properties: CommitProperties | None = None,
+                    post_commithook_properties: PostCommitHookProperties | None = None,
+                    custom_metadata: dict[str, Any] | None = None) -> None:
         """Add nullable columns (top-level, or new fields inside an existing struct given as a struct)."""
+        opts = commit_options("add_columns", args, commit_properties, post_commithook_properties, custom_metadata)
         new = [_as_field(f) for f in (fields if isinstance(fields, (list, tuple)) else [fields])]
         if not new:
             raise DeltaError("add_columns needs at least one field")
@@ -181,19 +175,23 @@ class TableAlterer:
             schema = _merge_field(schema, f, mode, counter)
         if mode != "none":
             conf[MAX_COLUMN_ID_KEY] = str(counter[0])
-        txn = self._txn("ADD COLUMNS", {"columns": json.dumps([{"column": f.to_json()} for f in new])},
-                        custom_metadata)
+        txn = self._txn("ADD COLUMNS", {"columns": json.dumps([{"column": f.to_json()} for f in new])})
         txn.update_metadata(replace(md, schema_string=schema_to_json(schema), configuration=conf))
         if schema_has_type(schema, "timestamp_ntz") and "timestampNtz" not in features_in_effect(self._protocol):
             txn.update_protocol(minimal_protocol({"timestampNtz"}, self._protocol))
-        self._commit(txn)
+        self._commit(txn, opts)
 
-    def rename_column(self, old: str, new: str, custom_metadata: dict[str, str] | None = None) -> None:
+    def rename_column(self, old: str, new: str,
+                      *args: Any, commit_properties: CommitProperties | None = None,
+                      post_commithook_properties: PostCommitHookProperties | None = None,
+                      custom_metadata: dict[str, Any] | None = None) -> None:
         """Rename a (possibly nested, dotted) column; metadata-only, so column mapping is required."""
+        opts = commit_options("rename_column", args, commit_properties, post_commithook_properties,
+                              custom_metadata)
         self._table.update_incremental()
         md = self._metadata
         self._require_mapping("RENAME COLUMN")
-        path = _resolve_path(md.schema, tuple(old.split(".")), "rename")
+        path = resolve_path(md.schema, tuple(old.split(".")), "rename")
         if not new or "." in new:
             raise DeltaError(f"invalid new column name {new!r} (give only the last name part)")
         self._check_unreferenced(path, "renamed")
@@ -201,13 +199,16 @@ class TableAlterer:
         parts = list(md.partition_columns)
         if len(path) == 1:
             parts = [new if p.lower() == path[0].lower() else p for p in parts]
-        txn = self._txn("RENAME COLUMN", {"oldColumnPath": old, "newColumnPath": ".".join((*path[:-1], new))},
-                        custom_metadata)
+        txn = self._txn("RENAME COLUMN", {"oldColumnPath": old, "newColumnPath": ".".join((*path[:-1], new))})
         txn.update_metadata(replace(md, schema_string=schema_to_json(schema), partition_columns=tuple(parts)))
-        self._commit(txn)
+        self._commit(txn, opts)
 
-    def drop_columns(self, names: str | list[str], custom_metadata: dict[str, str] | None = None) -> None:
+    def drop_columns(self, names: str | list[str],
+                     *args: Any, commit_properties: CommitProperties | None = None,
+                     post_commithook_properties: PostCommitHookProperties | None = None,
+                     custom_metadata: dict[str, Any] | None = None) -> None:
         """Drop (possibly nested, dotted) columns; metadata-only, so column mapping is required."""
+        opts = commit_options("drop_columns", args, commit_properties, post_commithook_properties, custom_metadata)
         names = [names] if isinstance(names, str) else list(names)
         self._table.update_incremental()
         md = self._metadata
@@ -215,16 +216,16 @@ class TableAlterer:
         schema = md.schema
         parts = {p.lower() for p in md.partition_columns}
         for name in names:
-            path = _resolve_path(schema, tuple(name.split(".")), "drop")
+            path = resolve_path(schema, tuple(name.split(".")), "drop")
             if len(path) == 1 and path[0].lower() in parts:
                 raise DeltaError(f"cannot drop partition column {path[0]!r}")
             self._check_unreferenced(path, "dropped")
             schema = _drop(schema, path)
         if not schema.fields:
             raise DeltaError("cannot drop every column of a table")
-        txn = self._txn("DROP COLUMNS", {"columns": json.dumps(names)}, custom_metadata)
+        txn = self._txn("DROP COLUMNS", {"columns": json.dumps(names)})
         txn.update_metadata(replace(md, schema_string=schema_to_json(schema)))
-        self._commit(txn)
+        self._commit(txn, opts)
 
     def _require_mapping(self, op: str) -> None:
         if self._mode() == "none":
@@ -247,8 +248,12 @@ class TableAlterer:
 
     # ------------------------------------------------------------------ properties and protocol
     def set_table_properties(self, properties: dict[str, str], raise_if_not_exists: bool = True,
-                             custom_metadata: dict[str, str] | None = None) -> None:
+                             *args: Any, commit_properties: CommitProperties | None = None,
+                             post_commithook_properties: PostCommitHookProperties | None = None,
+                             custom_metadata: dict[str, Any] | None = None) -> None:
         """Set table properties, upgrading the protocol for the features they turn on."""
+        opts = commit_options("set_table_properties", args, commit_properties, post_commithook_properties,
+                              custom_metadata)
         self._table.update_incremental()
         snap = self._table.snapshot
         md, proto = snap.metadata, snap.protocol
@@ -295,26 +300,32 @@ class TableAlterer:
         if conf.get(rt, "false").lower() == "true" and md.configuration.get(rt, "false").lower() != "true":
             conf = with_materialized_names(conf)
             backfill = _row_id_backfill(snap)
-        txn = self._txn("SET TBLPROPERTIES", {"properties": json.dumps(props)}, custom_metadata)
+        txn = self._txn("SET TBLPROPERTIES", {"properties": json.dumps(props)})
         if max_retries is not None:
             txn.in_commit_timestamp = int(conf["delta.inCommitTimestampEnablementTimestamp"])
         txn.add_files(backfill)  # the transaction gives them baseRowId / defaultRowCommitVersion
         txn.update_metadata(replace(md, configuration=conf, schema_string=schema_to_json(schema)))
         if new_proto is not None and new_proto != proto:
             txn.update_protocol(new_proto)
-        self._commit(txn, max_retries)
+        self._commit(txn, opts, max_retries)
 
     def add_feature(self, feature: Any, allow_protocol_versions_increase: bool = False,
-                    custom_metadata: dict[str, str] | None = None) -> None:
+                    *args: Any, commit_properties: CommitProperties | None = None,
+                    post_commithook_properties: PostCommitHookProperties | None = None,
+                    custom_metadata: dict[str, Any] | None = None) -> None:
         """Add table features to the protocol (writer 7 feature lists), as deltalake's `add_feature`."""
+        opts = commit_options("add_feature", args, commit_properties, post_commithook_properties, custom_metadata)
         items = feature if isinstance(feature, (list, tuple, set)) else [feature]
         names = {feature_name(f) for f in items}
         for n in names:
-            if n not in SUPPORTED_WRITER_FEATURES:
-                raise DeltaError(f"table feature {n!r} is not supported by deltakernel")
+            if n not in SUPPORTED_WRITER_FEATURES:  # e.g. icebergCompatV1: its per-write rules are not kept here
+                raise UnsupportedFeatureError(n, f"table feature {n!r} is not supported by deltakernel")
         self._table.update_incremental()
         proto = self._protocol
-        if with_dependencies(names) <= features_in_effect(proto):
+        # as deltalake: a feature a legacy protocol implies (appendOnly at writer 2) is still added as a listed
+        # feature, which needs writer 7; on a table-features protocol listing it there is nothing to commit
+        # (deltalake commits an "ADD FEATURE" that changes nothing: docs/decisions.md)
+        if proto.min_writer_version >= 7 and with_dependencies(names) <= features_in_effect(proto):
             return
         new = table_features_protocol(names, proto)
         if (new.min_reader_version > proto.min_reader_version or new.min_writer_version > proto.min_writer_version) \
@@ -327,124 +338,50 @@ class TableAlterer:
                 "allow_protocol_versions_increase=True to upgrade")
         # deltalake's operation name and parameters (Spark's ALTER TABLE ... SET TBLPROPERTIES says
         # "SET TBLPROPERTIES"; its `addFeatureSupport` API "ADD FEATURE" too)
-        txn = self._txn("ADD FEATURE", {"name": json.dumps(sorted(names), separators=(",", ":"))},
-                        custom_metadata)
+        txn = self._txn("ADD FEATURE", {"name": json.dumps(sorted(names), separators=(",", ":"))})
         txn.update_protocol(new)
-        self._commit(txn)
+        self._commit(txn, opts)
 
     def drop_feature(self, feature: Any, allow_protocol_versions_increase: bool = False, *,
-                     truncate_history: bool = False, custom_metadata: dict[str, str] | None = None) -> None:
+                     truncate_history: bool = False, commit_properties: CommitProperties | None = None,
+                     post_commithook_properties: PostCommitHookProperties | None = None,
+                     custom_metadata: dict[str, Any] | None = None) -> None:
         """Remove table features from the protocol (delta-spark's DROP FEATURE [TRUNCATE HISTORY]); see
         `operations/drop_feature.py` for which features can go and the history-truncation rule."""
         from .drop_feature import drop_feature
 
+        opts = commit_options("drop_feature", (), commit_properties, post_commithook_properties, custom_metadata)
         self._table.update_incremental()
         try:
             drop_feature(self._table.snapshot.storage, self._table.snapshot, feature,
                          allow_protocol_versions_increase=allow_protocol_versions_increase,
-                         truncate_history=truncate_history, custom_metadata=custom_metadata)
+                         truncate_history=truncate_history, custom_metadata=_custom(opts),
+                         post_commithook_properties=opts.post_commithook_properties)
         finally:
             self._table.update_incremental()
 
-    def cluster_by(self, columns: list[str] | None, *, commit_properties: Any = None,
-                   custom_metadata: dict[str, str] | None = None) -> None:
+    def cluster_by(self, columns: list[str] | None, *, commit_properties: CommitProperties | None = None,
+                   post_commithook_properties: PostCommitHookProperties | None = None,
+                   custom_metadata: dict[str, Any] | None = None) -> None:
         """Change the clustering columns: delta-spark's `ALTER TABLE ... CLUSTER BY (cols)`, or with None / []
         `CLUSTER BY NONE` (deltalake has no equivalent). Commits "CLUSTER BY"; OPTIMIZE then clusters by the new
         columns. See `operations/clustering.alter_clustering`."""
         from .clustering import alter_clustering
 
+        opts = commit_options("cluster_by", (), commit_properties, post_commithook_properties, custom_metadata)
         self._table.update_incremental()
         try:
-            alter_clustering(self._table.snapshot.storage, self._table.snapshot, columns,
-                             _custom(commit_properties, custom_metadata))
+            alter_clustering(self._table.snapshot.storage, self._table.snapshot, columns, _custom(opts),
+                             opts.post_commithook_properties)
         finally:
             self._table.update_incremental()
 
-    # ------------------------------------------------------------------ table and column metadata
-    def set_table_name(self, name: str, *, commit_properties: Any = None, post_commithook_properties: Any = None,
-                       custom_metadata: dict[str, str] | None = None) -> None:
-        """Set `metaData.name` (deltalake's operation "UPDATE TABLE METADATA")."""
-        self._update_table_metadata({"name": name}, _custom(commit_properties, custom_metadata))
-
-    def set_table_description(self, description: str, *, commit_properties: Any = None,
-                              post_commithook_properties: Any = None,
-                              custom_metadata: dict[str, str] | None = None) -> None:
-        """Set `metaData.description` (deltalake's operation "UPDATE TABLE METADATA")."""
-        self._update_table_metadata({"description": description}, _custom(commit_properties, custom_metadata))
-
-    def _update_table_metadata(self, change: dict[str, str], custom_metadata: dict[str, str] | None) -> None:
-        for key, value in change.items():
-            if not isinstance(value, str):
-                raise DeltaError(f"table {key} must be a string, got {type(value).__name__}")
-        update = {"name": change.get("name"), "description": change.get("description")}
-        txn = self._txn("UPDATE TABLE METADATA", {"metadataUpdate": json.dumps(update, separators=(",", ":"))},
-                        custom_metadata)
-        txn.update_metadata(replace(self._metadata, **change))  # type: ignore[arg-type]
-        self._commit(txn)
-
-    def set_column_metadata(self, column: str, metadata: dict[str, str], *, commit_properties: Any = None,
-                            post_commithook_properties: Any = None,
-                            custom_metadata: dict[str, str] | None = None) -> None:
-        """Insert or overwrite metadata keys of one (possibly nested, dotted) column."""
-        self._table.update_incremental()
-        md = self._metadata
-        if not md.schema.has(column.split(".")[0]):
-            raise SchemaError(f"No field with the name {column!r} in the schema")
-        path = _resolve_path(md.schema, tuple(column.split(".")), "set_column_metadata")
-        reserved = sorted(k for k in metadata if k.startswith("delta.columnMapping.") or k == "delta.identity.start")
-        if reserved:
-            raise DeltaError(f"set_column_metadata cannot change protocol-owned keys {reserved}")
-        schema = _update_field(md.schema, path, lambda f: StructField(f.name, f.type, f.nullable,
-                                                                      {**f.metadata, **metadata}))
-        fields = json.dumps([f.to_json() for f in schema.fields], separators=(",", ":"))
-        txn = self._txn("UPDATE FIELD METADATA", {"fields": fields}, _custom(commit_properties, custom_metadata))
-        txn.update_metadata(replace(md, schema_string=schema_to_json(schema)))
-        self._commit(txn)
-
-    def drop_column_not_null(self, column_name: str, commit_properties: Any = None,
-                             post_commithook_properties: Any = None,
-                             custom_metadata: dict[str, str] | None = None) -> None:
-        """Make a NOT NULL column nullable (ALTER COLUMN ... DROP NOT NULL; deltalake's "CHANGE COLUMN")."""
-        self._table.update_incremental()
-        md = self._metadata
-        if not md.schema.has(column_name.split(".")[0]):
-            raise SchemaError(f"No column with the name {column_name!r} in the schema")
-        path = _resolve_path(md.schema, tuple(column_name.split(".")), "drop_column_not_null")
-        changed: list[StructField] = []
-
-        def relax(f: StructField) -> StructField:
-            if f.nullable:
-                raise DeltaError(f"Column {column_name!r} is already nullable")
-            changed.append(StructField(f.name, f.type, True, f.metadata))
-            return changed[-1]
-
-        schema = _update_field(md.schema, path, relax)
-        txn = self._txn("CHANGE COLUMN", {"column": json.dumps(changed[0].to_json(), separators=(",", ":"))},
-                        _custom(commit_properties, custom_metadata))
-        txn.update_metadata(replace(md, schema_string=schema_to_json(schema)))
-        self._commit(txn)
-
 
 # ----------------------------------------------------------------------------- schema helpers
-def _custom(commit_properties: Any, custom_metadata: dict[str, str] | None) -> dict[str, str] | None:
-    """commitInfo fields from deltalake's `CommitProperties.custom_metadata` and/or `custom_metadata`."""
-    merged = dict(getattr(commit_properties, "custom_metadata", None) or {})
-    merged.update(custom_metadata or {})
-    return merged or None
-
-
-def _update_field(struct: StructType, path: tuple[str, ...], fn: Any) -> StructType:
-    """`struct` with the field at `path` (resolved names) replaced by `fn(field)`."""
-    fields = []
-    for g in struct.fields:
-        if g.name == path[0]:
-            if len(path) == 1:
-                g = fn(g)
-            else:
-                assert isinstance(g.type, StructType)
-                g = StructField(g.name, _update_field(g.type, path[1:], fn), g.nullable, g.metadata)
-        fields.append(g)
-    return StructType(tuple(fields))
+def _custom(opts: CommitOptions) -> dict[str, Any] | None:
+    """The commitInfo fields of `opts` (drop_feature / cluster_by commit on their own)."""
+    cp = opts.commit_properties
+    return dict(cp.custom_metadata) if cp is not None and cp.custom_metadata else None
 
 
 def _as_field(f: Any) -> StructField:
@@ -468,18 +405,6 @@ def _check_addable(f: StructField) -> None:
     if isinstance(f.type, StructType):
         for sub in f.type.fields:
             _check_addable(sub)
-
-
-def _resolve_path(schema: StructType, path: tuple[str, ...], what: str) -> tuple[str, ...]:
-    struct: DataType = schema
-    out: list[str] = []
-    for part in path:
-        if not isinstance(struct, StructType) or not struct.has(part):
-            raise SchemaError(f"{what}: column {'.'.join(path)!r} does not exist")
-        f = struct.field(part)
-        out.append(f.name)
-        struct = f.type
-    return tuple(out)
 
 
 def _new_mapping(f: StructField, mode: str, counter: list[int]) -> StructField:

@@ -10,7 +10,7 @@ requests, never stored in the configuration (Spark strips them the same way).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..errors import DeltaError
 
@@ -158,4 +158,17 @@ def split_protocol_requests(conf: dict[str, str]) -> tuple[dict[str, str], set[s
     return stored, feats, ((max(r, 1), max(w, 1)) if r or w else None)
 
 
-__all__ = ["KNOWN_PROPERTIES", "PROPERTY_FEATURES", "split_protocol_requests", "validate_properties"]
+def check_known_keys(keys: Iterable[str]) -> None:
+    """deltalake's `raise_if_key_not_exists` at create: a `delta.*` key Delta does not define raises DeltaError
+    (a typo such as `delta.enableChangeDataFed` would otherwise be silently stored); other keys are user keys."""
+    known = {k.lower() for k in KNOWN_PROPERTIES}
+    for key in keys:
+        low = str(key).lower()
+        if low.startswith("delta.") and low not in known and not low.startswith(("delta.feature.",
+                                                                                   "delta.constraints.")):
+            raise DeltaError(f"unknown table property {key!r} (known delta.* properties: "
+                             f"{sorted(KNOWN_PROPERTIES)}); pass raise_if_key_not_exists=False to store it anyway")
+
+
+__all__ = ["KNOWN_PROPERTIES", "PROPERTY_FEATURES", "check_known_keys", "split_protocol_requests",
+           "validate_properties"]

@@ -119,7 +119,8 @@ def creation_domain(metadata: Any, columns: Sequence[str]) -> dict[str, str]:
 
 
 def alter_clustering(storage: Any, snapshot: Any, columns: Sequence[str] | None,
-                     custom_metadata: dict[str, Any] | None = None) -> int | None:
+                     custom_metadata: dict[str, Any] | None = None,
+                     post_commithook_properties: Any = None) -> int | None:
     """ALTER TABLE ... CLUSTER BY (`columns`) or, with None / [], CLUSTER BY NONE (delta-spark's
     `AlterTableClusterByDeltaCommand`); returns the committed version, None when nothing is to be done.
 
@@ -147,7 +148,8 @@ def alter_clustering(storage: Any, snapshot: Any, columns: Sequence[str] | None,
         txn.update_protocol(minimal_protocol({CLUSTERING_FEATURE}, snapshot.protocol))
     mode = md.configuration.get("delta.columnMapping.mode", "none")
     txn.set_domain_metadata(CLUSTERING_DOMAIN, domain_configuration(md.schema, names, mode))
-    return txn.commit().version
+    return txn.commit(post_commit=getattr(post_commithook_properties, "create_checkpoint", True),
+                      cleanup_expired_logs=getattr(post_commithook_properties, "cleanup_expired_logs", None)).version
 
 
 def clustered_tag(physical_paths: Sequence[Sequence[str]]) -> str:

@@ -384,6 +384,9 @@ def cast_for_column(arr: pa.Array | pa.ChunkedArray, target: pa.DataType, column
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     arr = _with_target_field_names(arr, target)
+    if pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(target) and arr.type.unit != target.unit:
+        # nanoseconds (pandas, polars) -> Delta's microseconds: truncated, as deltalake's writes and MERGE do
+        arr = arr.cast(pa.timestamp(target.unit, arr.type.tz), safe=False)
     if arr.type == target:
         return arr
     ev = _Evaluator(pa.table({}))

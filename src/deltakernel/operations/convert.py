@@ -70,7 +70,7 @@ def convert_to_deltalake(
     description: str | None = None,
     configuration: Mapping[str, str | None] | None = None,
     storage_options: dict[str, str] | None = None,
-    *,
+    *args: Any,
     collect_stats: bool = True,
     commit_properties: CommitProperties | None = None,
     post_commithook_properties: PostCommitHookProperties | None = None,
@@ -83,6 +83,11 @@ def convert_to_deltalake(
     `mode`: "error" (default) raises if a Delta table is already there, "ignore" leaves it alone.
     `progress(done, total)` is called as footers are read.
     """
+    from .properties import check_commit_properties, positional_commit_args
+
+    commit_properties, post_commithook_properties = positional_commit_args(
+        "convert_to_deltalake", args, commit_properties, post_commithook_properties, stacklevel=3)
+    check_commit_properties(commit_properties)
     if mode not in ("error", "ignore"):
         raise DeltaError(f"mode must be 'error' or 'ignore', got {mode!r}")
     if partition_by is not None and partition_strategy is None:
@@ -311,6 +316,7 @@ def _commit(storage: Storage, schema: StructType, part_names: list[str], conf: d
     parameters = {"collectStats": collect_stats, "numFiles": len(adds),
                   "partitionBy": json.dumps(part_names, separators=(",", ":"))}
     txn = Transaction(storage, None, operation="CONVERT", operation_parameters=parameters)
+    txn.operation_metrics["numConvertedFiles"] = len(adds)  # delta-spark's CONVERT metric
     txn.update_metadata(md)
     txn.update_protocol(protocol)
     txn.add_files(adds)

@@ -188,13 +188,23 @@ class _Delete:
 
 def delete(storage: Storage, snapshot: Snapshot, predicate: str | None = None, *, writer_properties: Any = None,
            commit_properties: CommitProperties | None = None,
-           post_commithook_properties: PostCommitHookProperties | None = None) -> tuple[dict[str, int], int | None]:
+           post_commithook_properties: PostCommitHookProperties | None = None,
+           deltalake_parameters: bool = False,
+           recorded_predicate: str | None = None) -> tuple[dict[str, int], int | None]:
     """Delete the rows matching `predicate` (all rows when None); returns (metrics, committed version or
-    None when nothing was deleted). The table is unchanged on any error."""
+    None when nothing was deleted). The table is unchanged on any error.
+
+    commitInfo's `predicate`: delta-spark's JSON list of the text (`[]` for all rows), or with
+    `deltalake_parameters` (the deltalake-style `DeltaTable.delete`) deltalake's plain text, absent for all rows;
+    `recorded_predicate`: the caller's spelling of `predicate` to record instead (deltalake's `"fooBar"`)."""
     start = time.monotonic()
     pred = plan_predicate(predicate, snapshot)
-    txn = KernelTransaction(storage, snapshot, operation="DELETE",
-                            operation_parameters={"predicate": [predicate] if predicate is not None else []})
+    shown = recorded_predicate if recorded_predicate is not None and predicate is not None else predicate
+    if deltalake_parameters:
+        params: dict[str, Any] = {"predicate": shown} if shown is not None else {}
+    else:
+        params = {"predicate": [shown] if shown is not None else []}
+    txn = KernelTransaction(storage, snapshot, operation="DELETE", operation_parameters=params)
     op = _Delete(storage, snapshot, pred, txn, writer_properties)
     return run_and_commit(op, txn, start, commit_properties, post_commithook_properties)
 

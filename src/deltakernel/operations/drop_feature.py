@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
@@ -56,14 +57,29 @@ WITH_HISTORY = {"deletionVectors", "vacuumProtocolCheck"}
 
 def drop_feature(storage: Storage, snapshot: Snapshot, feature: Any, *, allow_protocol_versions_increase: bool = False,
                  truncate_history: bool = False, custom_metadata: dict[str, Any] | None = None,
-                 now_ms: int | None = None) -> int:
-    """Drop `feature` (a name, a TableFeatures member, or a list of them); returns the table's new version."""
+                 now_ms: int | None = None, post_commithook_properties: Any = None) -> int:
+    """Drop `feature` (a name, a TableFeatures member, or a list of them); returns the table's new version.
+    `post_commithook_properties` (deltalake's) applies to each of the commits this takes."""
     items = feature if isinstance(feature, (list, tuple, set)) else [feature]
     snap = snapshot
-    for item in items:
-        snap = _drop_one(storage, snap, _name(item), allow_protocol_versions_increase, truncate_history,
-                         custom_metadata, now_ms)
+    token = _POST_HOOK.set(post_commithook_properties)
+    try:
+        for item in items:
+            snap = _drop_one(storage, snap, _name(item), allow_protocol_versions_increase, truncate_history,
+                             custom_metadata, now_ms)
+    finally:
+        _POST_HOOK.reset(token)
     return snap.version
+
+
+#: the post-commit hook options of the running drop_feature call (one call may commit several times)
+_POST_HOOK: ContextVar[Any] = ContextVar("drop_feature_post_hook", default=None)
+
+
+def _commit_txn(txn: Transaction) -> Any:
+    hook = _POST_HOOK.get()
+    return txn.commit(post_commit=getattr(hook, "create_checkpoint", True),
+                      cleanup_expired_logs=getattr(hook, "cleanup_expired_logs", None))
 
 
 def _name(f: Any) -> str:
@@ -112,7 +128,7 @@ def _commit_downgrade(storage: Storage, txn: Transaction, protocol: Protocol) ->
     txn.update_protocol(protocol)
     txn.allow_protocol_downgrade = True  # exactly one feature goes (checked in _protocol_without)
     txn.read_whole_table()
-    version = txn.commit().version
+    version = _commit_txn(txn).version
     return Snapshot.load(storage, version)
 
 
@@ -183,7 +199,7 @@ def _remove_usage(storage: Storage, snap: Snapshot, name: str, custom: dict[str,
         txn = _txn(storage, snap, name, False, custom, "SET TBLPROPERTIES",
                    {"properties": {k: v for k, v in conf.items() if snap.configuration.get(k) != v}})
         txn.update_metadata(replace(snap.metadata, configuration=conf))
-        snap = Snapshot.load(storage, txn.commit().version)
+        snap = Snapshot.load(storage, _commit_txn(txn).version)
     if name == "deletionVectors":
         snap = _purge_deletion_vectors(storage, snap, custom)
     return snap
@@ -217,7 +233,7 @@ def _purge_deletion_vectors(storage: Storage, snap: Snapshot, custom: dict[str, 
         txn.add_files(adds)
         txn.operation_metrics.update({"numRemovedFiles": len(rows), "numAddedFiles": len(adds),
                                       "numDeletionVectorsRemoved": len(rows)})
-        version = txn.commit().version
+        version = _commit_txn(txn).version
     except BaseException:
         if not txn.may_have_committed:
             rewriter.abort()
@@ -266,7 +282,7 @@ def _truncate_and_drop(storage: Storage, snap: Snapshot, name: str, protocol: Pr
                 f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime((ts + retention) / 1000))} UTC"))
         if last == snap.version:  # the cut needs a clean version after the last trace
             txn = _txn(storage, snap, name, True, custom, "EMPTY COMMIT", {})
-            snap = Snapshot.load(storage, txn.commit().version)
+            snap = Snapshot.load(storage, _commit_txn(txn).version)
         cut = last + 1
         write_checkpoint(Snapshot.load(storage, cut), kind="classic")
         deleted = _delete_log_before(storage, cut)

@@ -147,4 +147,22 @@ class TableMerger:
                           for c in self._clauses])
 
 
-__all__ = ["MergeMetrics", "TableMerger", "merge"]
+def deltalake_spelling(clauses: list[Clause], predicate: str, names: list[str]) -> tuple[list[Clause], str]:
+    """deltalake's spelling in MERGE texts -> Spark's (the deltalake-style API only): `"col"` / `target."col"`
+    naming a target or source column is an identifier (`quote_column_identifiers`), also as a SET key."""
+    from dataclasses import replace
+
+    from ..kernel.expressions.sql import quote_column_identifiers
+
+    def sql(text: Any) -> Any:
+        return quote_column_identifiers(text, names) if isinstance(text, str) else text
+
+    def key(k: Any) -> Any:
+        return k[1:-1] if isinstance(k, str) and len(k) > 1 and k[0] == k[-1] == '"' and k[1:-1] in names else k
+
+    out = [replace(c, predicate_text=sql(c.predicate_text), updates_text=None if c.updates_text is None else
+                   {key(k): sql(v) for k, v in c.updates_text.items()}) for c in clauses]
+    return out, sql(predicate)
+
+
+__all__ = ["MergeMetrics", "TableMerger", "deltalake_spelling", "merge"]

@@ -13,7 +13,7 @@ Execution (see docs/decisions.md, "MERGE execution"):
    source keys (one integer/temporal key: binary search in the sorted source keys, so a 10M-row source is
    not re-hashed per file; otherwise Arrow's hash join on the source keys in the file's key range; NULL
    keys never match), the residual evaluated on the pairs.
-   A target row matched twice for an update/delete raises `MergeDuplicateMatchError`. Each pair /
+   A target row two source rows act on (WHEN MATCHED conditions hold) raises `MergeDuplicateMatchError`. Each pair /
    unmatched row is assigned its first clause whose condition holds, vectorized per clause.
 4. Write: for each touched file its live rows are read once; updated rows are computed (assignments
    vectorized over the pairs, generated columns recomputed, constraints checked) and written to new files
@@ -63,6 +63,7 @@ from .merge_plan import (
     MergeDuplicateMatchError,
     MergeMetrics,
     Names,
+    duplicate_match_message,
     plan_join,
     side_columns,
     unprefix,
@@ -328,26 +329,27 @@ class MergeRun:
         upd_src: list[npt.NDArray[Any]] = []
         upd_clause: list[npt.NDArray[Any]] = []
         del_pos: list[npt.NDArray[Any]] = []
+        matched_src = src_rows
         if self.matched and pos.size:
-            uniq, counts = np.unique(pos, return_counts=True)
+            # delta-spark's rule: a target row fails only when more than one of its source rows is acted on by
+            # a WHEN MATCHED clause (its condition holds); pairs no clause takes change nothing. A single
+            # unconditional DELETE clause takes any number of them.
+            which = self._first_clause(pairs, self.matched)
+            acted = np.flatnonzero(which >= 0)
             only_delete = len(self.matched) == 1 and self.clauses[self.matched[0]].kind == MATCHED_DELETE \
                 and self.clauses[self.matched[0]].predicate is None
-            if uniq.size != pos.size and not only_delete:
-                dup = int(uniq[counts > 1][0])
-                raise MergeDuplicateMatchError(
-                    f"MERGE: {int((counts > 1).sum())} target row(s) of file {file['path']!r} (e.g. physical row "
-                    f"{dup}) matched several source rows; an update or delete needs at most one matching source "
-                    "row per target row (deduplicate the source)")
-            if uniq.size != pos.size:
-                first = np.unique(pos, return_index=True)[1]
-                pairs, pos, src_rows = pairs.take(pa.array(first)), pos[first], src_rows[first]
-            which = self._first_clause(pairs, self.matched)
+            uniq, first, counts = np.unique(pos[acted], return_index=True, return_counts=True)
+            if uniq.size != acted.size and not only_delete:
+                raise MergeDuplicateMatchError(duplicate_match_message(
+                    int((counts > 1).sum()), file["path"], int(uniq[counts > 1][0])))
+            keep = acted[first]
+            act_pos, act_src, which = pos[keep], src_rows[keep], which[keep]
             for_delete = np.array([i >= 0 and self.clauses[i].is_delete for i in range(len(self.clauses))] + [False])
             is_del = for_delete[which]
-            is_upd = (which >= 0) & ~is_del
-            del_pos.append(pos[is_del])
-            upd_pos.append(pos[is_upd])
-            upd_src.append(src_rows[is_upd])
+            is_upd = ~is_del
+            del_pos.append(act_pos[is_del])
+            upd_pos.append(act_pos[is_upd])
+            upd_src.append(act_src[is_upd])
             upd_clause.append(which[is_upd])
         if self.by_source:
             live = tgt.column("__pos").to_numpy().astype(np.int64)
@@ -367,7 +369,7 @@ class MergeRun:
             return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)
 
         return FileMatch(file, n, existing, cat(upd_pos, np.uint64), cat(upd_src, np.int64),
-                         cat(upd_clause, np.int64), np.sort(cat(del_pos, np.uint64)), src_rows)
+                         cat(upd_clause, np.int64), np.sort(cat(del_pos, np.uint64)), matched_src)
 
     # ------------------------------------------------------------------ assignments
     def _assigned(self, clause: Clause, tgt: pa.Table | None, src: pa.Table | None, n: int) -> dict[str, pa.Array]:

@@ -43,6 +43,25 @@ class MergeDuplicateMatchError(MergeError):
     DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE)."""
 
 
+#: delta-spark's error class for `MergeDuplicateMatchError` (named in the Spark engine's message)
+DUPLICATE_MATCH_ERROR_CLASS = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+
+
+def duplicate_match_message(rows: int | None = None, file: str | None = None, position: int | None = None, *,
+                            error_class: bool = False) -> str:
+    """`MergeDuplicateMatchError`'s text: delta-spark's sentence (users match on "multiple source rows matched"
+    and "the same target row"), then where, then the fix; `error_class` prefixes delta-spark's class name."""
+    where = ""
+    if rows is not None and file is not None:
+        where = f" ({rows} target row(s) of file {file!r}" + (f", e.g. physical row {position}" if position is not
+                                                              None else "") + ")"
+    text = ("Cannot perform Merge as multiple source rows matched and attempted to modify the same target row in "
+            f"the Delta table in possibly conflicting ways{where}: several source rows matching one target row satisfy "
+            "a WHEN MATCHED clause. Deduplicate the source, or make the WHEN MATCHED conditions select at "
+            "most one source row per target row.")
+    return f"[{DUPLICATE_MATCH_ERROR_CLASS}] {text}" if error_class else text
+
+
 @dataclass
 class Clause:
     """One WHEN clause; `updates` maps target column names to (qualified) expressions."""
@@ -294,7 +313,7 @@ def check_schema_names(schema: pa.Schema, what: str) -> None:
         seen[n.lower()] = n
 
 
-__all__ = ["BY_SOURCE_DELETE", "BY_SOURCE_UPDATE", "Clause", "JoinPlan", "MATCHED_DELETE", "MATCHED_UPDATE",
-           "MergeDuplicateMatchError", "MergeError", "MergeMetrics", "NOT_MATCHED_INSERT", "Names", "S_PREFIX",
-           "T_PREFIX",
-           "check_schema_names", "plan_join", "resolve_clauses", "side_columns", "unprefix"]
+__all__ = ["BY_SOURCE_DELETE", "BY_SOURCE_UPDATE", "Clause", "DUPLICATE_MATCH_ERROR_CLASS", "JoinPlan",
+           "MATCHED_DELETE", "MATCHED_UPDATE", "MergeDuplicateMatchError", "MergeError", "MergeMetrics",
+           "NOT_MATCHED_INSERT", "Names", "S_PREFIX", "T_PREFIX", "check_schema_names", "duplicate_match_message",
+           "plan_join", "resolve_clauses", "side_columns", "unprefix"]

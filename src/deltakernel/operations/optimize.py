@@ -581,13 +581,15 @@ class TableOptimizer:
     def compact(self, partition_filters: Any = None, target_size: int | None = None,
                 max_concurrent_tasks: int | None = None, max_spill_size: int | None = None,
                 max_temp_directory_size: int | None = None, min_commit_interval: int | timedelta | None = None,
-                writer_properties: Any = None, *, commit_properties: CommitProperties | None = None,
+                writer_properties: Any = None, *args: Any, commit_properties: CommitProperties | None = None,
                 post_commithook_properties: PostCommitHookProperties | None = None,
                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Compact small files into files of about `target_size` bytes (default `delta.targetFileSize`, else
         100 MiB), keeping each partition's row order; files with many deleted rows are rewritten without
         them. On a clustered table this clusters the files not yet clustered. Returns deltalake's metrics.
         `progress(files_done, files_total)` is called after each bin."""
+        commit_properties, post_commithook_properties = _positional("compact", args, commit_properties,
+                                                                    post_commithook_properties)
         return self._run(None, partition_filters, target_size, max_concurrent_tasks, max_spill_size,
                          min_commit_interval, writer_properties, commit_properties, post_commithook_properties,
                          progress)
@@ -595,15 +597,27 @@ class TableOptimizer:
     def z_order(self, columns: Iterable[str], partition_filters: Any = None, target_size: int | None = None,
                 max_concurrent_tasks: int | None = None, max_spill_size: int | None = None,
                 max_temp_directory_size: int | None = None, min_commit_interval: int | timedelta | None = None,
-                writer_properties: Any = None, *, commit_properties: CommitProperties | None = None,
+                writer_properties: Any = None, *args: Any, commit_properties: CommitProperties | None = None,
                 post_commithook_properties: PostCommitHookProperties | None = None,
                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Rewrite the selected files sorted along a Z-order curve over `columns` (better file skipping on
         each of them). `max_spill_size` bounds the memory of the sorts in flight (default 2 GiB): a bin holds
         at most `max_spill_size / (4 * max_concurrent_tasks)` file bytes. Returns deltalake's metrics."""
+        commit_properties, post_commithook_properties = _positional("z_order", args, commit_properties,
+                                                                    post_commithook_properties)
         return self._run(list(columns), partition_filters, target_size, max_concurrent_tasks, max_spill_size,
                          min_commit_interval, writer_properties, commit_properties, post_commithook_properties,
                          progress)
+
+
+def _positional(method: str, args: tuple[Any, ...], commit_properties: Any, post: Any) -> tuple[Any, Any]:
+    """deltalake's deprecated positional commit options of compact / z_order (post-commit hook first)."""
+    from .properties import check_commit_properties, positional_commit_args
+
+    cp, post = positional_commit_args(method, args, commit_properties, post,
+                                      ("post_commithook_properties", "commit_properties"))
+    check_commit_properties(cp)
+    return cp, post
 
 
 __all__ = ["OptimizeMetrics", "TableOptimizer", "optimize"]

@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 _LIST_THRESHOLD = 1000
 
 
-def _target_snapshot(storage: Storage, current: Snapshot, target: int | dt.datetime | str) -> Snapshot:
+def _target_snapshot(storage: Storage, current: Snapshot, target: int | dt.datetime | str,
+                     clamp_to_earliest: bool = False) -> Snapshot:
     if isinstance(target, bool) or not isinstance(target, (int, dt.datetime, str)):
         raise RestoreError(f"restore target must be a version, a datetime or an ISO-8601 string, got {target!r}")
     if isinstance(target, int):
@@ -51,7 +52,7 @@ def _target_snapshot(storage: Storage, current: Snapshot, target: int | dt.datet
             raise RestoreError(f"version to restore ({target}) must be earlier than the current version "
                                f"({current.version})")
         return Snapshot.load(storage, target)
-    snap = Snapshot.load_at(storage, target, reference=current)
+    snap = Snapshot.load_at(storage, target, reference=current, clamp_to_earliest=clamp_to_earliest)
     if snap.version >= current.version:
         raise RestoreError(f"the version at {target} ({snap.version}) must be earlier than the current version "
                            f"({current.version})")
@@ -147,10 +148,13 @@ def _protocol(current: Snapshot, target: Snapshot, downgrade_allowed: bool) -> A
 def restore(storage: Storage, snapshot: Snapshot, target: int | dt.datetime | str, *,
             ignore_missing_files: bool = False, protocol_downgrade_allowed: bool = False,
             commit_properties: CommitProperties | None = None,
-            post_commithook_properties: PostCommitHookProperties | None = None) -> tuple[dict[str, Any], int]:
-    """Restore the table to `target`; returns (deltalake's metrics, the committed version)."""
+            post_commithook_properties: PostCommitHookProperties | None = None,
+            clamp_to_earliest: bool = False) -> tuple[dict[str, Any], int]:
+    """Restore the table to `target`; returns (deltalake's metrics, the committed version). A time before the
+    earliest commit in the log: VersionNotFoundError (delta-spark), or with `clamp_to_earliest` (deltalake's
+    API) that earliest commit."""
     start = time.monotonic()
-    restored = _target_snapshot(storage, snapshot, target)
+    restored = _target_snapshot(storage, snapshot, target, clamp_to_earliest)
     to_add = _anti_join(restored.files, snapshot.files)
     to_remove = _anti_join(snapshot.files, restored.files)
     missing = missing_files(storage, to_add)
@@ -190,10 +194,10 @@ def restore(storage: Storage, snapshot: Snapshot, target: int | dt.datetime | st
         "numOfFilesAfterRestore": restored.files.num_rows, "tableSizeAfterRestore": size_after,
         "executionTimeMs": int((time.monotonic() - start) * 1000),
     })
-    commit_with(txn, commit_properties, post_commithook_properties)
+    version = commit_with(txn, commit_properties, post_commithook_properties)
     log.info("restored %s to version %d at version %d: %d files re-added, %d removed", storage.root_uri,
-             restored.version, txn.committed_version, to_add.num_rows, to_remove.num_rows)
-    return metrics, txn.committed_version
+             restored.version, version, to_add.num_rows, to_remove.num_rows)
+    return metrics, version
 
 
 __all__ = ["RestoreError", "missing_files", "restore"]

@@ -37,7 +37,13 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConstraintViolationError, InvalidFilterError, SchemaError
+from ..errors import (
+    ConstraintViolationError,
+    InvalidFilterError,
+    InvalidNewValueError,
+    InvalidUpdatesError,
+    SchemaError,
+)
 from ..kernel import row_tracking as rt
 from ..kernel.arrow_build import broadcast
 from ..kernel.expressions.sql import SqlExpr, parse_sql, referenced_columns
@@ -89,17 +95,25 @@ def _literal(column: str, value: Any) -> pa.Scalar:
             return pa.scalar(value)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
             raise SchemaError(f"new value for column {column!r} ({value!r}) has no Arrow type: {e}") from e
-    raise SchemaError(f"new value for column {column!r} has unsupported type {type(value).__name__}; use int, "
-                      "float, bool, str, bytes, date, datetime, Decimal, list or dict (or an SQL text in updates=)")
+    raise InvalidNewValueError(
+        f"Invalid datatype provided in new_values, only int, float, bool, list, str or datetime or accepted "
+        f"(deltakernel also accepts None, bytes, date, Decimal and dict); column {column!r} got "
+        f"{type(value).__name__}")
 
 
 def plan_assignments(snapshot: Snapshot, updates: Mapping[str, str] | None,
                      new_values: Mapping[str, Any] | None) -> dict[str, Assignment]:
     """`{table column name: value}`; raises (a DeltaError) for a wrong argument, an unknown or duplicated
     column, an identity column, an SQL syntax error or an expression that cannot be stored in its column."""
-    if (updates is None) == (new_values is None):
-        raise InvalidFilterError("update needs exactly one of `updates` (column -> SQL expression) or "
-                                 "`new_values` (column -> Python value)")
+    # deltalake's exception types and messages (users match on them); InvalidFilterError is a ValueError
+    if updates is not None and new_values is not None:
+        raise InvalidFilterError("Passing updates and new_values at same time is not allowed, pick one.")
+    if updates is None and new_values is None:
+        raise InvalidFilterError("Either updates or new_values need to be passed to update the table.")
+    if updates is not None and isinstance(updates, Mapping) and not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in updates.items()):
+        raise InvalidUpdatesError(f"The values of the updates parameter must all be SQL strings. Got {updates}. "
+                                  "Did you mean to use the new_values parameter?")
     given = updates if updates is not None else new_values
     if not isinstance(given, Mapping) or not given:
         raise InvalidFilterError(f"update needs a non-empty mapping of column -> value, got {given!r}")
@@ -109,7 +123,7 @@ def plan_assignments(snapshot: Snapshot, updates: Mapping[str, str] | None,
     for key, value in given.items():
         if not isinstance(key, str):
             raise SchemaError(f"update target must be a column name (str), got {key!r}")
-        name = key[1:-1] if len(key) > 1 and key[0] == key[-1] == "`" else key
+        name = key[1:-1] if len(key) > 1 and key[0] == key[-1] and key[0] in '`"' else key  # deltalake: "fooBar"
         field = by_lower.get(name.lower())
         if field is None:
             raise SchemaError(f"cannot update column {key!r}: no such column (columns: {list(schema.names)})")
@@ -382,14 +396,17 @@ def update(storage: Storage, snapshot: Snapshot, updates: Mapping[str, str] | No
            new_values: Mapping[str, Any] | None = None, predicate: str | None = None, *,
            writer_properties: Any = None, error_on_type_mismatch: bool = True,
            commit_properties: CommitProperties | None = None,
-           post_commithook_properties: PostCommitHookProperties | None = None) -> tuple[dict[str, int], int | None]:
+           post_commithook_properties: PostCommitHookProperties | None = None,
+           recorded_predicate: str | None = None) -> tuple[dict[str, int], int | None]:
     """Set the columns of `updates` / `new_values` on the rows matching `predicate` (all rows when None);
-    returns (metrics, committed version or None when no row matched). The table is unchanged on error."""
+    returns (metrics, committed version or None when no row matched). The table is unchanged on error.
+    `recorded_predicate`: the caller's spelling of `predicate` for commitInfo (deltalake's `"fooBar"`)."""
     start = time.monotonic()
     assignments = plan_assignments(snapshot, updates, new_values)
     pred = plan_predicate(predicate, snapshot)
     txn = KernelTransaction(storage, snapshot, operation="UPDATE",
-                            operation_parameters={"predicate": predicate} if predicate is not None else {})
+                            operation_parameters={"predicate": recorded_predicate or predicate}
+                            if predicate is not None else {})
     op = _Update(storage, snapshot, pred, assignments, txn, writer_properties, strict=error_on_type_mismatch)
     return run_and_commit(op, txn, start, commit_properties, post_commithook_properties)
 

@@ -177,10 +177,14 @@ def retention_ms(snapshot: Snapshot, retention_hours: float | None, enforce: boo
     if retention_hours is None:
         return default, default
     if retention_hours < 0:
-        raise VacuumRetentionError(f"retention_hours must be >= 0, got {retention_hours}")
+        # deltalake's message first (users match on it), then ours
+        raise VacuumRetentionError(f"The retention periods should be positive. (retention_hours must be >= 0, "
+                                   f"got {retention_hours})")
     wanted = int(retention_hours * HOUR_MS)
     if enforce and wanted < default:
         raise VacuumRetentionError(
+            f"Invalid retention period, minimum retention for vacuum is configured to be greater than "
+            f"{default / HOUR_MS:g} hours, got {retention_hours:g} hours. "
             f"VACUUM retention of {retention_hours} hours is shorter than the table's {RETENTION_PROPERTY} "
             f"({default / HOUR_MS:g} hours): files still needed by time travel or by concurrent readers and "
             "writers could be deleted. Pass enforce_retention_duration=False to override, or lower "

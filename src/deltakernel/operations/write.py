@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -39,7 +39,7 @@ from .alter_properties import split_protocol_requests
 from .data_output import delete_quietly
 from .inputs import to_reader
 from .overwrite import plan_overwrite
-from .properties import CommitProperties, PostCommitHookProperties, commit_with
+from .properties import CommitProperties, PostCommitHookProperties, check_commit_properties, commit_with
 
 MODES = ("error", "append", "overwrite", "ignore")
 _MODE_NAMES = {"error": "ErrorIfExists", "append": "Append", "overwrite": "Overwrite", "ignore": "Ignore"}
@@ -201,7 +201,8 @@ def write_deltalake(
 
     `_write_files(metadata, protocol) -> (adds, num_rows)`, for engines whose workers write the data
     files themselves (deltakernel.spark): called once the table's metadata is planned, instead of
-    writing `data` (which then only supplies the schema).
+    writing `data` (which then only supplies the schema). It may return `(adds, num_rows, hwm)`: identity
+    high-water marks (column -> value) the workers' generated values reached, committed with the adds.
 
     `_delta_schema`: the Delta schema of `data` when the caller has one (`create_table` with a Delta
     StructType): its metadata is kept as typed there, not re-read from Arrow metadata (which is text).
@@ -218,6 +219,7 @@ def write_deltalake(
         raise DeltaError("predicate (replaceWhere) needs mode='overwrite'")
     if isinstance(partition_by, str):
         partition_by = [partition_by]
+    check_commit_properties(commit_properties)  # deltalake's ValueError before any file is written
     commit_properties = commit_properties or CommitProperties()
 
     storage, snapshot = _resolve(table_or_uri, storage_options)
@@ -258,7 +260,8 @@ def write_deltalake(
                             engine_info=engine_info or "deltakernel/0.1.0")
 
     metadata, protocol, new_meta = _plan_metadata(
-        snapshot, in_schema, partition_by, mode, schema_mode, conf_in, name, description, _delta_schema
+        snapshot, in_schema, partition_by, mode, schema_mode, conf_in, name, description, _delta_schema,
+        partitions_last=not (engine_info or "").startswith("deltakernel-spark"),  # Spark keeps delta-spark's order
     )
     if new_meta:
         txn.update_metadata(metadata)
@@ -294,8 +297,11 @@ def write_deltalake(
 
     from .file_writer import write_data_files
 
+    engine_hwm: dict[str, int] = {}
     if _write_files is not None:
-        adds, counts["rows"] = _write_files(metadata, protocol)
+        written = _write_files(metadata, protocol)
+        adds, counts["rows"] = written[0], written[1]
+        engine_hwm = dict(written[2]) if len(written) > 2 else {}
     else:
         adds = write_data_files(
             storage,
@@ -310,11 +316,12 @@ def write_deltalake(
             progress=progress,
         )
     try:
+        updates = dict(engine_hwm)
         if enforcer is not None and getattr(enforcer, "identity_updates", None):
-            updates = enforcer.identity_updates()
-            if updates:
-                metadata = _with_identity_hwm(metadata, updates)
-                txn.update_metadata(metadata)
+            updates.update(enforcer.identity_updates())
+        if updates:
+            metadata = _with_identity_hwm(metadata, updates)
+            txn.update_metadata(metadata)
         txn.add_files(adds)
         if snapshot is not None and mode == "overwrite":
             plan_overwrite(txn, snapshot, adds, predicate, sql_pred, partition_overwrite_mode, storage,
@@ -373,8 +380,12 @@ def _plan_metadata(
     name: str | None,
     description: str | None,
     delta_schema: StructType | None = None,
+    *,
+    partitions_last: bool = False,
 ) -> tuple[Metadata, Protocol, bool]:
-    """(metadata, protocol, whether metadata changes) for this write."""
+    """(metadata, protocol, whether metadata changes) for this write. `partitions_last`: a `schema_mode="merge"`
+    that changes the schema of a partitioned table puts the partition columns after the data columns, before
+    the new ones (deltalake's order; delta-spark keeps the table's order and appends)."""
     incoming = delta_schema if delta_schema is not None else from_arrow_schema(in_schema)
     check_unique_names(incoming)
     conf_in, requested, min_versions = split_protocol_requests(conf_in)
@@ -437,6 +448,8 @@ def _plan_metadata(
                 "rows would not satisfy the generation expression (add them when the table is empty)"
             )
         if merged != schema or _metadata_differs(merged, schema):
+            if partitions_last and md.partition_columns:
+                merged = _partitions_last(merged, schema, md.partition_columns)
             configuration = dict(md.configuration)
             merged = _with_column_mapping(merged, configuration)
             md = Metadata(md.id, schema_to_json(merged), md.partition_columns, configuration, md.name,
@@ -452,6 +465,18 @@ def _plan_metadata(
     if min_versions is not None:
         protocol = with_min_versions(protocol, *min_versions)
     return md, protocol, changed
+
+
+def _partitions_last(merged: StructType, old: StructType, partition_columns: Sequence[str]) -> StructType:
+    """deltalake's column order after a schema merge on a partitioned table: the table's data columns, then its
+    partition columns (in partitioning order), then the new columns (in the data's order)."""
+    existing = {n.lower() for n in old.names}
+    by_name = {f.name.lower(): f for f in merged.fields}
+    parts = [by_name[p.lower()] for p in partition_columns if p.lower() in by_name]
+    part_names = {f.name.lower() for f in parts}
+    data = [f for f in merged.fields if f.name.lower() in existing and f.name.lower() not in part_names]
+    new = [f for f in merged.fields if f.name.lower() not in existing]
+    return StructType(tuple(data + parts + new))
 
 
 def _with_column_mapping(schema: StructType, configuration: dict[str, str]) -> StructType:
@@ -520,6 +545,7 @@ def create_table(
     storage_options: dict[str, str] | None = None,
     commit_properties: CommitProperties | None = None,
     cluster_by: list[str] | None = None,
+    post_commithook_properties: PostCommitHookProperties | None = None,
 ) -> None:
     """Create an empty table (deltalake's `DeltaTable.create`); `cluster_by`: a clustered table
     (`operations/clustering.py`: the `clustering` feature and the `delta.clustering` domain)."""
@@ -537,6 +563,7 @@ def create_table(
     write_deltalake(
         table_uri, empty, partition_by=partition_by, mode=mode, name=name, description=description,
         configuration=configuration, storage_options=storage_options, commit_properties=commit_properties,
+        post_commithook_properties=post_commithook_properties,
         schema_mode="overwrite" if mode == "overwrite" else None,
         _operation="CREATE TABLE" if mode != "overwrite" else "CREATE OR REPLACE TABLE",
         _domain_metadata=domains, _delta_schema=delta_schema,

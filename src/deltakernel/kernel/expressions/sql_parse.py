@@ -265,8 +265,9 @@ class _Translator:
             return self.string_like(e)
         if isinstance(e, exp.Interval):
             raise self.unsupported(e, "INTERVAL literal")
-        if type(e) is exp.Cast and isinstance(e.this, exp.Literal):  # `<type> 'text'` for any other type
-            raise self.unsupported(e, "typed literal")
+        if type(e) is exp.Cast and isinstance(e.this, exp.Literal) and e.this.is_string \
+                and isinstance(e.args.get("to"), exp.DataType):  # `<type> 'text'`: `int'10'`, `decimal'1.5'`
+            return self.other_typed_literal(e)
         raise self.unsupported(e)
 
     def binary_chain(self, e: Any) -> SqlExpr:
@@ -458,6 +459,37 @@ class _Translator:
                 return Lit(value, "long")
             return Lit(value, inner.type)
         return Unary("-", inner)
+
+    def other_typed_literal(self, e: Any) -> SqlExpr:
+        """`<type> 'text'` beyond DATE / TIMESTAMP (deltalake / DataFusion users write `int'10'`,
+        `decimal'1.5'`, `double'2.5'`, `boolean'true'`, `string'x'`): the text read strictly as a literal of
+        that type, malformed text or a value out of range is an error (never NULL, unlike CAST)."""
+        type_name = self.type_name(e.args["to"])
+        raw = e.this.this
+        text = raw.strip()
+        try:
+            if type_name in _INT_RANGES:
+                n = int(text)
+                if not -_INT_RANGES[type_name] <= n < _INT_RANGES[type_name]:
+                    raise self.error(f"{type_name.upper()} literal {raw!r} is out of range")
+                return Lit(n, type_name) if type_name in ("integer", "long") else Cast(Lit(n, "integer"), type_name)
+            if type_name.startswith("decimal"):
+                value = Decimal(text)
+                if not value.is_finite():
+                    raise ValueError(raw)
+                if e.args["to"].expressions:  # decimal(p,s)'text': that type, the value must fit
+                    return Cast(self.number(str(abs(value)), "BD", value < 0), type_name)
+                return self.number(str(abs(value)), "BD", value.is_signed())  # `decimal'1.5'`: DECIMAL(2,1)
+            if type_name in ("double", "float"):
+                value_f = float(text)
+                return Lit(value_f, "double") if type_name == "double" else Cast(Lit(value_f, "double"), "float")
+            if type_name == "boolean" and text.lower() in ("true", "false"):
+                return Lit(text.lower() == "true", "boolean")
+            if type_name == "string":
+                return Lit(raw, "string")
+        except (ValueError, InvalidOperation) as err:
+            raise self.error(f"invalid {type_name.upper()} literal {raw!r}") from err
+        raise self.unsupported(e, "typed literal")
 
     def typed_literal(self, e: Any) -> Lit:
         from sqlglot import exp

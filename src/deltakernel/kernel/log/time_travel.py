@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from ...errors import VersionNotFoundError
+from ...errors import InvalidTimestampError, VersionNotFoundError
 from ...storage.base import Storage
 from .replay import commit_infos_for
 from .segment import list_commits
@@ -25,7 +25,7 @@ def parse_timestamp(value: dt.datetime | str | int | float) -> int:
         try:
             value = dt.datetime.fromisoformat(text)
         except ValueError as e:
-            raise VersionNotFoundError(f"not an ISO-8601 timestamp: {value!r}") from e
+            raise InvalidTimestampError(f"Failed to parse datetime string: not an ISO-8601 timestamp: {value!r}") from e
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)
@@ -72,9 +72,12 @@ def commit_timestamps(
     return out
 
 
-def version_at_timestamp(timestamps: dict[int, int], target_ms: int) -> int:
-    """Latest version whose commit timestamp is at or before `target_ms`."""
+def version_at_timestamp(timestamps: dict[int, int], target_ms: int, clamp_to_earliest: bool = False) -> int:
+    """Latest version whose commit timestamp is at or before `target_ms`. Before the earliest commit still in
+    the log: VersionNotFoundError (delta-spark), or with `clamp_to_earliest` that earliest version (deltalake)."""
     candidates = [v for v, ts in timestamps.items() if ts <= target_ms]
+    if not candidates and clamp_to_earliest and timestamps:
+        return min(timestamps)
     if not candidates:
         earliest = min(timestamps.values()) if timestamps else None
         raise VersionNotFoundError(

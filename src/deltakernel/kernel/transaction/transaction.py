@@ -108,6 +108,7 @@ class Transaction:
         self.operation_metrics: dict[str, Any] = {}
         self.extra_commit_info: dict[str, Any] = {}
         self.committed_version: int | None = None
+        self._cleanup_logs: bool | None = None  # `commit(cleanup_expired_logs=...)`
         #: this transaction's commitInfo.txnId, the same in every attempt, so a landed attempt is recognised
         self.txn_id = str(uuid.uuid4())
         self.commit_state = NOT_ATTEMPTED
@@ -265,7 +266,11 @@ class Transaction:
         if self.operation_metrics:
             info["operationMetrics"] = {k: str(v) for k, v in self.operation_metrics.items()}
         info["engineInfo"] = self.engine_info
-        info.update(commit_info_extras(self.extra_commit_info))
+        extras = commit_info_extras(self.extra_commit_info)
+        user_params = extras.pop("operationParameters", None)
+        if user_params:  # deltalake adds the user's keys; the operation's own keys win
+            info["operationParameters"] = {**user_params, **info["operationParameters"]}
+        info.update(extras)
         info["txnId"] = self.txn_id
 
         actions: list[dict[str, Any]] = [{"commitInfo": info}]
@@ -301,13 +306,18 @@ class Transaction:
         actions += [{"cdc": c} for c in self.cdcs]
         return actions
 
-    def commit(self, max_retries: int = DEFAULT_MAX_RETRIES, post_commit: bool = True) -> CommitResult:
+    def commit(self, max_retries: int = DEFAULT_MAX_RETRIES, post_commit: bool = True,
+               cleanup_expired_logs: bool | None = None) -> CommitResult:
         """Commit atomically; returns the committed version. Raises CommitConflictError subclasses.
 
         Never commits twice: an attempt whose put outcome is unclear is read back and recognised by txnId.
+        `post_commit`: write the checkpoint due at this version; `cleanup_expired_logs` (deltalake's
+        post-commit hook option): True cleans expired logs after this commit whether or not it checkpointed,
+        False never, None as `delta.enableExpiredLogCleanup` (default on) right after a checkpoint.
         """
         if self.committed_version is not None:
             raise DeltaError("transaction already committed")
+        self._cleanup_logs = cleanup_expired_logs
         self._validate()
         version = self.read_version + 1
         prev_ict = self._previous_ict()
@@ -367,8 +377,7 @@ class Transaction:
         self.commit_state = COMMITTED
         if checksum:  # `actions` are the landed bytes (not so for a late-landed earlier attempt)
             self._write_checksum(version, actions)
-        if post_commit:
-            self._post_commit(version)
+        self._post_commit(version, post_commit, self._cleanup_logs)
         return CommitResult(version, actions, retries)
 
     def _write_checksum(self, version: int, actions: list[dict[str, Any]]) -> None:
@@ -445,11 +454,15 @@ class Transaction:
                 f"{e}. Reload the table to see whether the write landed; its data files are kept."
             ) from error
 
-    def _post_commit(self, version: int) -> None:
-        """Checkpoint every `delta.checkpointInterval` commits and clean expired logs; never fails the commit."""
+    def _post_commit(self, version: int, checkpoint: bool = True, cleanup: bool | None = None) -> None:
+        """Checkpoint every `delta.checkpointInterval` commits (unless `checkpoint` is False) and clean expired
+        logs (see `commit`); never fails the commit."""
         conf = self.metadata.configuration
         interval = int(conf.get("delta.checkpointInterval", str(DEFAULT_CHECKPOINT_INTERVAL)))
-        if interval <= 0 or version == 0 or version % interval != 0:
+        due = checkpoint and interval > 0 and version != 0 and version % interval == 0
+        if cleanup is None:
+            cleanup = due and _true(conf, "delta.enableExpiredLogCleanup", default=True)
+        if not due and not cleanup:
             return
         try:
             from ..checkpoints.cleanup import cleanup_expired_logs
@@ -457,45 +470,71 @@ class Transaction:
             from ..snapshot import Snapshot
 
             snap = Snapshot.load(self.storage, version)
-            write_checkpoint(snap)
-            if _true(conf, "delta.enableExpiredLogCleanup", default=True):
+            if due:
+                write_checkpoint(snap)
+            if cleanup:
                 cleanup_expired_logs(snap)
         except Exception as e:
-            log.warning("post-commit checkpoint of version %d failed: %s", version, e)
+            log.warning("post-commit checkpoint / log cleanup of version %d failed: %s", version, e)
 
 
-#: commitInfo fields the engine writes; `CommitProperties.custom_metadata` cannot replace them
+#: commitInfo fields only the engine generates: setting them is an error (deltalake's rule)
+GENERATED_COMMIT_INFO = frozenset({"timestamp", "operation", "engineInfo"})
+#: commitInfo fields the engine writes and the user may not replace (after deltalake's type checks): conflict
+#: detection reads readVersion / isolationLevel / isBlindAppend, time travel inCommitTimestamp, commit
+#: recognition txnId
 ENGINE_OWNED_COMMIT_INFO = frozenset({
-    "timestamp", "operation", "operationParameters", "readVersion", "isolationLevel", "isBlindAppend",
-    "operationMetrics", "engineInfo", "inCommitTimestamp", "txnId",
+    "readVersion", "isolationLevel", "isBlindAppend", "operationMetrics", "inCommitTimestamp", "txnId",
 })
+_ISOLATION_LEVELS = ("Serializable", "WriteSerializable", "SnapshotIsolation")
+_STRING_FIELDS = ("userId", "userName", "userMetadata")
+
+
+def _check_reserved(key: str, value: Any) -> None:
+    """deltalake 1.6.6's type rules for the commitInfo keys it reserves (InvalidCommitMetadataError)."""
+    prefix = f"CommitProperties.custom_metadata[{key!r}]"
+    if key in GENERATED_COMMIT_INFO:
+        raise InvalidCommitMetadataError(
+            f"CommitProperties.custom_metadata key {key!r} is generated by the engine and cannot be set")
+    if key == "operationParameters" and not isinstance(value, dict):
+        raise InvalidCommitMetadataError(f"{prefix} must be a JSON object")
+    if key == "readVersion" and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise InvalidCommitMetadataError(f"{prefix} must be a non-negative integer")
+    if key in _STRING_FIELDS and not isinstance(value, str):
+        raise InvalidCommitMetadataError(f"{prefix} must be a string")
+    if key == "isolationLevel" and value not in _ISOLATION_LEVELS:
+        raise InvalidCommitMetadataError(f"{prefix} must be a valid IsolationLevel string")
+    if key == "isBlindAppend" and not isinstance(value, bool):
+        raise InvalidCommitMetadataError(f"{prefix} must be a boolean")
+
 
 def commit_info_extras(custom: dict[Any, Any] | None) -> dict[str, Any]:
-    """Validated user commitInfo fields (`CommitProperties.custom_metadata`).
+    """Validated user commitInfo fields (`CommitProperties.custom_metadata`), with deltalake's rules.
 
-    Keys must be strings and values JSON-serialisable (InvalidCommitMetadataError, a ValueError, otherwise;
-    raised before anything is written);
-    `userName` / `userId` are strings as in delta-spark's and delta-rs's CommitInfo (numbers are converted);
-    engine-owned fields are dropped with a warning: a user `inCommitTimestamp` would corrupt time travel.
+    Keys must be strings and values JSON-serialisable (no NaN / infinity); `timestamp`, `operation` and
+    `engineInfo` cannot be set; `operationParameters` must be an object (its keys are added to the
+    operation's, values as strings), `readVersion` a non-negative int, `userId` / `userName` / `userMetadata`
+    strings, `isolationLevel` a level name, `isBlindAppend` a bool. Violations raise InvalidCommitMetadataError
+    (a ValueError). Unlike deltalake, a valid readVersion / isolationLevel / isBlindAppend / operationMetrics /
+    inCommitTimestamp / txnId is then dropped with a warning: the engine's values are what conflict detection
+    and time travel rely on (docs/decisions.md).
     """
     out: dict[str, Any] = {}
     for key, value in (custom or {}).items():
         if not isinstance(key, str):
-            raise InvalidCommitMetadataError(
-                f"commit metadata keys must be strings, got {key!r} ({type(key).__name__})")
-        if key in ENGINE_OWNED_COMMIT_INFO:
-            log.warning("commit metadata %r ignored: the field is written by the engine", key)
-            continue
-        if key in ("userName", "userId") and value is not None and not isinstance(value, str):
-            if isinstance(value, int) and not isinstance(value, bool):
-                value = str(value)
-            else:
-                raise InvalidCommitMetadataError(f"commit metadata {key!r} must be a string, got {value!r}")
+            raise InvalidCommitMetadataError("CommitProperties.custom_metadata keys must be strings")
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise InvalidCommitMetadataError(
-                f"commit metadata {key!r}: value {value!r} is not JSON-serialisable ({e})") from e
+                f"CommitProperties.custom_metadata value for {key!r} must be JSON-serializable: "
+                f"{type(e).__name__}: {e}") from e
+        _check_reserved(key, value)
+        if key in ENGINE_OWNED_COMMIT_INFO:
+            log.warning("commit metadata %r ignored: the field is written by the engine", key)
+            continue
+        if key == "operationParameters":
+            value = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
         out[key] = value
     return out
 
