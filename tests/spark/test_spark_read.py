@@ -68,6 +68,17 @@ def test_timestamp_as_of(spark, versioned):
         spark.read.format("delta").option("timestampAsOf", ts).option("versionAsOf", 1).load(versioned)
 
 
+def test_timestamp_as_of_outside_the_log_is_delta_sparks_error(spark, versioned):
+    """delta-spark refuses a time before the earliest commit or after the latest (deltalake's API clamps)."""
+    history = DeltaTable(versioned)._timestamps()
+    with pytest.raises(Exception, match=r"\[DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION\]"):
+        spark.read.format("delta").option("timestampAsOf", "2001-02-03T04:05:06Z").load(versioned).count()
+    with pytest.raises(Exception, match=r"\[DELTA_TIMESTAMP_GREATER_THAN_COMMIT\]"):
+        spark.read.format("delta").option("timestampAsOf", "2100-01-01T00:00:00Z").load(versioned).count()
+    latest = spark.read.format("delta").option("timestampAsOf", iso_ms(history[max(history)])).load(versioned)
+    assert latest.count() == DeltaTable(versioned).count(), "the latest commit's own time is inside the log"
+
+
 def test_read_change_feed(spark, versioned):
     df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 1)
           .option("endingVersion", 2).load(versioned))

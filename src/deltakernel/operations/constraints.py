@@ -77,14 +77,18 @@ def sample_row(batch: Batch, mask: pa.Array) -> tuple[int, dict[str, Any]]:
 
 
 @dataclass
-class _Identity:
+class IdentitySpec:
+    """An identity column's definition (start, step, high-water mark, BY DEFAULT) as field metadata holds it."""
+
     start: int
     step: int
     hwm: int | None
     allow_explicit: bool
 
 
-def _identity(field: StructField) -> _Identity | None:
+def identity_spec(field: StructField) -> IdentitySpec | None:
+    """`field`'s identity definition, None when it is not an identity column; DeltaError when malformed.
+    Shared by the embedded Enforcer and the Spark engine's distributed generator."""
     md = field.metadata
     if IDENTITY_START not in md and IDENTITY_STEP not in md:
         return None
@@ -97,7 +101,7 @@ def _identity(field: StructField) -> _Identity | None:
     if step == 0:
         raise DeltaError(f"identity column {field.name!r} has step 0")
     explicit = str(md.get(IDENTITY_EXPLICIT, False)).lower() == "true"
-    return _Identity(start, step, hwm, explicit)
+    return IdentitySpec(start, step, hwm, explicit)
 
 
 class Enforcer:
@@ -114,11 +118,11 @@ class Enforcer:
         self._invariants_on = "invariants" in feats
         self._checks_on = "checkConstraints" in feats
         self._parsed: dict[str, SqlExpr] = {}
-        self._identities: dict[str, _Identity] = {}
+        self._identities: dict[str, IdentitySpec] = {}
         self._hwm: dict[str, int] = {}
         self._pending: dict[str, int] = {}
         for f in self.schema.fields:
-            ident = _identity(f) if self._identity_on else None
+            ident = identity_spec(f) if self._identity_on else None
             if ident is not None:
                 self._identities[f.name] = ident
         self.checks = check_constraints(metadata.configuration) if self._checks_on else {}

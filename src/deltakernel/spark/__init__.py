@@ -27,16 +27,17 @@ if TYPE_CHECKING:
     from .reader import DeltaFrame, read
     from .routing import enable
     from .scan.report import ScanReport, scan_report
-    from .tables import DeltaTable, DeltaTableBuilder
+    from .tables import DeltaTable, DeltaTableBuilder, IdentityGenerator
     from .writer import write
 
 # loaded on first use: Spark's Python workers import submodules (the data sources, the executors' tasks)
 # without paying for the whole engine (a streaming query starts a Python process for its source)
 _LAZY = {"DeltaFrame": ".reader", "read": ".reader", "enable": ".routing", "DeltaTable": ".tables",
-         "DeltaTableBuilder": ".tables", "write": ".writer", "scan_report": ".scan.report",
-         "ScanReport": ".scan.report"}
+         "DeltaTableBuilder": ".tables", "IdentityGenerator": ".tables", "write": ".writer",
+         "scan_report": ".scan.report", "ScanReport": ".scan.report"}
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
-__all__ = ["DeltaFrame", "DeltaTable", "DeltaTableBuilder", "ScanReport", "enable", "read", "scan_report", "write"]
+__all__ = ["DeltaFrame", "DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "ScanReport",
+           "enable", "read", "scan_report", "write"]

@@ -405,7 +405,7 @@ def _create_at(spark: Any, ref: DeltaRef, spec: TableSpec, mode: str, df: Any) -
             raise CatalogTableError(f"CREATE TABLE {ref.label}: the table needs columns (or AS SELECT ...)")
         _create_empty(uri, spec, replacing)
     else:
-        _write_query(spark, ref, spec, df, replacing)
+        _write_query(spark, ref, spec, df, replacing, mode)
     sync_schema(spark, ref)
     return ref
 
@@ -423,29 +423,22 @@ def _create_empty(uri: str, spec: TableSpec, replacing: bool) -> None:
                  cluster_by=spec.cluster_by or None)
 
 
-def _write_query(spark: Any, ref: DeltaRef, spec: TableSpec, df: Any, replacing: bool) -> None:
-    """CREATE / REPLACE ... AS SELECT: one write when the writer can express the table; else an empty table
-    with every property (clustering, comment, non-`delta.` properties) then an append."""
-    from .writer import write
+_CTAS_OPERATION = {"replace": "REPLACE TABLE AS SELECT", "create_or_replace": "CREATE OR REPLACE TABLE AS SELECT"}
 
-    props = dict(spec.properties or {})
+
+def _write_query(spark: Any, ref: DeltaRef, spec: TableSpec, df: Any, replacing: bool, mode: str) -> None:
+    """CREATE / REPLACE ... AS SELECT (and saveAsTable of a new table): ONE commit holding the protocol, the
+    metadata (comment, properties, clustering) and the data, recorded as delta-spark records it
+    (`CREATE TABLE AS SELECT`, `CREATE OR REPLACE TABLE AS SELECT`, `REPLACE TABLE AS SELECT`)."""
+    from .writer import TableCreation, write
+
     opts: dict[str, Any] = dict(spec.options or {})
-    one_write = not spec.cluster_by and not spec.comment and all(k.lower().startswith("delta.") for k in props)
-    if one_write:
-        opts.update(props)
-        if replacing:
-            opts.setdefault("overwriteSchema", "true")
-        write(df, ref.location, mode="overwrite" if replacing else "error", partitionBy=spec.partition_by or None,
-              **opts)
-        return
-    from ..kernel.schema.arrow import from_arrow_schema
-    from .writer import table_arrow_schema
-
-    schema = spec.schema or from_arrow_schema(table_arrow_schema(df.schema))
-    _create_empty(table_uri(ref.location), TableSpec(schema=schema, partition_by=spec.partition_by,
-                                                      cluster_by=spec.cluster_by, properties=props,
-                                                      comment=spec.comment), replacing)
-    write(df, ref.location, mode="append", **opts)
+    if replacing:
+        opts.setdefault("overwriteSchema", "true")
+    table = TableCreation(_CTAS_OPERATION.get(mode, "CREATE TABLE AS SELECT"), spec.comment,
+                          dict(spec.properties or {}) or None, spec.cluster_by or None)
+    write(df, ref.location, mode="overwrite" if replacing else "error", partitionBy=spec.partition_by or None,
+          _table=table, **opts)
 
 
 # ----------------------------------------------------------------------------- DataFrame API by name
@@ -494,9 +487,14 @@ def save_as_table(df: Any, name: str, mode: str | None, partition_by: list[str] 
         if mode == "append":
             write(df, ref.location, mode="append", partitionBy=partition_by, **write_opts)
         elif mode == "overwrite":
+            replace = None
             if not opts.get("replaceWhere") and not (opts.get("partitionOverwriteMode") or "").lower() == "dynamic":
                 write_opts.setdefault("overwriteSchema", "true")
-            write(df, ref.location, mode="overwrite", partitionBy=partition_by, **write_opts)
+                from .writer import TableCreation
+
+                # delta-spark runs a full overwrite as ReplaceTableAsSelect: its history names it so
+                replace = TableCreation("CREATE OR REPLACE TABLE AS SELECT")
+            write(df, ref.location, mode="overwrite", partitionBy=partition_by, _table=replace, **write_opts)
         else:
             raise CatalogTableError(f"unknown save mode {mode!r}")
         sync_schema(spark, ref)

@@ -64,8 +64,33 @@ def load_snapshot(path: str, opts: Options) -> Snapshot:
     dtab = DeltaTable(table_uri(path), version=int(version) if version is not None else None,
                       storage_options=storage_options(opts))
     if ts is not None:
-        dtab.load_as_version(str(ts))
+        _load_at_timestamp(dtab, str(ts))
     return dtab.snapshot
+
+
+def _load_at_timestamp(dtab: Any, ts: str) -> None:
+    """delta-spark's `timestampAsOf`: a time before the earliest commit still in the log or after the latest one
+    is an error with its class (deltalake's API loads the earliest / latest commit instead)."""
+    from ..errors import VersionNotFoundError
+    from ..kernel.log.time_travel import format_timestamp_ms, parse_timestamp
+    from .error_classes import (
+        TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION,
+        TIMESTAMP_GREATER_THAN_COMMIT,
+        classed,
+        reworded,
+    )
+
+    try:
+        dtab.load_as_version(ts, strict=True)
+    except VersionNotFoundError as e:
+        raise reworded(e, classed(TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION, str(e))) from e
+    stamps = dtab._timestamps()
+    latest = stamps.get(max(stamps)) if stamps else None
+    if latest is not None and dtab.version() == max(stamps) and parse_timestamp(ts) > latest:
+        raise VersionNotFoundError(classed(
+            TIMESTAMP_GREATER_THAN_COMMIT,
+            f"The provided timestamp ({ts}) is after the latest version available to this table "
+            f"({format_timestamp_ms(latest)}). Please use a timestamp before or at ({format_timestamp_ms(latest)})."))
 
 
 def storage_options(opts: Options) -> dict[str, str] | None:

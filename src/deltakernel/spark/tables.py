@@ -18,6 +18,7 @@ from ..kernel.snapshot import Snapshot
 from ..kernel.transaction.transaction import Transaction as KernelTransaction
 from ..table import DeltaTable as KernelTable
 from ._schema import from_spark_schema, table_uri
+from .builder import DeltaTableBuilder, IdentityGenerator
 
 ENGINE_INFO = "deltakernel-spark/0.1.0"
 
@@ -31,7 +32,9 @@ class DeltaTable:
         self._uri = table_uri(path)
         self._alias = alias
         if not KernelTable.is_deltatable(self._uri):
-            raise DeltaError(f"{path!r} is not a Delta table")
+            from .error_classes import MISSING_DELTA_TABLE, classed
+
+            raise DeltaError(classed(MISSING_DELTA_TABLE, f"{path!r} is not a Delta table."))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -80,36 +83,10 @@ class DeltaTable:
         return DeltaTable(self._spark, self._path, aliasName)
 
     def history(self, limit: int | None = None) -> Any:
-        """Commits newest first, delta-spark's columns, as a Spark DataFrame."""
-        rows = []
-        for info in KernelTable(self._uri).history(limit):
-            params = info.get("operationParameters") or {}
-            metrics = info.get("operationMetrics") or {}
-            rows.append({
-                "version": int(info["version"]),
-                "timestamp": pa.scalar(int(info.get("timestamp") or 0), pa.timestamp("ms", tz="UTC")).cast(
-                    pa.timestamp("us", tz="UTC")).as_py(),
-                "userId": info.get("userId"),
-                "userName": info.get("userName"),
-                "operation": info.get("operation"),
-                "operationParameters": {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in params.items()},
-                "clusterId": info.get("clusterId"),
-                "readVersion": info.get("readVersion"),
-                "isolationLevel": info.get("isolationLevel"),
-                "isBlindAppend": info.get("isBlindAppend"),
-                "operationMetrics": {str(k): str(v) for k, v in metrics.items()},
-                "userMetadata": info.get("userMetadata"),
-                "engineInfo": info.get("engineInfo"),
-            })
-        schema = pa.schema([
-            ("version", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("userId", pa.string()),
-            ("userName", pa.string()), ("operation", pa.string()),
-            ("operationParameters", pa.map_(pa.string(), pa.string())), ("clusterId", pa.string()),
-            ("readVersion", pa.int64()), ("isolationLevel", pa.string()), ("isBlindAppend", pa.bool_()),
-            ("operationMetrics", pa.map_(pa.string(), pa.string())), ("userMetadata", pa.string()),
-            ("engineInfo", pa.string()),
-        ])
-        return self._spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema))
+        """Commits newest first, as a Spark DataFrame with delta-spark's columns in its order and types
+        (`DeltaHistory`: `job` and `notebook` structs are null when a commit has none)."""
+        rows = [history_row(info) for info in KernelTable(self._uri).history(limit)]
+        return self._spark.createDataFrame(pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA))
 
     def detail(self) -> Any:
         """One row describing the table (delta-spark's DESCRIBE DETAIL columns)."""
@@ -138,21 +115,33 @@ class DeltaTable:
         txn.commit()
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        """Raise the protocol to at least these versions; a lower version is ignored (delta-spark's DeltaTable
+        API ignores downgrades: no commit, no error)."""
         from ..kernel.protocol.select import with_min_versions
 
+        for name, value in (("readerVersion", readerVersion), ("writerVersion", writerVersion)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"The {name} needs to be an integer but got '{type(value)}'.")
         new = with_min_versions(self._snapshot().protocol, readerVersion, writerVersion)
         self._commit_protocol(new, "UPGRADE PROTOCOL",
                               {"newProtocol": json.dumps(new.to_json(), separators=(",", ":"))})
 
     def addFeatureSupport(self, featureName: str) -> None:
+        """Add a table feature to the protocol (delta-spark: `delta.feature.<name> = supported`)."""
         from ..kernel.protocol.features import SUPPORTED_WRITER_FEATURES
         from ..kernel.protocol.select import table_features_protocol
+        from .error_classes import UNSUPPORTED_FEATURES_IN_CONFIG, classed
 
-        if featureName not in SUPPORTED_WRITER_FEATURES:
-            raise DeltaError(f"table feature {featureName!r} is not supported by deltakernel")
+        if not isinstance(featureName, str):
+            raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
+        known = {f.lower(): f for f in SUPPORTED_WRITER_FEATURES}
+        if featureName.lower() not in known:
+            raise DeltaError(classed(UNSUPPORTED_FEATURES_IN_CONFIG, "Table features configured in the following "
+                                     "Spark configs or Delta table properties are not recognized by this version "
+                                     f"of Delta Lake: delta.feature.{featureName}."))
+        name = known[featureName.lower()]
         cur = self._snapshot().protocol
-        self._commit_protocol(table_features_protocol({featureName}, cur), "ADD FEATURE",
-                              {"feature": featureName})
+        self._commit_protocol(table_features_protocol({name}, cur), "ADD FEATURE", {"feature": name})
 
     # ------------------------------------------------------------------ DML (spark/dml: distributed jobs)
     def delete(self, condition: Any = None) -> None:
@@ -241,105 +230,52 @@ class DeltaTable:
         return f"DeltaTable({self._path!r})"
 
 
+_JOB = pa.struct([("jobId", pa.string()), ("jobName", pa.string()), ("runId", pa.string()),
+                  ("jobOwnerId", pa.string()), ("triggerType", pa.string())])
+_NOTEBOOK = pa.struct([("notebookId", pa.string())])
+HISTORY_SCHEMA = pa.schema([
+    ("version", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("userId", pa.string()),
+    ("userName", pa.string()), ("operation", pa.string()),
+    ("operationParameters", pa.map_(pa.string(), pa.string())), ("job", _JOB), ("notebook", _NOTEBOOK),
+    ("clusterId", pa.string()), ("readVersion", pa.int64()), ("isolationLevel", pa.string()),
+    ("isBlindAppend", pa.bool_()), ("operationMetrics", pa.map_(pa.string(), pa.string())),
+    ("userMetadata", pa.string()), ("engineInfo", pa.string()),
+])
+
+
+def _struct(value: Any, fields: tuple[str, ...]) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        return None
+    return {f: None if value.get(f) is None else str(value.get(f)) for f in fields}
+
+
+def history_row(info: dict[str, Any]) -> dict[str, Any]:
+    """One commitInfo as a DESCRIBE HISTORY row (delta-spark's `DeltaHistory`)."""
+    params = info.get("operationParameters") or {}
+    metrics = info.get("operationMetrics") or {}
+    return {
+        "version": int(info["version"]),
+        "timestamp": _ts(int(info.get("timestamp") or 0)),
+        "userId": info.get("userId"),
+        "userName": info.get("userName"),
+        "operation": info.get("operation"),
+        "operationParameters": {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in params.items()},
+        "job": _struct(info.get("job"), ("jobId", "jobName", "runId", "jobOwnerId", "triggerType")),
+        "notebook": _struct(info.get("notebook"), ("notebookId",)),
+        "clusterId": info.get("clusterId"),
+        "readVersion": info.get("readVersion"),
+        "isolationLevel": info.get("isolationLevel"),
+        "isBlindAppend": info.get("isBlindAppend"),
+        "operationMetrics": {str(k): str(v) for k, v in metrics.items()},
+        "userMetadata": info.get("userMetadata"),
+        "engineInfo": info.get("engineInfo"),
+    }
+
+
 def _ts(ms: Any) -> Any:
     if ms is None:
         return None
     return pa.scalar(int(ms), pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC")).as_py()
 
 
-class DeltaTableBuilder:
-    """delta-spark's `DeltaTableBuilder`: location, columns, partitioning or clustering, properties, comment."""
-
-    def __init__(self, spark: Any, mode: str) -> None:
-        self._spark = spark
-        self._mode = mode
-        self._location: str | None = None
-        self._fields: list[dict[str, Any]] = []
-        self._partitions: list[str] = []
-        self._clustering: list[str] = []
-        self._properties: dict[str, str] = {}
-        self._comment: str | None = None
-        self._name: str | None = None
-
-    def tableName(self, identifier: str) -> DeltaTableBuilder:
-        self._name = identifier
-        return self
-
-    def location(self, location: str) -> DeltaTableBuilder:
-        self._location = location
-        return self
-
-    def comment(self, comment: str) -> DeltaTableBuilder:
-        self._comment = comment
-        return self
-
-    def addColumn(self, colName: str, dataType: Any, nullable: bool = True, generatedAlwaysAs: str | None = None,
-                  comment: str | None = None) -> DeltaTableBuilder:
-        from pyspark.sql.types import DataType, _parse_datatype_string
-
-        typ = dataType if isinstance(dataType, DataType) else _parse_datatype_string(str(dataType))
-        meta: dict[str, Any] = {}
-        if comment is not None:
-            meta["comment"] = comment
-        if generatedAlwaysAs is not None:
-            meta["delta.generationExpression"] = generatedAlwaysAs
-        self._fields.append({"name": colName, "type": typ.jsonValue(), "nullable": bool(nullable), "metadata": meta})
-        return self
-
-    def addColumns(self, cols: Any) -> DeltaTableBuilder:
-        for f in cols.fields:
-            self._fields.append(f.jsonValue())
-        return self
-
-    def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:
-        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
-            cols = tuple(cols[0])
-        self._partitions = list(cols)
-        return self
-
-    def clusterBy(self, *cols: Any) -> DeltaTableBuilder:
-        """A clustered table (protocol "Clustered Table"): OPTIMIZE clusters its files by these columns."""
-        if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
-            cols = tuple(cols[0])
-        self._clustering = [str(c) for c in cols]
-        return self
-
-    def property(self, key: str, value: str) -> DeltaTableBuilder:
-        self._properties[key] = str(value)
-        return self
-
-    def execute(self) -> DeltaTable:
-        from ..kernel.schema.types import parse_schema_string
-        from ..operations.write import create_table
-
-        if self._location is None and self._name is None:
-            raise DeltaError("a table needs .tableName(name) or .location(path)")
-        if not self._fields:
-            raise DeltaError("a table needs at least one column (addColumn)")
-        schema = parse_schema_string(json.dumps({"type": "struct", "fields": self._fields}))
-        if self._clustering and self._partitions:
-            raise DeltaError("clusterBy and partitionedBy cannot be used together "
-                             "(a clustered table has no partitions)")
-        if self._name is not None:  # a catalog table (managed without .location): spark/catalog.py
-            from .catalog import TableSpec, create, split_name
-
-            spec = TableSpec(schema=schema, location=self._location, partition_by=self._partitions or None,
-                             cluster_by=self._clustering or None, properties=dict(self._properties) or None,
-                             comment=self._comment)
-            how = {"error": "create", "ignore": "ignore", "overwrite": "create_or_replace", "replace": "replace"}
-            ref = create(self._spark, split_name(self._spark, self._name), spec, how[self._mode], label=self._name)
-            return DeltaTable(self._spark, ref.location)
-        assert self._location is not None
-        uri = table_uri(self._location)
-        exists = KernelTable.is_deltatable(uri)
-        if self._mode == "replace" and not exists:
-            raise DeltaError(f"cannot replace: no Delta table at {self._location}")
-        mode = {"error": "error", "ignore": "ignore", "overwrite": "overwrite", "replace": "overwrite"}[self._mode]
-        if not (mode == "ignore" and exists):
-            create_table(uri, schema, mode=mode, partition_by=self._partitions or None, name=self._name,
-                         description=self._comment, configuration=dict(self._properties) or None,
-                         cluster_by=self._clustering or None)
-        return DeltaTable(self._spark, self._location)
-
-
-__all__ = ["DeltaTable", "DeltaTableBuilder", "from_spark_schema"]
+__all__ = ["DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "from_spark_schema"]

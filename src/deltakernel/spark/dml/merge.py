@@ -33,8 +33,9 @@
    `mapInArrow` (`merge_write.py`) when a table rule must be checked or change data (insert / delete /
    update pre- and post-images) written. Row tracking: updated and copied rows keep their row ids.
 5. One kernel transaction commits (operation MERGE, delta-spark's parameters and metrics).
-Tables Spark's Parquet plan cannot scan, and inserts into tables with identity columns (values must come
-from one writer), run the embedded MERGE on the driver with the source collected as Arrow.
+Inserted rows get identity values the clause does not assign from the executors (`spark/identity.py`); the
+new high-water marks, from the written files, are committed with the adds. Tables Spark's Parquet plan cannot
+scan run the embedded MERGE on the driver with the source collected as Arrow.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from ...errors import UnsupportedFeatureError
 from ...kernel.scan.scan import Scan
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
 from ...operations.change_data import cdf_enabled
-from ...operations.constraints import IDENTITY_START, Enforcer
+from ...operations.constraints import Enforcer
 from ...operations.delete import _live_rows
 from ...operations.dml_commit import ms_since
 from ...operations.dv_writer import deletion_vectors_writable
@@ -62,14 +63,17 @@ from ...operations.merge import _parameters
 from ...operations.merge_plan import (
     BY_SOURCE_DELETE,
     BY_SOURCE_UPDATE,
+    DUPLICATE_MATCH_ERROR_CLASS,
     MATCHED_DELETE,
     MATCHED_UPDATE,
     NOT_MATCHED_INSERT,
     MergeDuplicateMatchError,
     MergeError,
     MergeMetrics,
+    duplicate_match_message,
 )
 from ...operations.rewrite import remove_action
+from .. import identity as idc
 from .._errors import internal_plans
 from ..session import has_jvm
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
@@ -104,6 +108,9 @@ class SparkMerge(SparkDml):
         super().__init__(target, txn, progress)
         self.plan = plan
         self.metrics = MergeMetrics()
+        # identity columns inserted rows get generated values for (per column: the clauses not assigning it)
+        self.idents = idc.identities(txn.metadata, txn.protocol)
+        self.generating = idc.generating_clauses(self.idents, plan.inserts, plan.assigned)
 
     # ------------------------------------------------------------------ run
     def run(self) -> None:
@@ -174,6 +181,7 @@ class SparkMerge(SparkDml):
         if hidden is not None and touched.size:
             txn.set_commit_tag("delta.rowTracking.preserved", "true")
         written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, prebuilt)
+        self._high_water_marks(written)
         self.step()
         # inserted rows: what was written minus the updated rows and (copy-on-write) the copied ones
         copied = 0 if use_dv else self._kept_rows(files, touched)
@@ -208,7 +216,8 @@ class SparkMerge(SparkDml):
 
         plan, md = self.plan, self.txn.metadata
         cdf = cdf_enabled(md.configuration)
-        values = plan.new_values() + (plan.hidden_values(hidden) if hidden is not None else [])
+        values = idc.generated_values(plan.new_values(), md, self.txn.protocol, ACTION, self.generating)
+        values += plan.hidden_values(hidden) if hidden is not None else []
         names = [f.name for f in md.schema.fields] + list(hidden or ())
         rules = self._rules()
         simple = not cdf and all(r.metadata is None for r in rules)
@@ -241,17 +250,19 @@ class SparkMerge(SparkDml):
         from pyspark.sql import functions as F
 
         plan = self.plan
-        per_row = pairs.where("matched").groupBy(FID, ROW).agg(F.count(F.lit(1)).alias("n"), F.max("a").alias("a"))
+        acted = F.col("a").isin(plan.matched) if plan.matched else F.lit(False)
+        per_row = pairs.where("matched").groupBy(FID, ROW).agg(
+            F.count(F.lit(1)).alias("n"), F.count(F.when(acted, 1)).alias("acted"), F.max("a").alias("a"))
         if plan.by_source:
             per_row = per_row.unionByName(pairs.where(~F.col("matched")).select(
-                FID, ROW, F.lit(1).cast("long").alias("n"), "a"))
+                FID, ROW, F.lit(1).cast("long").alias("n"), F.lit(1).cast("long").alias("acted"), "a"))
 
         def among(ids: list[int]) -> Any:
             return F.col("a").isin(ids) if ids else F.lit(False)
 
         per_file = per_row.where(among(plan.updates + plan.deletes) | (F.col("n") > 1)).groupBy(FID).agg(
             F.sum(among(plan.updates).cast("long")).alias("upd"), F.sum(among(plan.deletes).cast("long")).alias("del"),
-            F.max("n").alias("n"))
+            F.max("n").alias("n"), F.max("acted").alias("acted"))
         counts = to_arrow(per_file)
         duplicates = self._check_duplicates(counts)
         return self._touched(counts), counts, duplicates
@@ -275,13 +286,16 @@ class SparkMerge(SparkDml):
         return self._touched(counts), counts, duplicates
 
     def _check_duplicates(self, counts: pa.Table) -> bool:
-        """Whether a target row is in several pairs; raises unless that is allowed (unconditional delete)."""
-        duplicates = bool(counts.num_rows) and int(pc.max(counts.column("n")).as_py() or 0) > 1
-        if duplicates and self.plan.matched and not self._delete_only():
-            raise MergeDuplicateMatchError(
-                "MERGE: a target row matched several source rows; an update or delete needs at most one matching "
-                "source row per target row (deduplicate the source)")
-        return duplicates
+        """Whether a target row is in several pairs. Raises when a WHEN MATCHED clause acts on several of one
+        target row's pairs (`acted`; the DV job's `n` counts only those), unless the only matched clause is
+        an unconditional DELETE: delta-spark's rule, pairs every matched condition rejects change nothing."""
+        def most(column: str) -> int:
+            return int(pc.max(counts.column(column)).as_py() or 0) if counts.num_rows else 0
+
+        acted = most("acted" if "acted" in counts.column_names else "n")
+        if acted > 1 and self.plan.matched and not self._delete_only():
+            raise MergeDuplicateMatchError(duplicate_match_message(error_class=True))
+        return max(acted, most("n")) > 1
 
     @staticmethod
     def _touched(counts: pa.Table) -> np.ndarray:
@@ -335,9 +349,11 @@ class SparkMerge(SparkDml):
                     rows = pairs.where(F.col("a").isin(changed)) if changed else None
                 else:
                     j = plan.joined(files, touched, hidden=hidden, keep_target=True)
+                    if duplicates:  # a target row in several pairs: once, the pair a clause acts on (if any)
+                        j = _one_pair_per_row(j)
                     rows = j.where(~act.isin(plan.deletes)) if plan.deletes and not out.cdf else j
                 if rows is not None:
-                    if duplicates:  # the same target row in several pairs (all with the same clause): once
+                    if duplicates and use_dv:  # the acted pairs of one row (all one clause: delete-only): once
                         rows = rows.dropDuplicates([FID, ROW])
                     # the joined frame has both sides' names: select, then union
                     frame = rows.select(*out.names) if use_dv else rows.select(*out.values)
@@ -364,12 +380,22 @@ class SparkMerge(SparkDml):
             if c.is_delete:
                 out.append(ClauseRules("delete"))
             elif c.kind == NOT_MATCHED_INSERT:
-                out.append(ClauseRules("insert", md if full else None, self.plan.assigned[i]))
+                # identity columns the clause generates carry their values: plain columns for its Enforcer
+                gen = [d for d in self.idents if i in self.generating.get(d.name, ())]
+                keep = tuple(self.plan.assigned[i]) + tuple(d.name for d in gen)
+                out.append(ClauseRules("insert", idc.task_metadata(md, gen) if full else None, keep))
             else:
                 r = update_rules(md, protocol, set(self.plan.assigned[i]))
                 keep = tuple(n for n in names if n not in r.regenerate)
                 out.append(ClauseRules("update", r.metadata if r.enforce or r.regenerate else None, keep))
         return out
+
+    def _high_water_marks(self, written: Written) -> None:
+        """The generated identity columns' new high-water marks (from the written files), in this commit."""
+        gen = [d for d in self.idents if d.name in self.generating]
+        marks = idc.high_water_marks(self.target.spark, self.target.path, self.txn.metadata, gen, written.adds)
+        if marks:
+            self.txn.update_metadata(idc.with_high_water_marks(self.txn.metadata, marks))
 
     def _remove(self, removed: pa.Table) -> None:
         m = self.metrics
@@ -420,7 +446,7 @@ def merge(spark: Any, path: str, source: Any, condition: Any, clauses: list[Spar
     plan.prepare()
     if cond_text is None and plan.analysis.sql:
         txn.operation_parameters["predicate"] = plan.analysis.sql
-    if not native_readable(target) or _identity_inserts(plan):
+    if not native_readable(target):
         return _embedded(target, source, condition, clauses, schema_evolution)
     op = SparkMerge(target, plan, txn, progress)
     metrics, _ = run_commit(op, start)
@@ -433,12 +459,6 @@ def _check_protocol(target: Target) -> None:
     check_write_supported(target.snapshot.protocol)
 
 
-def _identity_inserts(plan: MergePlan) -> bool:
-    """Inserts that would generate identity values: one writer must (the embedded MERGE does)."""
-    identity = {f.name for f in plan.schema.fields if IDENTITY_START in f.metadata}
-    return bool(identity) and any(not identity <= set(plan.assigned[i]) for i in plan.inserts)
-
-
 def _embedded(target: Target, source: Any, condition: Any, clauses: list[SparkClause],
               schema_evolution: bool) -> dict[str, Any]:
     """The embedded engine's MERGE on the driver (the source collected as Arrow)."""
@@ -447,14 +467,28 @@ def _embedded(target: Target, source: Any, condition: Any, clauses: list[SparkCl
     texts = [condition] + [c.condition for c in clauses] + [v for c in clauses for v in (c.assignments or {}).values()]
     if any(x is not None and not isinstance(x, str) for x in texts):
         raise UnsupportedFeatureError("sparkMerge", "this MERGE runs on the driver (the table is not scanned by "
-                                      "Spark's Parquet reader, or it inserts identity values) and needs its "
+                                      "Spark's Parquet reader) and needs its "
                                       "condition and values as SQL strings, not Columns")
     _log.warning("deltakernel: MERGE on %s runs on the driver (embedded engine)", target.uri)
     s_alias = _source_alias(source)
-    metrics, _ = embedded_merge(target.storage, target.snapshot, source.toArrow(), condition,
-                                [c.kernel_clause() for c in clauses], source_alias=s_alias,
-                                target_alias=target.alias, merge_schema=schema_evolution)
+    try:
+        metrics, _ = embedded_merge(target.storage, target.snapshot, source.toArrow(), condition,
+                                    [c.kernel_clause() for c in clauses], source_alias=s_alias,
+                                    target_alias=target.alias, merge_schema=schema_evolution)
+    except MergeDuplicateMatchError as e:  # Spark users match on delta-spark's error class
+        raise MergeDuplicateMatchError(f"[{DUPLICATE_MATCH_ERROR_CLASS}] {e}") from e
     return metrics
+
+
+def _one_pair_per_row(rows: Any) -> Any:
+    """One pair per target row (`FID`, `ROW`), preferring the pair a clause acts on (`ACTION` >= 0) over the
+    pairs every WHEN MATCHED condition rejected, which must not be written as extra copies."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    pick = "__dk_pick"
+    order = Window.partitionBy(FID, ROW).orderBy(F.col(ACTION).desc())
+    return rows.withColumn(pick, F.row_number().over(order)).where(F.col(pick) == 1).drop(pick)
 
 
 def _source_alias(source: Any) -> str | None:

@@ -187,8 +187,7 @@ def plan_assignments(spark: Any, snapshot: Snapshot, set_: Any, empty: Any) -> d
         raise InvalidFilterError("'set' cannot be None")
     if not isinstance(set_, Mapping):
         raise TypeError(f"'set' must be a dict, found {type(set_).__name__}")
-    if not set_:
-        raise InvalidFilterError("'set' must assign at least one column")
+    # an empty dict is accepted, as delta-spark does: the matched rows are rewritten unchanged
     schema = snapshot.schema
     spark_schema = to_spark_schema(schema)
     by_lower = {f.name.lower(): f for f in schema.fields}
@@ -215,6 +214,8 @@ def plan_assignments(spark: Any, snapshot: Snapshot, set_: Any, empty: Any) -> d
             raise TypeError(f"values of 'set' must be Spark SQL Columns or strings (expressions in SQL syntax), "
                             f"found {type(value).__name__} for {key!r}")
         out[field.name] = Assignment(field.name, col.cast(spark_schema[field.name].dataType), value)
+    if not out:
+        return out
     try:
         resolved(empty.select(*[a.value.alias(n) for n, a in out.items()]))
     except analysis_error() as e:

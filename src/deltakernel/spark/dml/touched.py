@@ -124,12 +124,13 @@ class _DvBuilder:
 
     def _merge_rows(self, rows: np.ndarray, clause: np.ndarray) -> tuple[np.ndarray, tuple[int, int, int]]:
         """MERGE pairs of one file: the rows an updating or deleting clause changes, and (rows updated, rows
-        deleted, most pairs of one target row)."""
+        deleted, most pairs of one target row that a clause acts on)."""
         assert self.plan.clauses is not None
         updating, deleting = self.plan.clauses
-        most = int(np.unique(rows, return_counts=True)[1].max()) if rows.size else 0
         upd = np.isin(clause, np.asarray(updating, dtype=clause.dtype))
         dele = np.isin(clause, np.asarray(deleting, dtype=clause.dtype))
+        acted = rows[upd | dele]  # delta-spark counts only the pairs a clause acts on as duplicate matches
+        most = int(np.unique(acted, return_counts=True)[1].max()) if acted.size else 0
         counts = (int(np.unique(rows[upd]).size), int(np.unique(rows[dele]).size), most)
         return rows[upd | dele], counts
 

@@ -25,11 +25,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import DeltaError
+from ...errors import DeltaError, RestoreError
 from ...kernel.snapshot import Snapshot
-from ...operations.vacuum import DELETE_BATCH, advanced_snapshot, commit_vacuum_marker, plan_vacuum
+from ...operations.vacuum import DELETE_BATCH, advanced_snapshot, commit_vacuum_marker, plan_vacuum, retention_ms
 from ...operations.vacuum import vacuum as vacuum_files
+from .. import error_classes as ec
 from .._errors import marked, task_errors
+from ..error_classes import spark_vacuum_errors
 from ._common import (
     commit_info,
     commit_properties,
@@ -118,12 +120,22 @@ def vacuum(spark: Any, uri: str, storage_options: dict[str, str] | None, retenti
         retention_hours = float(retention_hours)
     enforce = conf_flag(spark, RETENTION_CHECK_CONF, True)
     snapshot = _load(uri, storage_options)
-    if conf_flag(spark, PARALLEL_DELETE_CONF, False):
-        _parallel_vacuum(spark, snapshot, snapshot.storage.root_uri, storage_options, retention_hours, enforce)
-    else:
-        vacuum_files(snapshot.storage, snapshot, retention_hours=retention_hours, dry_run=False,
-                     enforce_retention_duration=enforce, commit_properties=commit_properties(spark), full=True)
+    with spark_vacuum_errors(retention_hours, table_retention_hours(snapshot)):
+        if conf_flag(spark, PARALLEL_DELETE_CONF, False):
+            _parallel_vacuum(spark, snapshot, snapshot.storage.root_uri, storage_options, retention_hours, enforce)
+        else:
+            vacuum_files(snapshot.storage, snapshot, retention_hours=retention_hours, dry_run=False,
+                         enforce_retention_duration=enforce, commit_properties=commit_properties(spark), full=True)
     return spark.createDataFrame([], StructType([]))
+
+
+def table_retention_hours(snapshot: Snapshot) -> float:
+    """The table's `delta.deletedFileRetentionDuration` in hours (what delta-spark's check message names)."""
+    try:
+        _, default_ms = retention_ms(snapshot, None, False)
+    except DeltaError:
+        return 168.0
+    return default_ms / 3_600_000
 
 
 # ----------------------------------------------------------------------------- RESTORE
@@ -135,17 +147,42 @@ def restore(spark: Any, uri: str, storage_options: dict[str, str] | None, versio
     from ...operations.restore import restore as restore_table
 
     if timestamp is not None:
+        if not isinstance(timestamp, str):
+            raise RestoreError(f"timestamp needs to be a string but got '{type(timestamp)}'.")
         target: Any = spark_timestamp(spark, timestamp)
     else:
         if isinstance(version, bool) or not isinstance(version, int):
-            raise DeltaError(f"version needs to be an int but got {type(version)}")
+            raise RestoreError(f"version needs to be an int but got '{type(version)}'.")
         target = version
     snapshot = _load(uri, storage_options)
+    if timestamp is not None:
+        _check_restore_timestamp(snapshot, timestamp, target)
     _, committed = restore_table(snapshot.storage, snapshot, target, commit_properties=commit_properties(spark))
     info = commit_info(snapshot.storage, committed)
     row = tuple(long_metric(info, k) for k in _RESTORE_METRICS)
     schema = StructType([StructField(c, LongType(), True) for c in RESTORE_COLUMNS])
     return spark.createDataFrame([row], schema)
+
+
+def _check_restore_timestamp(snapshot: Snapshot, text: str, target: Any) -> None:
+    """delta-spark's RESTORE TIMESTAMP checks: before the first commit still in the log or after the latest
+    one is an error with its class (`DELTA_CANNOT_RESTORE_TIMESTAMP_EARLIER` / `..._GREATER`)."""
+    from ...kernel.log.time_travel import commit_timestamps, format_timestamp_ms
+
+    ict = snapshot.configuration.get("delta.inCommitTimestampEnablementVersion")
+    stamps = commit_timestamps(snapshot.storage, int(ict) if ict is not None and str(ict).isdigit() else None)
+    if not stamps:
+        return
+    target_ms = int(target.timestamp() * 1000)
+    earliest, latest = min(stamps.values()), stamps[max(stamps)]
+    if target_ms < earliest:
+        raise RestoreError(ec.classed(ec.RESTORE_TIMESTAMP_EARLIER, f"Cannot restore table to timestamp ({text}) "
+                                      "as it is before the earliest version available. Please use a timestamp "
+                                      f"after ({format_timestamp_ms(earliest)})."))
+    if target_ms > latest:
+        raise RestoreError(ec.classed(ec.RESTORE_TIMESTAMP_GREATER, f"Cannot restore table to timestamp ({text}) "
+                                      "as it is after the latest version available. Please use a timestamp "
+                                      f"before ({format_timestamp_ms(latest)})."))
 
 
 # ----------------------------------------------------------------------------- CONVERT TO DELTA

@@ -95,7 +95,20 @@ class DeltaOptimizeBuilder:
         for c in cols:
             if not isinstance(c, str):
                 raise TypeError(f"Z-order column must be str. Found {c} with type {type(c)}")
+        self._refuse_partition_columns(cols)
         return run_optimize(self._spark, self._uri, self._storage_options, self._filters, list(cols))
+
+    def _refuse_partition_columns(self, cols: tuple[str, ...]) -> None:
+        """delta-spark's check, with its error class: files already hold one value of a partition column."""
+        from ...table import DeltaTable as KernelTable
+        from ..error_classes import ZORDERING_ON_PARTITION_COLUMN, classed
+
+        parts = {p.lower() for p in KernelTable(self._uri, storage_options=self._storage_options)
+                 .snapshot.partition_columns}
+        for c in cols:
+            if c.strip("`").lower() in parts:
+                raise DeltaError(classed(ZORDERING_ON_PARTITION_COLUMN, f"{c} is a partition column. Z-Ordering "
+                                         "can only be performed on data columns"))
 
 
 # ----------------------------------------------------------------------------- planning

@@ -46,8 +46,12 @@ def method(obj: Any, attr: str, what: str) -> Any:
 
 
 def empty_frame(spark: Any) -> Any:
-    """What a Delta statement without a result returns: a frame with no columns and no rows (either kind)."""
-    return spark.emptyDataFrame
+    """What a Delta statement without a result returns: a frame with no columns and no rows (either kind).
+
+    Not `spark.emptyDataFrame`: PySpark 4.3 made that a method taking a schema (a property before)."""
+    from pyspark.sql.types import StructType
+
+    return spark.createDataFrame([], StructType([]))
 
 
 def conf_flag(spark: Any, key: str, default: bool) -> bool:
@@ -78,6 +82,17 @@ def run(spark: Any, stmt: g.Statement, run_sql: Any) -> Any:
         return _alter(spark, ref, stmt)
     if isinstance(stmt, g.ConvertToDelta):
         return _convert(spark, stmt)
+    from .change_column import ChangeColumn
+
+    if isinstance(stmt, ChangeColumn):
+        ref = resolve_table(spark, stmt.table, required=False)
+        if ref is None:
+            return None
+        from .change_column import run as change_column
+
+        change_column(spark, ref.location, stmt)
+        sync_schema(spark, ref)
+        return empty_frame(spark)
     ref = resolve_table(spark, stmt.table)
     assert ref is not None
     if isinstance(stmt, g.DescribeHistory):
@@ -120,10 +135,13 @@ def _vacuum(spark: Any, ref: DeltaRef, stmt: g.Vacuum) -> Any:
     if stmt.dry_run or stmt.mode == "LITE":
         from ...table import DeltaTable as KernelTable
         from .._schema import table_uri
+        from ..error_classes import spark_vacuum_errors
+        from ..maintenance.commands import table_retention_hours
 
         kt = KernelTable(table_uri(ref.location))
-        files = kt.vacuum(retention_hours=stmt.retain_hours, dry_run=stmt.dry_run, enforce_retention_duration=check,
-                          full=stmt.mode != "LITE")
+        with spark_vacuum_errors(stmt.retain_hours, table_retention_hours(kt.snapshot)):
+            files = kt.vacuum(retention_hours=stmt.retain_hours, dry_run=stmt.dry_run,
+                              enforce_retention_duration=check, full=stmt.mode != "LITE")
         if not stmt.dry_run:
             return _paths_frame(spark, [_uri(kt.table_uri)])
         root = _uri(kt.table_uri).rstrip("/")

@@ -379,8 +379,10 @@ def _delta_alter(toks: list[Token]) -> bool:
     if j + 1 >= len(toks):
         return False
     a, b = toks[j], toks[j + 1]
+    from .change_column import is_change_column
+
     return (a.is_kw("ADD") and b.is_kw("CONSTRAINT")) or (a.is_kw("DROP") and b.is_kw("CONSTRAINT", "FEATURE")) \
-        or (a.is_kw("CLUSTER") and b.is_kw("BY"))
+        or (a.is_kw("CLUSTER") and b.is_kw("BY")) or is_change_column(toks, j)
 
 
 def _vacuum(p: _Parser) -> Vacuum:
@@ -544,6 +546,13 @@ def _alter(p: _Parser) -> Statement | None:
         cols = p.paren_list()
         p.expect_end()
         return ClusterBy(table=table, text=p.text, columns=cols)
+    if p.at_kw("ALTER", "CHANGE"):  # ALTER / CHANGE COLUMN: change_column.py (a form it cannot read: Spark's)
+        from .change_column import parse as parse_change
+
+        try:
+            return parse_change(p, table)
+        except DeltaSqlSyntaxError:
+            return None
     return None  # every other ALTER TABLE form: Spark's parser
 
 
