@@ -110,6 +110,8 @@ class SparkMerge(SparkDml):
         self.metrics = MergeMetrics()
         # identity columns inserted rows get generated values for (per column: the clauses not assigning it)
         self.idents = idc.identities(txn.metadata, txn.protocol)
+        for i in plan.inserts:  # an INSERT assigning a GENERATED ALWAYS column: refused before any job
+            idc.check_explicit(list(plan.assigned[i]), self.idents)
         self.generating = idc.generating_clauses(self.idents, plan.inserts, plan.assigned)
 
     # ------------------------------------------------------------------ run
