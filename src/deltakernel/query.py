@@ -34,6 +34,7 @@ import pyarrow as pa
 from .errors import DeltaError
 
 _EXTRA_HINT = "QueryBuilder needs DataFusion: pip install 'deltakernel[datafusion]' (datafusion>=50,<60)"
+_IDENT_NORMALIZATION = "datafusion.sql_parser.enable_ident_normalization"
 
 
 class QueryError(DeltaError):
@@ -62,7 +63,10 @@ class QueryBuilder:
     """
 
     def __init__(self, session_config: dict[str, str] | None = None) -> None:
-        self._config = {str(k): str(v) for k, v in session_config.items()} if session_config else None
+        # deltalake's QueryBuilder keeps the case of unquoted identifiers (`select submittedAt from t` finds the
+        # column `submittedAt`; `NAME` does not find `name`); a caller's session_config may turn it back on
+        self._config: dict[str, str] | None = {_IDENT_NORMALIZATION: "false"}
+        self._config.update({str(k): str(v) for k, v in (session_config or {}).items()})
         self._ctx = self._new_context()
         self._pid = os.getpid()
 

@@ -303,8 +303,9 @@ class Enforcer:
             if pc.any(nulls).as_py():
                 ok = pc.invert(nulls)
                 count, row = sample_row(table, ok)
-                raise ConstraintViolationError(
-                    f"NOT NULL constraint violated for column {'.'.join(path)!r} ({count} row(s)), for example: {row}")
+                raise ConstraintViolationError(  # deltalake's "Invalid data found:", then delta-spark's sentence
+                    f"Invalid data found: NOT NULL constraint violated for column {'.'.join(path)!r} ({count} "
+                    f"row(s)), for example: {row}")
         if isinstance(f.type, StructType) and pa.types.is_struct(col.type):
             valid = pc.is_valid(col) if parent_valid is None else pc.and_(parent_valid, pc.is_valid(col))
             names = [col.type.field(i).name for i in range(col.type.num_fields)]

@@ -50,15 +50,17 @@ DUPLICATE_MATCH_ERROR_CLASS = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_
 def duplicate_match_message(rows: int | None = None, file: str | None = None, position: int | None = None, *,
                             error_class: bool = False) -> str:
     """`MergeDuplicateMatchError`'s text: delta-spark's sentence (users match on "multiple source rows matched"
-    and "the same target row"), then where, then the fix; `error_class` prefixes delta-spark's class name."""
+    and "the same target row"), then where, then deltalake's phrase (its own tests match "duplicate relevant
+    WHEN MATCHED"), then the fix; `error_class` prefixes delta-spark's class name."""
     where = ""
     if rows is not None and file is not None:
         where = f" ({rows} target row(s) of file {file!r}" + (f", e.g. physical row {position}" if position is not
                                                               None else "") + ")"
     text = ("Cannot perform Merge as multiple source rows matched and attempted to modify the same target row in "
             f"the Delta table in possibly conflicting ways{where}: several source rows matching one target row satisfy "
-            "a WHEN MATCHED clause. Deduplicate the source, or make the WHEN MATCHED conditions select at "
-            "most one source row per target row.")
+            "a WHEN MATCHED clause (deltalake: MERGE matched a target row with multiple source rows that satisfy "
+            "duplicate relevant WHEN MATCHED clauses). Deduplicate the source, or make the WHEN MATCHED conditions "
+            "select at most one source row per target row.")
     return f"[{DUPLICATE_MATCH_ERROR_CLASS}] {text}" if error_class else text
 
 

@@ -19,6 +19,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -520,6 +521,8 @@ def commit_info_extras(custom: dict[Any, Any] | None) -> dict[str, Any]:
     and time travel rely on (docs/decisions.md).
     """
     out: dict[str, Any] = {}
+    if custom is not None and not isinstance(custom, Mapping):  # a list of pairs, a string: deltalake's error
+        raise InvalidCommitMetadataError("CommitProperties.custom_metadata must be a mapping")
     for key, value in (custom or {}).items():
         if not isinstance(key, str):
             raise InvalidCommitMetadataError("CommitProperties.custom_metadata keys must be strings")
