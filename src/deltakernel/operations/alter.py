@@ -401,7 +401,8 @@ def _check_addable(f: StructField) -> None:
     if not f.nullable:
         raise DeltaError(f"cannot add non-nullable column {f.name!r}: existing rows would hold NULL")
     if GENERATION_EXPRESSION in f.metadata or "delta.identity.start" in f.metadata:
-        raise DeltaError(f"cannot add generated or identity column {f.name!r} to an existing table")
+        raise DeltaError(f"New columns cannot be a generated column: cannot add generated or identity column "
+                         f"{f.name!r} to an existing table")  # deltalake's sentence first: its users match on it
     if isinstance(f.type, StructType):
         for sub in f.type.fields:
             _check_addable(sub)

@@ -444,8 +444,9 @@ def _plan_metadata(
         generated = [n for n, f in added_fields(schema, merged) if "delta.generationExpression" in f.metadata]
         if generated and snapshot.num_files > 0:
             raise SchemaError(
-                f"schema evolution cannot add generated column(s) {generated} to a table that has rows: existing "
-                "rows would not satisfy the generation expression (add them when the table is empty)"
+                "Schema evolved fields cannot have generated expressions. Recreate the table to achieve this. "
+                f"(deltakernel: schema evolution cannot add generated column(s) {generated} to a table that has rows: "
+                "existing rows would not satisfy the generation expression; add them when the table is empty)"
             )
         if merged != schema or _metadata_differs(merged, schema):
             if partitions_last and md.partition_columns:
