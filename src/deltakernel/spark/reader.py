@@ -69,28 +69,25 @@ def load_snapshot(path: str, opts: Options) -> Snapshot:
 
 
 def _load_at_timestamp(dtab: Any, ts: str) -> None:
-    """delta-spark's `timestampAsOf`: a time before the earliest commit still in the log or after the latest one
-    is an error with its class (deltalake's API loads the earliest / latest commit instead)."""
+    """delta-spark's `timestampAsOf`: outside the log's commit times is an error with its class."""
     from ..errors import VersionNotFoundError
     from ..kernel.log.time_travel import format_timestamp_ms, parse_timestamp
-    from .error_classes import (
-        TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION,
-        TIMESTAMP_GREATER_THAN_COMMIT,
-        classed,
-        reworded,
-    )
+    from .error_classes import TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION, TIMESTAMP_GREATER_THAN_COMMIT, classed
+    from .time_bounds import version_within_log
 
-    try:
-        dtab.load_as_version(ts, strict=True)
-    except VersionNotFoundError as e:
-        raise reworded(e, classed(TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION, str(e))) from e
-    stamps = dtab._timestamps()
-    latest = stamps.get(max(stamps)) if stamps else None
-    if latest is not None and dtab.version() == max(stamps) and parse_timestamp(ts) > latest:
-        raise VersionNotFoundError(classed(
+    def too_early(earliest: int) -> Exception:
+        return VersionNotFoundError(classed(
+            TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION,
+            f"The provided timestamp ({ts}) is before the earliest version available to this table "
+            f"({format_timestamp_ms(earliest)}). Please use a timestamp after ({format_timestamp_ms(earliest)})."))
+
+    def too_late(latest: int) -> Exception:
+        return VersionNotFoundError(classed(
             TIMESTAMP_GREATER_THAN_COMMIT,
             f"The provided timestamp ({ts}) is after the latest version available to this table "
             f"({format_timestamp_ms(latest)}). Please use a timestamp before or at ({format_timestamp_ms(latest)})."))
+
+    dtab.load_as_version(version_within_log(dtab.snapshot, parse_timestamp(ts), too_early, too_late))
 
 
 def storage_options(opts: Options) -> dict[str, str] | None:

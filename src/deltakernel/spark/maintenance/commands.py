@@ -156,7 +156,7 @@ def restore(spark: Any, uri: str, storage_options: dict[str, str] | None, versio
         target = version
     snapshot = _load(uri, storage_options)
     if timestamp is not None:
-        _check_restore_timestamp(snapshot, timestamp, target)
+        _check_restore_timestamp(snapshot, timestamp, target)  # the commit keeps `datetime` as its parameter
     _, committed = restore_table(snapshot.storage, snapshot, target, commit_properties=commit_properties(spark))
     info = commit_info(snapshot.storage, committed)
     row = tuple(long_metric(info, k) for k in _RESTORE_METRICS)
@@ -167,22 +167,20 @@ def restore(spark: Any, uri: str, storage_options: dict[str, str] | None, versio
 def _check_restore_timestamp(snapshot: Snapshot, text: str, target: Any) -> None:
     """delta-spark's RESTORE TIMESTAMP checks: before the first commit still in the log or after the latest
     one is an error with its class (`DELTA_CANNOT_RESTORE_TIMESTAMP_EARLIER` / `..._GREATER`)."""
-    from ...kernel.log.time_travel import commit_timestamps, format_timestamp_ms
+    from ...kernel.log.time_travel import format_timestamp_ms
+    from ..time_bounds import version_within_log
 
-    ict = snapshot.configuration.get("delta.inCommitTimestampEnablementVersion")
-    stamps = commit_timestamps(snapshot.storage, int(ict) if ict is not None and str(ict).isdigit() else None)
-    if not stamps:
-        return
-    target_ms = int(target.timestamp() * 1000)
-    earliest, latest = min(stamps.values()), stamps[max(stamps)]
-    if target_ms < earliest:
-        raise RestoreError(ec.classed(ec.RESTORE_TIMESTAMP_EARLIER, f"Cannot restore table to timestamp ({text}) "
-                                      "as it is before the earliest version available. Please use a timestamp "
-                                      f"after ({format_timestamp_ms(earliest)})."))
-    if target_ms > latest:
-        raise RestoreError(ec.classed(ec.RESTORE_TIMESTAMP_GREATER, f"Cannot restore table to timestamp ({text}) "
-                                      "as it is after the latest version available. Please use a timestamp "
-                                      f"before ({format_timestamp_ms(latest)})."))
+    def too_early(earliest: int) -> Exception:
+        return RestoreError(ec.classed(ec.RESTORE_TIMESTAMP_EARLIER, f"Cannot restore table to timestamp ({text}) "
+                                       "as it is before the earliest version available. Please use a timestamp "
+                                       f"after ({format_timestamp_ms(earliest)})."))
+
+    def too_late(latest: int) -> Exception:
+        return RestoreError(ec.classed(ec.RESTORE_TIMESTAMP_GREATER, f"Cannot restore table to timestamp ({text}) "
+                                       "as it is after the latest version available. Please use a timestamp "
+                                       f"before ({format_timestamp_ms(latest)})."))
+
+    version_within_log(snapshot, int(target.timestamp() * 1000), too_early, too_late)
 
 
 # ----------------------------------------------------------------------------- CONVERT TO DELTA
