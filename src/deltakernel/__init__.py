@@ -17,10 +17,10 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .operations.convert import convert_to_deltalake
-    from .operations.properties import CommitProperties, PostCommitHookProperties, Transaction
-    from .operations.write import write_deltalake
-    from .operations.writer_properties import BloomFilterProperties, ColumnProperties, WriterProperties
+    from .operations.commit_options import CommitProperties, PostCommitHookProperties, Transaction
+    from .operations.create.convert import convert_to_deltalake
+    from .operations.files.writer_options import BloomFilterProperties, ColumnProperties, WriterProperties
+    from .operations.write.api import write_deltalake
     from .query import QueryBuilder
     from .schema import DataType, Field, Schema, VariantType
     from .table import DeltaTable
@@ -29,14 +29,14 @@ if TYPE_CHECKING:
 # Public names load on first use (py-polars' lazy imports): a process that needs only part of the package
 # (Spark's Python workers, a streaming source's driver-side process) does not import all of it.
 _LAZY = {
-    "convert_to_deltalake": ".operations.convert",
-    "CommitProperties": ".operations.properties",
-    "PostCommitHookProperties": ".operations.properties",
-    "Transaction": ".operations.properties",
-    "write_deltalake": ".operations.write",
-    "BloomFilterProperties": ".operations.writer_properties",
-    "ColumnProperties": ".operations.writer_properties",
-    "WriterProperties": ".operations.writer_properties",
+    "convert_to_deltalake": ".operations.create.convert",
+    "CommitProperties": ".operations.commit_options",
+    "PostCommitHookProperties": ".operations.commit_options",
+    "Transaction": ".operations.commit_options",
+    "write_deltalake": ".operations.write.api",
+    "BloomFilterProperties": ".operations.files.writer_options",
+    "ColumnProperties": ".operations.files.writer_options",
+    "WriterProperties": ".operations.files.writer_options",
     "QueryBuilder": ".query",
     "DataType": ".schema",
     "Field": ".schema",

@@ -18,7 +18,7 @@ from .kernel.paths import file_uri_list, resolve_file
 from .kernel.scan.scan import Scan
 from .kernel.schema.types import StructType
 from .kernel.snapshot import Snapshot
-from .operations.properties import check_commit_properties, commit_args
+from .operations.commit_options import check_commit_properties, commit_args
 from .schema import Schema
 from .storage import Storage, storage_for_uri
 from .table_info import (  # noqa: F401  (deltalake.table's module-level names)
@@ -78,8 +78,8 @@ class DeltaTable:
         `raise_if_key_not_exists`: unknown `delta.*` configuration keys raise (other keys are user properties).
         `cluster_by` (ours; deltalake has none): a clustered table (writer feature `clustering`, its columns
         in the `delta.clustering` domain); `optimize.compact()` then clusters it by those columns."""
-        from .operations.properties import positional_commit_args
-        from .operations.write import create_table
+        from .operations.commit_options import positional_commit_args
+        from .operations.write.api import create_table
         from .schema import to_kernel_schema
 
         if args:  # deltalake's legacy positionals: commit_properties, post_commithook_properties, raise_if_key_...
@@ -90,7 +90,7 @@ class DeltaTable:
             if len(args) == 3:
                 raise_if_key_not_exists = bool(args[2])
         if raise_if_key_not_exists and configuration:
-            from .operations.alter_properties import check_known_keys
+            from .operations.alter.table_properties import check_known_keys
 
             check_known_keys(configuration)
 
@@ -392,14 +392,14 @@ class DeltaTable:
     @property
     def alter(self) -> Any:
         """Schema, constraint, property and protocol changes (deltalake's `TableAlterer` API)."""
-        from .operations.alter import TableAlterer
+        from .operations.alter.alterer import TableAlterer
 
         return TableAlterer(self)
 
     @property
     def optimize(self) -> Any:
         """Compaction and Z-order (deltalake's `TableOptimizer`: `compact()`, `z_order(columns)`)."""
-        from .operations.optimize import TableOptimizer
+        from .operations.maintenance.optimize.execute import TableOptimizer
 
         return TableOptimizer(self)
 
@@ -416,7 +416,7 @@ class DeltaTable:
         Writes deletion vectors when the table allows them, else rewrites the touched files. The table
         is left at the new version (unchanged when nothing matched).
         """
-        from .operations.delete import delete
+        from .operations.dml.delete import delete
 
         commit_properties, post_commithook_properties = commit_args("delete", args, commit_properties,
                                                                      post_commithook_properties)
@@ -446,7 +446,7 @@ class DeltaTable:
         (exactly one of them). Deletion vectors mark the old rows where the table allows them, else the
         touched files are rewritten. The table is left at the new version (unchanged when nothing matched).
         """
-        from .operations.update import update
+        from .operations.dml.update import update
 
         commit_properties, post_commithook_properties = commit_args("update", args, commit_properties,
                                                                      post_commithook_properties)
@@ -487,8 +487,8 @@ class DeltaTable:
         spilled to a local memory-mapped Arrow file past 256 MiB, `DELTAKERNEL_MERGE_SOURCE_MEMORY`).
         Deletion vectors when the table allows them, else the touched files are rewritten.
         """
-        from .operations.merge import TableMerger, deltalake_spelling, merge
-        from .operations.merge_source import as_merge_source
+        from .operations.dml.merge.api import TableMerger, deltalake_spelling, merge
+        from .operations.dml.merge.source import as_merge_source
 
         commit_properties, post_commithook_properties = commit_args("merge", args, commit_properties,
                                                                      post_commithook_properties)
@@ -526,7 +526,7 @@ class DeltaTable:
         `min_unreferenced_age_hours` (ours; deltalake has none): full mode deletes a file that no log entry
         names (possibly a concurrent writer's uncommitted data) only once it is older than this, whatever
         the retention; default: the table property `deltakernel.vacuum.minUnreferencedFileAge`, else 1 hour."""
-        from .operations.vacuum import vacuum
+        from .operations.maintenance.vacuum import vacuum
 
         if args:  # deltalake's legacy positional order: post-commit hook, commit properties, full, keep_versions
             if len(args) > 4:
@@ -561,7 +561,7 @@ class DeltaTable:
     ) -> dict[str, Any]:
         """Make an earlier version (int, datetime or ISO-8601 string) the current state in one new commit;
         returns deltalake's metrics (`numRemovedFile`, `numRestoredFile`). The table is left at the new version."""
-        from .operations.restore import restore
+        from .operations.maintenance.restore import restore
 
         check_commit_properties(commit_properties)
         metrics, version = restore(self._storage, self._snapshot, target, ignore_missing_files=ignore_missing_files,
@@ -585,7 +585,7 @@ class DeltaTable:
         """Commit data files written outside deltakernel (deltalake's `AddAction`s) in one WRITE commit:
         `mode="append"`, or `"overwrite"` removing the live files of `partition_filters` (all when None) first.
         `schema` is accepted as deltalake's (which does not apply it either). The table moves to the new version."""
-        from .operations.write_transaction import write_transaction
+        from .operations.write.external_files import write_transaction
 
         commit_properties, post_commithook_properties = commit_args(
             "create_write_transaction", args, commit_properties, post_commithook_properties)
@@ -604,7 +604,7 @@ class DeltaTable:
     ) -> dict[str, Any]:
         """FSCK: remove the live files missing from storage; deltalake's metrics
         (`{"dry_run": ..., "files_removed": [paths relative to the root]}`). No commit when none is missing."""
-        from .operations.repair import repair
+        from .operations.maintenance.repair import repair
 
         commit_properties, post_commithook_properties = commit_args("repair", args, commit_properties,
                                                                      post_commithook_properties)
@@ -638,7 +638,7 @@ class DeltaTable:
         this table's files by absolute path (keep them: VACUUM here breaks the clone); deep: files are copied.
         `replace=True` replaces a table already at `target`; `properties` override the configuration. The
         CLONE commit's metrics (sourceTableSize, numCopiedFiles, ...) are in the target's history."""
-        from .operations.clone import clone_table
+        from .operations.create.clone import clone_table
 
         if version is not None and timestamp is not None:
             raise DeltaError("pass version or timestamp, not both")

@@ -21,7 +21,7 @@ datafusion = pytest.importorskip("datafusion")
 
 import deltakernel.datafusion as dkdf
 from deltakernel import DeltaTable, write_deltalake
-from deltakernel.operations.file_writer import WriterProperties
+from deltakernel.operations.files.parquet_writer import WriterProperties
 
 
 class CountingHandler(pafs.FileSystemHandler):

@@ -31,7 +31,7 @@ from deltakernel.cli import main as cli_main
 from deltakernel.datafusion.cli import without_views
 from deltakernel.datafusion.dml import DmlError, DmlSyntaxError, DmlTargetError
 from deltakernel.errors import InvalidFilterError, SchemaError
-from deltakernel.operations.merge_plan import MergeDuplicateMatchError
+from deltakernel.operations.dml.merge.plan import MergeDuplicateMatchError
 
 COLUMNS = ["id", "p", "v", "s"]
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.float64()), ("s", pa.string())])

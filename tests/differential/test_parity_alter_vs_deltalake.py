@@ -24,7 +24,7 @@ import pytest
 import deltakernel
 import deltakernel.exceptions
 from deltakernel import DeltaTable, write_deltalake
-from deltakernel.operations.alter import TableAlterer
+from deltakernel.operations.alter.alterer import TableAlterer
 
 deltalake = pytest.importorskip("deltalake")
 from deltalake.table import TableAlterer as DLTableAlterer
@@ -90,7 +90,7 @@ def test_deltatable_commit_methods_have_deltalakes_parameters(name: str) -> None
 def test_optimizer_and_convert_have_deltalakes_parameters(name: str) -> None:
     from deltalake.table import TableOptimizer as DLOptimizer
 
-    from deltakernel.operations.optimize import TableOptimizer
+    from deltakernel.operations.maintenance.optimize.execute import TableOptimizer
 
     theirs = _params(getattr(DLOptimizer, name))
     assert _params(getattr(TableOptimizer, name))[: len(theirs)] == theirs
@@ -379,7 +379,7 @@ def test_deltalakes_exception_names_are_importable_and_raised(tmp_path: Path) ->
     t = _table(deltakernel, path)
     stale = DeltaTable(str(path))
     t.alter.add_constraint({"pos": "x > 0"})
-    from deltakernel.operations.delete import delete
+    from deltakernel.operations.dml.delete import delete
 
     write_deltalake(str(path), pa.table({"x": pa.array([4], pa.int64())}), mode="append")
     with pytest.raises(deltakernel.exceptions.CommitFailedError):

@@ -21,7 +21,7 @@ import pytest
 import deltakernel
 import deltakernel.exceptions
 from deltakernel.errors import DeltaError, InvalidCommitMetadataError
-from deltakernel.operations.merge_plan import MergeDuplicateMatchError
+from deltakernel.operations.dml.merge.plan import MergeDuplicateMatchError
 
 deltalake = pytest.importorskip("deltalake")
 

@@ -24,8 +24,8 @@ import pytest
 
 import deltakernel
 from deltakernel.errors import DeltaError, InvalidFilterError, SchemaError
-from deltakernel.operations.merge import TableMerger
-from deltakernel.operations.merge_plan import MergeDuplicateMatchError
+from deltakernel.operations.dml.merge.api import TableMerger
+from deltakernel.operations.dml.merge.plan import MergeDuplicateMatchError
 
 deltalake = pytest.importorskip("deltalake")
 

@@ -26,7 +26,7 @@ WRITER = textwrap.dedent(
     """
     import os, sys
     import pyarrow as pa
-    import deltakernel.operations.write as w
+    import deltakernel.operations.write.api as w
     import deltakernel.kernel.transaction.transaction as t
     import deltakernel.kernel.checkpoints.write as c
     import deltakernel.storage.local as local
@@ -34,7 +34,7 @@ WRITER = textwrap.dedent(
     def die(*a, **k):
         os._exit(9)
     if point == "before_data":
-        import deltakernel.operations.file_writer as fw
+        import deltakernel.operations.files.parquet_writer as fw
         fw.write_data_files = die
     elif point == "after_data":
         t.Transaction.commit = die

@@ -18,7 +18,7 @@ from helpers import assert_same_rows, deltalake_table, duckdb_table, spark_datab
 import deltakernel.spark as dks
 from deltakernel import DeltaTable as KernelTable
 from deltakernel.errors import DeltaError, TableNotFoundError
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.write.api import write_deltalake
 from deltakernel.spark import DeltaFrame, DeltaTable
 from deltakernel.spark.catalog import CatalogTableError, lookup
 

@@ -17,7 +17,7 @@ from helpers import spark_database
 
 from deltakernel import DeltaTable as KernelTable
 from deltakernel.errors import DeltaError, UnsupportedFeatureError
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.write.api import write_deltalake
 from deltakernel.spark import DeltaFrame, DeltaTable
 
 

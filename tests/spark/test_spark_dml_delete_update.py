@@ -29,7 +29,7 @@ from deltakernel.errors import (
     InvalidFilterError,
     SchemaError,
 )
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.write.api import write_deltalake
 from deltakernel.spark import DeltaTable
 
 deltalake = pytest.importorskip("deltalake")

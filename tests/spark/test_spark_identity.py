@@ -250,7 +250,7 @@ def test_python_source_writer_generates_identity_values(spark, tmp_path):
 def test_no_rows_collected_to_the_driver(spark, tmp_path, monkeypatch):
     """The data path runs on the executors: the embedded writer never sees the rows, and the source frame is
     never collected / converted to Arrow or pandas on the driver (only the write job's add actions are)."""
-    import deltakernel.operations.write as w
+    import deltakernel.operations.write.api as w
 
     path = str(tmp_path / "spy")
     _create(spark, path, always=IdentityGenerator())
@@ -305,7 +305,7 @@ def _merge_table(spark, path: str, props: dict[str, str] | None = None) -> None:
 def test_merge_inserts_generate_identity_values_distributed(spark, tmp_path, monkeypatch, dv):
     """MERGE inserts get executor-generated identity values (no embedded MERGE on the driver); updated rows
     keep theirs; the high-water mark is committed with the MERGE."""
-    import deltakernel.operations.merge as embedded
+    import deltakernel.operations.dml.merge.api as embedded
 
     path = str(tmp_path / "m")
     _merge_table(spark, path, {"delta.enableDeletionVectors": str(dv).lower()})

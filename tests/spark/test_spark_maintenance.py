@@ -33,8 +33,8 @@ from deltakernel.errors import (
     MissingFileError,
     VacuumRetentionError,
 )
-from deltakernel.operations.convert import convert_to_deltalake
-from deltakernel.operations.manifest import MANIFEST_DIR
+from deltakernel.operations.create.convert import convert_to_deltalake
+from deltakernel.operations.maintenance.manifest import MANIFEST_DIR
 from deltakernel.spark import DeltaTable
 from deltakernel.spark.maintenance.commands import RESTORE_COLUMNS
 
@@ -397,7 +397,7 @@ def test_convert_to_delta_matches_embedded(spark, tmp_path):
 def test_generate_symlink_manifest(spark, tmp_path):
     ours, theirs = _twin(tmp_path, lambda p: write_deltalake(p, _data(30), partition_by=["p"]))
     DeltaTable.forPath(spark, ours).generate("symlink_format_manifest")
-    from deltakernel.operations.manifest import generate
+    from deltakernel.operations.maintenance.manifest import generate
 
     generate(KernelTable(theirs)._snapshot, "symlink_format_manifest")
     mine = {str(p.relative_to(ours)): p.read_text().replace(ours, "<root>") for p in Path(ours).rglob("manifest")}

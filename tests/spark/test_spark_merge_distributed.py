@@ -24,8 +24,8 @@ from helpers import assert_same_rows, dml_data, duckdb_table, make_dml_table, re
 
 from deltakernel import DeltaTable as KernelTable
 from deltakernel.errors import CommitConflictError, ConstraintViolationError, DeltaError, InvalidFilterError
-from deltakernel.operations.merge_plan import MergeDuplicateMatchError
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.dml.merge.plan import MergeDuplicateMatchError
+from deltakernel.operations.write.api import write_deltalake
 from deltakernel.spark import DeltaTable
 
 deltalake = pytest.importorskip("deltalake")
@@ -235,7 +235,7 @@ def test_row_tracking_ids_kept(spark, tmp_path, mode):
 @pytest.mark.parametrize("mode", ["dv", "cow"])
 def test_generated_columns_and_constraints(spark, tmp_path, mode):
     from deltakernel.kernel.schema.types import PrimitiveType, StructField, StructType
-    from deltakernel.operations.write import create_table
+    from deltakernel.operations.write.api import create_table
 
     schema = StructType((StructField("id", PrimitiveType("long"), False, {}),
                          StructField("v", PrimitiveType("long"), True, {}),
@@ -472,7 +472,7 @@ def test_identity_inserts_generated_by_the_executors(spark, tmp_path, caplog):
     the driver: the same rows as the embedded engine, identity values unique and above the high-water mark
     (not necessarily consecutive: the protocol only asks for unique values in the step's direction)."""
     from deltakernel.kernel.schema.types import PrimitiveType, StructField, StructType
-    from deltakernel.operations.write import create_table
+    from deltakernel.operations.write.api import create_table
 
     identity = {"delta.identity.start": 1, "delta.identity.step": 1, "delta.identity.allowExplicitInsert": False}
     schema = StructType((StructField("k", PrimitiveType("long"), True, identity),

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from deltakernel import DeltaTable as KernelTable
-from deltakernel.operations.merge_plan import MergeDuplicateMatchError
+from deltakernel.operations.dml.merge.plan import MergeDuplicateMatchError
 from deltakernel.spark import DeltaTable
 
 deltalake = pytest.importorskip("deltalake")

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltakernel import DeltaTable
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.write.api import write_deltalake
 
 
 def test_materialized_columns_hidden_from_spark(spark, tmp_path):

@@ -19,13 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers import assert_same_rows, deltalake_table, duckdb_table
 
 from deltakernel import DeltaTable as KernelTable
-from deltakernel.errors import (
-    ConstraintViolationError,
-    DeltaError,
-    TableNotFoundError,
-    UnsupportedFeatureError,
-)
-from deltakernel.operations.write import write_deltalake
+from deltakernel.errors import ConstraintViolationError, DeltaError, TableNotFoundError, UnsupportedFeatureError
+from deltakernel.operations.write.api import write_deltalake
 from deltakernel.spark.sql import DeltaSqlError, DeltaSqlSyntaxError
 
 deltalake = pytest.importorskip("deltalake")

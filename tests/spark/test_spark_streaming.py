@@ -272,7 +272,7 @@ def test_deletion_vectors_and_column_mapping(spark, tmp_path):
     src = tmp_path / "src"
     DeltaTable.create(str(src), pa.schema([("id", pa.int64()), ("v", pa.string())]),
                       configuration={"delta.enableDeletionVectors": "true", "delta.columnMapping.mode": "name"})
-    from deltakernel.operations.write import write_deltalake
+    from deltakernel.operations.write.api import write_deltalake
 
     write_deltalake(str(src), pa.table({"id": pa.array(range(20), pa.int64()), "v": [str(i) for i in range(20)]}),
                     mode="append")

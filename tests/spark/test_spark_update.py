@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from deltakernel import DeltaTable
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.write.api import write_deltalake
 
 
 @pytest.mark.parametrize("conf", [{"delta.enableDeletionVectors": "true"}, {}], ids=["dv", "cow"])

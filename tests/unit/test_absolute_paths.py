@@ -20,7 +20,7 @@ import pytest
 from deltakernel import DeltaTable
 from deltakernel.errors import InvalidPathError
 from deltakernel.kernel.deletion_vectors import encode_dv_file, serialize_roaring_bitmap_array
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.write.api import write_deltalake
 from deltakernel.storage import storage_for_uri
 
 try:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 from deltakernel import DeltaTable
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.write.api import write_deltalake
 
 ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 

@@ -17,7 +17,7 @@ from helpers import assert_same_rows, deltalake_table, duckdb_table, read_action
 
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import DeltaError, SchemaError
-from deltakernel.operations.clustering import CLUSTERED_BY_TAG, clustering_columns
+from deltakernel.operations.maintenance.optimize.clustering import CLUSTERED_BY_TAG, clustering_columns
 
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.string()), ("v", pa.float64())])
 

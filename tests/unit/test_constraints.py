@@ -17,7 +17,7 @@ from deltalake.schema import Field, PrimitiveType, Schema
 import deltakernel
 from deltakernel.errors import ConstraintViolationError
 from deltakernel.kernel.log.actions import Metadata, Protocol
-from deltakernel.operations.constraints import Enforcer
+from deltakernel.operations.write.enforcement import Enforcer
 
 
 def _md(fields: list[dict[str, Any]], conf: dict[str, str] | None = None) -> Metadata:

@@ -14,7 +14,7 @@ import pytest
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import DeltaError, UnsupportedFeatureError
 from deltakernel.kernel.protocol.select import features_in_effect
-from deltakernel.operations.drop_feature import FeatureDropWaitError, drop_feature
+from deltakernel.operations.alter.drop_feature import FeatureDropWaitError, drop_feature
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import helpers

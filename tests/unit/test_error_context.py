@@ -14,7 +14,7 @@ from deltakernel import DeltaTable
 from deltakernel.errors import SchemaError
 from deltakernel.kernel.scan.partition_values import parse_partition_array, parse_partition_value
 from deltakernel.kernel.schema.types import PrimitiveType
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.write.api import write_deltalake
 
 
 def _adds(root: Path, version: int = 0) -> list[dict[str, object]]:

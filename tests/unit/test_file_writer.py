@@ -45,8 +45,8 @@ from deltakernel.kernel.schema.arrow import from_arrow_schema, to_arrow_schema
 from deltakernel.kernel.schema.evolution import assign_column_mapping
 from deltakernel.kernel.schema.types import StructType, schema_to_json
 from deltakernel.kernel.stats.parse import parse_stats
-from deltakernel.operations import file_writer
-from deltakernel.operations.file_writer import (
+from deltakernel.operations.files import parquet_writer as file_writer
+from deltakernel.operations.files.parquet_writer import (
     WriterProperties,
     escape_path_name,
     uri_encode_path,

@@ -20,7 +20,7 @@ import pytest
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.kernel.schema.arrow import from_arrow_schema
 from deltakernel.kernel.stats.collect import collect_stats
-from deltakernel.operations.file_writer import WriterProperties
+from deltakernel.operations.files.parquet_writer import WriterProperties
 
 _STRUCT = pa.struct([("a", pa.int32()), ("b", pa.string()), ("c", pa.struct([("d", pa.float64())]))])
 

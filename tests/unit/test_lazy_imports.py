@@ -26,7 +26,7 @@ def test_every_public_name_resolves(package: str) -> None:
 
 def test_submodule_import_stays_small() -> None:
     code = ("import sys, deltakernel.kernel.scan.scan\n"
-            "heavy = [m for m in ('deltakernel.operations.write', 'deltakernel.table', 'deltakernel.operations.merge')"
+            "heavy = [m for m in ('deltakernel.operations.write.api', 'deltakernel.table', 'deltakernel.operations.dml.merge.api')"
             " if m in sys.modules]\n"
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -16,11 +16,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import helpers
 
 from deltakernel.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
-from deltakernel.kernel.log.segment import (
-    build_log_segment,
-    last_checkpoint_checksum,
-    read_last_checkpoint,
-)
+from deltakernel.kernel.log.segment import build_log_segment, last_checkpoint_checksum, read_last_checkpoint
 from deltakernel.storage import LocalStorage
 
 # ----------------------------------------------------------------------------- checksum

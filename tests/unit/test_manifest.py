@@ -16,8 +16,8 @@ import helpers
 
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import DeltaError, UnsupportedFeatureError
-from deltakernel.operations.data_layout import unescape_path_name
-from deltakernel.operations.manifest import MANIFEST_DIR, generate
+from deltakernel.operations.files.layout import unescape_path_name
+from deltakernel.operations.maintenance.manifest import MANIFEST_DIR, generate
 
 
 def _manifests(table: Path) -> dict[str, list[str]]:

@@ -22,7 +22,7 @@ from deltakernel.errors import (
     SchemaError,
 )
 from deltakernel.kernel.schema.types import PrimitiveType, StructField, StructType
-from deltakernel.operations.merge_plan import MergeDuplicateMatchError, MergeError
+from deltakernel.operations.dml.merge.plan import MergeDuplicateMatchError, MergeError
 
 DV = {"delta.enableDeletionVectors": "true"}
 

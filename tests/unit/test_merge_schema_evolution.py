@@ -29,8 +29,8 @@ from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import SchemaError
 from deltakernel.kernel.schema.evolution import is_evolution_widening, is_widening, merge_schemas
 from deltakernel.kernel.schema.types import DecimalType, PrimitiveType, StructField, StructType, parse_type
-from deltakernel.operations.merge_plan import MATCHED_UPDATE, NOT_MATCHED_INSERT, Clause
-from deltakernel.operations.merge_schema import migration_schema, update_star_struct
+from deltakernel.operations.dml.merge.plan import MATCHED_UPDATE, NOT_MATCHED_INSERT, Clause
+from deltakernel.operations.dml.merge.schema_evolution import migration_schema, update_star_struct
 
 DV = {"delta.enableDeletionVectors": "true"}
 NAME = {"delta.columnMapping.mode": "name"}

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 from deltakernel import DeltaTable, write_deltalake
-from deltakernel.operations.merge_plan import MergeDuplicateMatchError
-from deltakernel.operations.merge_source import MergeSource
+from deltakernel.operations.dml.merge.plan import MergeDuplicateMatchError
+from deltakernel.operations.dml.merge.source import MergeSource
 
 DV = {"delta.enableDeletionVectors": "true"}
 

@@ -16,7 +16,7 @@ from helpers import assert_same_rows, commit_file, deltalake_table, duckdb_table
 
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import MissingFileError, VersionNotFoundError
-from deltakernel.operations.restore import RestoreError
+from deltakernel.operations.maintenance.restore import RestoreError
 
 
 def _x(path: Path, version: int | None = None) -> list[int]:

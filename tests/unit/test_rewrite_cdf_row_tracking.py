@@ -26,7 +26,7 @@ import deltakernel
 from deltakernel.errors import DeltaError, VersionNotFoundError
 from deltakernel.kernel.row_tracking import ROW_COMMIT_VERSION_COLUMN_KEY, ROW_ID_COLUMN_KEY
 from deltakernel.kernel.scan.scan import Scan
-from deltakernel.operations.write import write_deltalake
+from deltakernel.operations.write.api import write_deltalake
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 RT = {"delta.enableRowTracking": "true"}

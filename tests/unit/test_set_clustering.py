@@ -19,7 +19,11 @@ from helpers import assert_same_rows, deltalake_table, duckdb_table, read_action
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import ConcurrentTransactionError, DeltaError, SchemaError
 from deltakernel.kernel.snapshot import Snapshot
-from deltakernel.operations.clustering import CLUSTERED_BY_TAG, alter_clustering, clustering_columns
+from deltakernel.operations.maintenance.optimize.clustering import (
+    CLUSTERED_BY_TAG,
+    alter_clustering,
+    clustering_columns,
+)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.string()), ("v", pa.float64())])
 

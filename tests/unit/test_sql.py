@@ -330,7 +330,7 @@ def test_parse_results_are_cached() -> None:
 
 
 def test_importing_deltakernel_does_not_import_sqlglot() -> None:
-    code = ("import sys, deltakernel, deltakernel.table, deltakernel.operations.write, "
+    code = ("import sys, deltakernel, deltakernel.table, deltakernel.operations.write.api, "
             "deltakernel.kernel.expressions.sql, deltakernel.kernel.expressions.sql_eval; "
             "assert not [m for m in sys.modules if m.split('.')[0] == 'sqlglot'], 'sqlglot imported'; "
             "deltakernel.kernel.expressions.sql.parse_sql('a = 1'); assert 'sqlglot' not in sys.modules; "

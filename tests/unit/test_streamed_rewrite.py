@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from helpers import assert_same_rows, dml_data
 
-import deltakernel.operations.rewrite as rewrite_mod
+import deltakernel.operations.dml.rewrite as rewrite_mod
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.kernel.scan.scan import Scan
 
@@ -88,7 +88,7 @@ def test_streamed_update_matches_deltalake_and_whole_files(tmp_path: Path, monke
     pred = "id % 5 = 2"
     m_whole = DeltaTable(str(tmp_path / "whole")).update(updates=updates, predicate=pred)
     monkeypatch.setattr(rewrite_mod, "PIECE_ROWS", 7)
-    import deltakernel.operations.update as update_mod
+    import deltakernel.operations.dml.update as update_mod
     monkeypatch.setattr(update_mod, "PIECE_ROWS", 7)
     m_pieces = DeltaTable(str(tmp_path / "pieces")).update(updates=updates, predicate=pred)
     for key in ("num_updated_rows", "num_copied_rows", "num_removed_files", "num_added_files"):
@@ -115,7 +115,7 @@ def test_producer_error_surfaces_and_table_is_unchanged(tmp_path: Path, monkeypa
     """An error while a file is streamed fails the UPDATE with that error; nothing commits, no file is left."""
     t = tmp_path / "t"
     _table(t)
-    import deltakernel.operations.update as update_mod
+    import deltakernel.operations.dml.update as update_mod
 
     def broken(self: Scan, task: dict, rows: int = 7):  # type: ignore[no-untyped-def]
         yield Scan.read_file(self, task).slice(0, 7)
@@ -148,7 +148,7 @@ def test_streamed_merge_matches_whole_files(tmp_path: Path, monkeypatch: pytest.
                 .when_not_matched_insert({"id": "s.id", "v": "s.v", "p": "'n'"}).execute())
 
     m_whole = merge(tmp_path / "whole")
-    import deltakernel.operations.merge_exec as merge_exec_mod
+    import deltakernel.operations.dml.merge.execute as merge_exec_mod
     monkeypatch.setattr(merge_exec_mod, "PIECE_ROWS", 7)
     m_pieces = merge(tmp_path / "pieces")
     for key in ("num_target_rows_updated", "num_target_rows_deleted", "num_target_rows_inserted",

@@ -17,7 +17,7 @@ from helpers import assert_same_rows, commit_file, deltalake_table, duckdb_table
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import DeltaError, UnsupportedFeatureError
 from deltakernel.kernel.deletion_vectors import DeletionVectorDescriptor
-from deltakernel.operations.vacuum import VacuumRetentionError, plan_vacuum
+from deltakernel.operations.maintenance.vacuum import VacuumRetentionError, plan_vacuum
 
 DAY_MS = 86_400_000
 NOW_MS = int(time.time() * 1000)
@@ -269,7 +269,7 @@ def test_full_vacuum_with_zero_retention_spares_a_paused_writers_files(tmp_path:
     that exist and the table reads back whole (delta-spark and deltalake delete them: the write is lost)."""
     import threading
 
-    import deltakernel.operations.write as write_module
+    import deltakernel.operations.write.api as write_module
 
     t = tmp_path / "t"
     _three_versions(t)  # versions 0 and 1's files are tombstones now

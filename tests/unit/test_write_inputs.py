@@ -21,8 +21,8 @@ import pytest
 
 from deltakernel import DeltaTable
 from deltakernel.errors import DeltaError
-from deltakernel.operations.write import write_deltalake
-from deltakernel.operations.writer_properties import WriterProperties
+from deltakernel.operations.files.writer_options import WriterProperties
+from deltakernel.operations.write.api import write_deltalake
 
 ROWS_PER_BATCH = 20_000
 N_BATCHES = 60
@@ -149,7 +149,7 @@ def test_polars_dataframe(tmp_path: Path) -> None:
 
 def test_polars_lazyframe_is_streamed_in_chunks(tmp_path: Path) -> None:
     pl = pytest.importorskip("polars")
-    from deltakernel.operations import inputs
+    from deltakernel.operations.write import inputs
 
     n = 3 * inputs.POLARS_CHUNK_ROWS + 5
     lf = pl.LazyFrame({"a": np.arange(n, dtype=np.int64)}).with_columns(b=(pl.col("a") % 7).cast(pl.String))

@@ -127,7 +127,7 @@ def test_validation_like_deltalake() -> None:
 
 def test_page_statistics_write_page_index() -> None:
     from deltakernel.kernel.schema.arrow import from_arrow_schema
-    from deltakernel.operations.data_layout import make_layout
+    from deltakernel.operations.files.layout import make_layout
 
     layout = make_layout(from_arrow_schema(_data(1).schema), [], "none")
     opts = WriterProperties(column_properties={"id": ColumnProperties(statistics_enabled="PAGE"),

@@ -21,7 +21,7 @@ from helpers import assert_same_rows, duckdb_table, read_actions
 
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import DeltaError
-from deltakernel.operations.zorder import scaled_ranks, zorder_binary, zorder_key, zorder_sort
+from deltakernel.operations.maintenance.optimize.zorder import scaled_ranks, zorder_binary, zorder_key, zorder_sort
 
 
 def _reference_key(ranks: list[list[int]], bits: int) -> list[int]:

@@ -12,15 +12,7 @@ import re
 from typing import Any
 
 from ..errors import VacuumRetentionError
-from .common import (
-    Progress,
-    accepts,
-    add_dry_run_flags,
-    add_json_flag,
-    add_table_arguments,
-    open_table,
-    print_record,
-)
+from .common import Progress, accepts, add_dry_run_flags, add_json_flag, add_table_arguments, open_table, print_record
 
 _FILTER = re.compile(r"^\s*([^=!<>\s]+)\s*(=|!=|<=|>=|<|>|in|not in)\s*(.*?)\s*$")
 
@@ -92,7 +84,7 @@ def cmd_vacuum(args: argparse.Namespace) -> None:
 
 def _retention_error(t: Any, hours: float | None, error: VacuumRetentionError) -> Exception:
     """The API's retention error names its keyword argument; people at a shell need the CLI's flags."""
-    from ..operations.vacuum import HOUR_MS, RETENTION_PROPERTY, retention_ms
+    from ..operations.maintenance.vacuum import HOUR_MS, RETENTION_PROPERTY, retention_ms
 
     if hours is None:
         return error
@@ -137,7 +129,7 @@ def cmd_restore(args: argparse.Namespace) -> None:
 
 def _matching_rows(t: Any, predicate: str | None) -> dict[str, int]:
     """Rows and files a DELETE would touch, found exactly as DELETE finds them (nothing written)."""
-    from ..operations.touched_rows import candidate_files, find_touched_rows, plan_predicate
+    from ..operations.dml.touched_rows import candidate_files, find_touched_rows, plan_predicate
 
     class _NoReadSet:
         def read_whole_table(self) -> None: ...

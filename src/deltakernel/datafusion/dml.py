@@ -124,7 +124,7 @@ def _unsupported(tree: Any, keys: tuple[str, ...], what: str, statement: str) ->
 
 
 def _delete(ctx: Any, stmt: Statement) -> pa.Table | None:
-    from ..operations.delete import delete
+    from ..operations.dml.delete import delete
 
     tree = stmt.tree
     _unsupported(tree, ("using", "returning", "limit", "order", "cluster"), "DELETE ... USING / RETURNING",
@@ -145,7 +145,7 @@ def _delete(ctx: Any, stmt: Statement) -> pa.Table | None:
 def _update(ctx: Any, stmt: Statement) -> pa.Table | None:
     from sqlglot import exp
 
-    from ..operations.update import update
+    from ..operations.dml.update import update
 
     tree = stmt.tree
     _unsupported(tree, ("from", "from_", "returning", "limit", "order"), "UPDATE ... FROM / RETURNING", stmt.text)
@@ -184,8 +184,8 @@ def _in_subquery_merge(ctx: Any, stmt: Statement, target: Target, where: Any, wh
     correlated subquery fails in DataFusion (it cannot see the target's columns)."""
     from sqlglot import exp
 
-    from ..operations.merge import TableMerger, merge
-    from ..operations.properties import CommitProperties
+    from ..operations.commit_options import CommitProperties
+    from ..operations.dml.merge.api import TableMerger, merge
 
     conjuncts = list(where.flatten()) if isinstance(where, exp.And) else [where]
     ins = [c for c in conjuncts if isinstance(c, exp.In) and c.args.get("query") is not None]
@@ -235,7 +235,7 @@ def _in_subquery_merge(ctx: Any, stmt: Statement, target: Target, where: Any, wh
 def _merge(ctx: Any, stmt: Statement) -> pa.Table:
     from sqlglot import exp
 
-    from ..operations.merge import TableMerger, merge
+    from ..operations.dml.merge.api import TableMerger, merge
 
     tree, statement = stmt.tree, stmt.text
     target = resolve_target(ctx, tree.this, statement, "MERGE")

@@ -54,7 +54,7 @@ def _unsupported(tree: Any, keys: tuple[str, ...], what: str, statement: str) ->
 def insert(ctx: Any, stmt: Statement) -> pa.Table | None:
     from sqlglot import exp
 
-    from ..operations.write import write_deltalake
+    from ..operations.write.api import write_deltalake
 
     tree, statement = stmt.tree, stmt.text
     table, columns = tree.this, None
@@ -158,7 +158,7 @@ def _partition_spec(spec: Any, target: Target) -> dict[str, pa.Scalar]:
     from ..errors import SchemaError
     from ..kernel.expressions.sql import evaluate
     from ..kernel.schema.arrow import to_arrow_type
-    from ..operations.constraints import cast_for_column
+    from ..operations.write.enforcement import cast_for_column
 
     snapshot = target.snapshot
     partition_columns = {c.lower(): c for c in snapshot.partition_columns}

@@ -218,7 +218,7 @@ class DeltaTableBuilder:
 
     def execute(self) -> DeltaTable:
         from ..kernel.schema.types import parse_schema_string
-        from ..operations.write import create_table
+        from ..operations.write.api import create_table
         from ..table import DeltaTable as KernelTable
         from .tables import DeltaTable
 

@@ -415,7 +415,7 @@ def _plain(schema: StructType) -> list[tuple[str, str]]:
 
 
 def _create_empty(uri: str, spec: TableSpec, replacing: bool) -> None:
-    from ..operations.write import create_table
+    from ..operations.write.api import create_table
 
     assert spec.schema is not None
     create_table(uri, spec.schema, mode="overwrite" if replacing else "error", partition_by=spec.partition_by or None,

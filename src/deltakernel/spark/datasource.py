@@ -269,7 +269,7 @@ class DeltaSourceWriter(DataSourceArrowWriter):
         from pyspark.sql import SparkSession
 
         from ..errors import CommitConflictError
-        from ..operations.write import write_deltalake
+        from ..operations.write.api import write_deltalake
 
         # from here on write_deltalake owns the files: it deletes them only when its commit is known absent,
         # so Spark's abort() after a failed commit must not (the commit may have landed)
@@ -290,7 +290,7 @@ class DeltaSourceWriter(DataSourceArrowWriter):
         write_deltalake(kwargs.pop("table_or_uri"), self.arrow_schema.empty_table(), _write_files=files, **kwargs)
 
     def abort(self, messages: list[Any]) -> None:
-        from ..operations.data_output import delete_quietly
+        from ..operations.files.dml_output import delete_quietly
         from ..storage import storage_for_uri
 
         if getattr(self, "_commit_attempted", False):
@@ -308,7 +308,7 @@ class _Planned(Exception):
 
 def _plan(kwargs: dict[str, Any], schema: pa.Schema) -> tuple[Any, Any]:
     """The metadata and protocol a write would commit, without committing (a dry run of write_deltalake)."""
-    from ..operations.write import write_deltalake
+    from ..operations.write.api import write_deltalake
 
     def stop(metadata: Any, protocol: Any) -> Any:
         raise _Planned(metadata, protocol)

@@ -32,13 +32,7 @@ from ..kernel.log.actions import Metadata, Protocol
 from ..kernel.protocol.select import features_in_effect
 from ..kernel.schema.column_mapping import physical_name
 from ..kernel.schema.types import StructField, StructType, schema_to_json
-from ..operations.constraints import (
-    IDENTITY_EXPLICIT,
-    IDENTITY_HWM,
-    IDENTITY_START,
-    IDENTITY_STEP,
-    identity_spec,
-)
+from ..operations.write.enforcement import IDENTITY_EXPLICIT, IDENTITY_HWM, IDENTITY_START, IDENTITY_STEP, identity_spec
 from .error_classes import classed
 
 EXPLICIT_INSERT_CLASS = "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"

@@ -46,7 +46,7 @@ from ..kernel.log.actions import Metadata, Protocol
 from ..kernel.scan.partition_values import serialize_partition_value
 from ..kernel.schema.column_mapping import physical_name, to_physical_schema
 from ..kernel.schema.types import DataType, DecimalType, PrimitiveType, StructType, schema_to_json
-from ..operations.data_layout import (
+from ..operations.files.layout import (
     HIVE_DEFAULT_PARTITION,
     random_prefix,
     random_prefix_length,
@@ -105,7 +105,7 @@ def native_frame(df: Any, metadata: Metadata, protocol: Protocol, predicate: str
     """
     from pyspark.sql import functions as F
 
-    from ..operations.write import _enforcer
+    from ..operations.write.api import _enforcer
 
     if predicate is not None:
         raise Ineligible("replaceWhere checks every row")

@@ -29,7 +29,7 @@ import pyarrow as pa
 from ..errors import DeltaError, SchemaError
 from ..kernel.log.actions import Metadata, Protocol
 from ..kernel.schema.types import ArrayType, MapType, StructField, StructType
-from ..operations.properties import CommitProperties, Transaction
+from ..operations.commit_options import CommitProperties, Transaction
 from ..storage import storage_for_uri
 from ._errors import marked, task_errors
 from ._schema import Options, from_spark_schema, table_uri
@@ -61,8 +61,8 @@ class WritePlan:
 def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[list[dict[str, Any]], int]:
     """One task's share: conform, check and write `batches`; returns (add actions, rows written)."""
     from ..kernel.schema.arrow import to_arrow_schema
-    from ..operations import write as w
-    from ..operations.file_writer import write_data_files
+    from ..operations.files.parquet_writer import write_data_files
+    from ..operations.write import api as w
 
     storage = storage_for_uri(plan.table_uri, plan.storage_options)
     schema = plan.metadata.schema
@@ -208,7 +208,7 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
 
     `_table`: the write creates / replaces a table (CREATE TABLE AS SELECT, saveAsTable): its operation name,
     comment, properties and clustering go into the same single commit as the data."""
-    from ..operations.write import write_deltalake
+    from ..operations.write.api import write_deltalake
 
     if isinstance(partitionBy, str):
         partitionBy = [partitionBy]
@@ -275,7 +275,7 @@ class TableCreation:
         if self.cluster_by:
             from functools import partial
 
-            from ..operations.clustering import CLUSTERING_FEATURE, creation_domain
+            from ..operations.maintenance.optimize.clustering import CLUSTERING_FEATURE, creation_domain
 
             conf[f"delta.feature.{CLUSTERING_FEATURE}"] = "supported"
             out["_domain_metadata"] = partial(creation_domain, columns=list(self.cluster_by))

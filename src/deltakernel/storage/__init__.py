@@ -14,11 +14,7 @@ from urllib.parse import unquote, urlsplit
 from deltakernel.errors import InvalidPathError, StorageError
 from deltakernel.storage.base import ALLOW_FOREIGN_PATHS_OPTION, ObjectMeta, Storage, foreign_paths_allowed
 from deltakernel.storage.local import LocalStorage
-from deltakernel.storage.object_store import (
-    OBJECT_STORE_SCHEMES,
-    ObjectStoreStorage,
-    normalize_object_store_url,
-)
+from deltakernel.storage.object_store import OBJECT_STORE_SCHEMES, ObjectStoreStorage, normalize_object_store_url
 
 __all__ = [
     "ALLOW_FOREIGN_PATHS_OPTION",

@@ -32,13 +32,7 @@ from deltakernel.storage.base import (
     under_skipped_dir,
     without_deltakernel_options,
 )
-from deltakernel.storage.obstore_fs import (
-    _is_not_found,
-    _obstore,
-    _obstore_errors,
-    _ObstoreFSHandler,
-    _SeekableReader,
-)
+from deltakernel.storage.obstore_fs import _is_not_found, _obstore, _obstore_errors, _ObstoreFSHandler, _SeekableReader
 
 S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 GCS_SCHEMES = frozenset({"gs"})

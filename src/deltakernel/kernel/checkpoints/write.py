@@ -34,12 +34,7 @@ from ..arrow_build import bool_to_arrow, bytes_to_arrow, int_scalar, np_to_arrow
 from ..log.retention import DEFAULT_TOMBSTONE_RETENTION, parse_interval_ms
 from ..log.retention import flag as _flag
 from ..log.retention import interval_conf as _interval_conf
-from ..log.segment import (
-    LAST_CHECKPOINT_KEY,
-    LOG_DIR,
-    last_checkpoint_checksum,
-    read_last_checkpoint,
-)
+from ..log.segment import LAST_CHECKPOINT_KEY, LOG_DIR, last_checkpoint_checksum, read_last_checkpoint
 from ..scan.partition_values import parse_partition_array
 from ..schema.arrow import from_arrow_schema, to_arrow_type
 from ..schema.types import StructField, StructType, schema_to_json

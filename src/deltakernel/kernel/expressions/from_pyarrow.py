@@ -12,20 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..schema.types import DataType, PrimitiveType, StructType
-from .predicate import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    Column,
-    Comparison,
-    Expr,
-    In,
-    IsNull,
-    Literal,
-    Not,
-    Operand,
-    Or,
-)
+from .predicate import AlwaysFalse, AlwaysTrue, And, Column, Comparison, Expr, In, IsNull, Literal, Not, Operand, Or
 
 
 # ----------------------------------------------------------------------------- from_pyarrow decoding

@@ -16,13 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import (
-    CorruptLogError,
-    LogTruncatedError,
-    ObjectNotFoundError,
-    TableNotFoundError,
-    VersionNotFoundError,
-)
+from ...errors import CorruptLogError, LogTruncatedError, ObjectNotFoundError, TableNotFoundError, VersionNotFoundError
 from ...storage.base import ObjectMeta, Storage
 
 LOG_DIR = "_delta_log"

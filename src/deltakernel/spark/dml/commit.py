@@ -20,11 +20,11 @@ from ...errors import ConstraintViolationError
 from ...kernel import row_tracking as rt
 from ...kernel.protocol.features import check_write_supported
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
-from ...operations.data_output import delete_quietly
-from ...operations.dml_commit import FileChangeMetrics, run_and_commit
-from ...operations.dv_writer import deletion_vectors_writable
-from ...operations.properties import CommitProperties
-from ...operations.rewrite import remove_action, row_tracking_configuration
+from ...operations.commit_options import CommitProperties
+from ...operations.dml.commit import FileChangeMetrics, run_and_commit
+from ...operations.dml.dv_writer import deletion_vectors_writable
+from ...operations.dml.rewrite import remove_action, row_tracking_configuration
+from ...operations.files.dml_output import delete_quietly
 from .frame import Target
 from .output import Written
 from .touched import FILE_ROW_COLUMNS, DvOutcome

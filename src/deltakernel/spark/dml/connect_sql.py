@@ -42,7 +42,7 @@ def merge_analysis(condition: Any, target_names: list[str], target_alias: str | 
     a MERGE condition given as SQL text or a Connect Column; nothing when it cannot be read exactly.
     `target_types`: target column -> Spark simpleString type."""
     from ...kernel.expressions.sql import Binary, Col, conjuncts, parse_sql
-    from ...operations.merge_plan import S_PREFIX, T_PREFIX, Names, side_columns, unprefix
+    from ...operations.dml.merge.plan import S_PREFIX, T_PREFIX, Names, side_columns, unprefix
 
     text = condition if isinstance(condition, str) else expression_sql(condition)
     if text is None:

@@ -27,10 +27,10 @@ import pyarrow as pa
 
 from ...errors import UnsupportedFeatureError
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
-from ...operations.change_data import cdf_enabled
-from ...operations.delete import DeleteMetrics, _live_rows
-from ...operations.dml_commit import ms_since
-from ...operations.touched_rows import DmlPredicate, candidate_files, partition_matches
+from ...operations.dml.commit import ms_since
+from ...operations.dml.delete import DeleteMetrics, _live_rows
+from ...operations.dml.touched_rows import DmlPredicate, candidate_files, partition_matches
+from ...operations.files.change_data import cdf_enabled
 from .._errors import internal_plans
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, Target, target_frame
@@ -156,7 +156,7 @@ def delete(spark: Any, path: str, condition: Any = None, *, alias: str | None = 
 
 def _embedded(target: Target, condition: Any, text: str | None) -> dict[str, Any]:
     """The embedded engine's DELETE on the driver, for tables Spark's Parquet plan cannot scan."""
-    from ...operations.delete import delete as embedded_delete
+    from ...operations.dml.delete import delete as embedded_delete
 
     if condition is not None and text is None:
         raise UnsupportedFeatureError("sparkDml", "this table is not scanned by Spark's Parquet reader (type "

@@ -54,13 +54,11 @@ import pyarrow.compute as pc
 from ...errors import UnsupportedFeatureError
 from ...kernel.scan.scan import Scan
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
-from ...operations.change_data import cdf_enabled
-from ...operations.constraints import Enforcer
-from ...operations.delete import _live_rows
-from ...operations.dml_commit import ms_since
-from ...operations.dv_writer import deletion_vectors_writable
-from ...operations.merge import _parameters
-from ...operations.merge_plan import (
+from ...operations.dml.commit import ms_since
+from ...operations.dml.delete import _live_rows
+from ...operations.dml.dv_writer import deletion_vectors_writable
+from ...operations.dml.merge.api import _parameters
+from ...operations.dml.merge.plan import (
     BY_SOURCE_DELETE,
     BY_SOURCE_UPDATE,
     DUPLICATE_MATCH_ERROR_CLASS,
@@ -72,7 +70,9 @@ from ...operations.merge_plan import (
     MergeMetrics,
     duplicate_match_message,
 )
-from ...operations.rewrite import remove_action
+from ...operations.dml.rewrite import remove_action
+from ...operations.files.change_data import cdf_enabled
+from ...operations.write.enforcement import Enforcer
 from .. import identity as idc
 from .._errors import internal_plans
 from ..session import has_jvm
@@ -205,7 +205,7 @@ class SparkMerge(SparkDml):
         """The materialized row-tracking columns rewritten rows carry (names assigned in the commit's
         metadata when missing, as the embedded MERGE does); the `preserved` tag is set once rows are touched."""
         from ...kernel import row_tracking as rt
-        from ...operations.rewrite import row_tracking_configuration
+        from ...operations.dml.rewrite import row_tracking_configuration
 
         snapshot = self.target.snapshot
         conf = row_tracking_configuration(self.txn)
@@ -440,7 +440,7 @@ def merge(spark: Any, path: str, source: Any, condition: Any, clauses: list[Spar
                             operation_parameters=_parameters(cond_text or text_of(condition), kernel_clauses),
                             engine_info=ENGINE_INFO)
     if schema_evolution:
-        from ...operations.merge_schema import evolve_schema
+        from ...operations.dml.merge.schema_evolution import evolve_schema
         from ..writer import table_arrow_schema
 
         evolve_schema(txn, table_arrow_schema(source.schema), kernel_clauses, alias)
@@ -464,7 +464,7 @@ def _check_protocol(target: Target) -> None:
 def _embedded(target: Target, source: Any, condition: Any, clauses: list[SparkClause],
               schema_evolution: bool) -> dict[str, Any]:
     """The embedded engine's MERGE on the driver (the source collected as Arrow)."""
-    from ...operations.merge import merge as embedded_merge
+    from ...operations.dml.merge.api import merge as embedded_merge
 
     texts = [condition] + [c.condition for c in clauses] + [v for c in clauses for v in (c.assignments or {}).values()]
     if any(x is not None and not isinstance(x, str) for x in texts):

@@ -32,7 +32,7 @@ from ...errors import DeltaError, InvalidFilterError
 from ...kernel.expressions import predicate as ex
 from ...kernel.log.actions import Metadata
 from ...kernel.schema.types import PrimitiveType
-from ...operations.merge_plan import (
+from ...operations.dml.merge.plan import (
     BY_SOURCE_DELETE,
     BY_SOURCE_UPDATE,
     MATCHED_DELETE,

@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 
 from ...kernel.log.actions import Metadata, Protocol
 from ...kernel.schema.arrow import to_arrow_schema
-from ...operations.change_data import ChangeDataWriter
-from ...operations.constraints import Enforcer
+from ...operations.files.change_data import ChangeDataWriter
+from ...operations.write.enforcement import Enforcer
 from .._errors import marked
 from ..session import Shared
 from .frame import Target, executor_storage

@@ -29,8 +29,9 @@ from ...kernel.log.actions import Metadata, Protocol
 from ...kernel.protocol.select import features_in_effect
 from ...kernel.schema.arrow import to_arrow_schema
 from ...kernel.schema.types import PrimitiveType, StructField, StructType, schema_to_json
-from ...operations.change_data import ChangeDataWriter
-from ...operations.constraints import (
+from ...operations.files.change_data import ChangeDataWriter
+from ...operations.files.dml_output import without_stats_of
+from ...operations.write.enforcement import (
     CONSTRAINT_PREFIX,
     CURRENT_DEFAULT,
     GENERATION_EXPRESSION,
@@ -41,7 +42,6 @@ from ...operations.constraints import (
     INVARIANTS,
     Enforcer,
 )
-from ...operations.data_output import without_stats_of
 from .._errors import marked, task_errors
 from ..native_write import WRITE_PATH_OPTION, native_or_fallback, write_native, write_path_choice
 from ..session import Shared
@@ -149,7 +149,7 @@ class RowsPlan:
 
 
 def _cast(table: pa.Table, target: pa.Schema) -> pa.Table:
-    from ...operations.write import _cast_batch
+    from ...operations.write.api import _cast_batch
 
     schema = pa.schema([f.with_nullable(True) for f in target])  # `_cast_batch`'s output: nullable fields
     if table.num_rows == 0:
@@ -228,8 +228,8 @@ def write_task_files(storage: Any, md: Metadata, hidden: tuple[str, str] | None,
                      count: Callable[[], int]) -> pa.RecordBatch:
     """On an executor: write `rows` as data files (and the change data the iteration collected) and return
     their actions (`_result`); on failure every file written is deleted. Shared by UPDATE/DELETE and MERGE."""
-    from ...operations.data_output import delete_quietly
-    from ...operations.file_writer import write_data_files
+    from ...operations.files.dml_output import delete_quietly
+    from ...operations.files.parquet_writer import write_data_files
 
     schema = md.schema
     if hidden is not None:

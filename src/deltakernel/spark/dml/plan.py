@@ -19,8 +19,8 @@ from typing import Any
 from ...errors import ConstraintViolationError, DeltaError, InvalidFilterError, SchemaError
 from ...kernel.expressions import predicate as ex
 from ...kernel.snapshot import Snapshot
-from ...operations.constraints import IDENTITY_START, IDENTITY_STEP
-from ...operations.touched_rows import DmlPredicate, plan_predicate
+from ...operations.dml.touched_rows import DmlPredicate, plan_predicate
+from ...operations.write.enforcement import IDENTITY_START, IDENTITY_STEP
 from .._schema import to_spark_schema
 from ..session import has_jvm
 

@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 
 from ...kernel.deletion_vectors import DeletionVectorDescriptor
 from ...kernel.paths import resolve_file
-from ...operations.dv_writer import DeletionVectorWriter, dv_add_action
-from ...operations.rewrite import FILE_COLUMNS, remove_action
+from ...operations.dml.dv_writer import DeletionVectorWriter, dv_add_action
+from ...operations.dml.rewrite import FILE_COLUMNS, remove_action
 from .._errors import marked, task_errors
 from ..session import Shared
 from .frame import FID, ROW, Target, executor_storage, existing_deleted

@@ -29,23 +29,15 @@ import pyarrow as pa
 
 from ...errors import UnsupportedFeatureError
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
-from ...operations.change_data import cdf_enabled
-from ...operations.dml_commit import ms_since
-from ...operations.touched_rows import DmlPredicate, candidate_files, partition_matches
-from ...operations.update import UpdateMetrics
+from ...operations.dml.commit import ms_since
+from ...operations.dml.touched_rows import DmlPredicate, candidate_files, partition_matches
+from ...operations.dml.update import UpdateMetrics
+from ...operations.files.change_data import cdf_enabled
 from .._errors import internal_plans
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, Target, quote, target_frame
 from .output import RowsPlan, update_rules, write_rows
-from .plan import (
-    Assignment,
-    check_condition,
-    condition_column,
-    empty_frame,
-    plan_assignments,
-    plan_condition,
-    sql_text,
-)
+from .plan import Assignment, check_condition, condition_column, empty_frame, plan_assignments, plan_condition, sql_text
 from .touched import commit_deletion_vectors, match_counts, write_deletion_vectors
 
 MATCHED = "__dk_matched"
@@ -188,7 +180,7 @@ def update(spark: Any, path: str, condition: Any = None, set: Any = None, *, ali
 
 def _embedded(target: Target, condition: Any, text: str | None, updates: dict[str, str | None]) -> dict[str, Any]:
     """The embedded engine's UPDATE on the driver, for tables Spark's Parquet plan cannot scan."""
-    from ...operations.update import update as embedded_update
+    from ...operations.dml.update import update as embedded_update
 
     if (condition is not None and text is None) or any(v is None for v in updates.values()):
         raise UnsupportedFeatureError("sparkDml", "this table is not scanned by Spark's Parquet reader (type "

@@ -16,7 +16,7 @@ from ...errors import DeltaError
 from ...kernel.log.replay import ReplayResult
 from ...kernel.log.segment import LogSegment, commit_key
 from ...kernel.snapshot import Snapshot
-from ...operations.properties import CommitProperties
+from ...operations.commit_options import CommitProperties
 from ...storage import Storage, storage_for_uri
 
 ENGINE_INFO = "deltakernel-spark/0.1.0"

@@ -29,9 +29,9 @@ from ...kernel.deletion_vectors import DeletionVectorDescriptor
 from ...kernel.paths import is_absolute, resolve_file, resolve_key
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import Transaction
-from ...operations.clone import base_add, clone_table, clone_transaction
-from ...operations.data_layout import uri_encode_path
-from ...operations.data_output import delete_quietly
+from ...operations.create.clone import base_add, clone_table, clone_transaction
+from ...operations.files.dml_output import delete_quietly
+from ...operations.files.layout import uri_encode_path
 from ...storage import Storage, storage_for_uri
 from .._errors import marked, task_errors
 from ..session import default_parallelism

@@ -27,8 +27,14 @@ from typing import Any
 
 from ...errors import DeltaError, RestoreError
 from ...kernel.snapshot import Snapshot
-from ...operations.vacuum import DELETE_BATCH, advanced_snapshot, commit_vacuum_marker, plan_vacuum, retention_ms
-from ...operations.vacuum import vacuum as vacuum_files
+from ...operations.maintenance.vacuum import (
+    DELETE_BATCH,
+    advanced_snapshot,
+    commit_vacuum_marker,
+    plan_vacuum,
+    retention_ms,
+)
+from ...operations.maintenance.vacuum import vacuum as vacuum_files
 from .. import error_classes as ec
 from .._errors import marked, task_errors
 from ..error_classes import spark_vacuum_errors
@@ -144,7 +150,7 @@ def restore(spark: Any, uri: str, storage_options: dict[str, str] | None, versio
     """delta-spark's `restoreToVersion` / `restoreToTimestamp`: the RESTORE commit and its metrics frame."""
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from ...operations.restore import restore as restore_table
+    from ...operations.maintenance.restore import restore as restore_table
 
     if timestamp is not None:
         if not isinstance(timestamp, str):
@@ -214,7 +220,7 @@ def convert_to_delta(spark: Any, identifier: str, partition_schema: Any = None,
                      storage_options: dict[str, str] | None = None) -> str:
     """delta-spark's `DeltaTable.convertToDelta`: the Parquet directory becomes a Delta table (a Delta table
     already there is left as it is); returns the table path."""
-    from ...operations.convert import convert_to_deltalake
+    from ...operations.create.convert import convert_to_deltalake
     from .._schema import table_uri
 
     fmt, path = parse_identifier(identifier)
@@ -234,7 +240,7 @@ def convert_to_delta(spark: Any, identifier: str, partition_schema: Any = None,
 # ----------------------------------------------------------------------------- GENERATE, DROP FEATURE
 def generate(uri: str, storage_options: dict[str, str] | None, mode: str) -> None:
     """delta-spark's `generate(mode)`: the full symlink format manifest."""
-    from ...operations.manifest import generate as generate_manifest
+    from ...operations.maintenance.manifest import generate as generate_manifest
 
     generate_manifest(_load(uri, storage_options), mode)
 
@@ -243,7 +249,7 @@ def drop_feature_support(uri: str, storage_options: dict[str, str] | None, featu
                          truncate_history: bool | None) -> None:
     """delta-spark's `dropFeatureSupport`: FeatureDropWaitError while old versions still use a reader-writer
     feature and `truncateHistory` is not set."""
-    from ...operations.drop_feature import drop_feature
+    from ...operations.alter.drop_feature import drop_feature
 
     if not isinstance(feature, str):
         raise DeltaError(f"featureName needs to be a string but got {type(feature)}")

@@ -42,9 +42,12 @@ from ...kernel.log.actions import Metadata
 from ...kernel.scan.scan import Scan
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import Transaction
-from ...operations import clustering as cl
-from ...operations.data_output import delete_quietly
-from ...operations.optimize import (
+from ...operations.commit_options import commit_with
+from ...operations.dml.rewrite import remove_action
+from ...operations.dml.touched_rows import partition_matches, plan_predicate
+from ...operations.files.dml_output import delete_quietly
+from ...operations.maintenance.optimize import clustering as cl
+from ...operations.maintenance.optimize.execute import (
     ARROW_EXPANSION,
     DEFAULT_SORT_MEMORY,
     BinRunner,
@@ -54,10 +57,7 @@ from ...operations.optimize import (
     sort_columns,
     target_file_size,
 )
-from ...operations.optimize_plan import Bin, OptimizePlan
-from ...operations.properties import commit_with
-from ...operations.rewrite import remove_action
-from ...operations.touched_rows import partition_matches, plan_predicate
+from ...operations.maintenance.optimize.plan import Bin, OptimizePlan
 from .._errors import marked, task_errors
 from ..session import default_parallelism
 from ._common import ENGINE_INFO, SnapshotState, commit_properties, conf, map_partitions

@@ -21,7 +21,7 @@ from ...kernel.scan.partition_values import parse_partition_value
 from ...kernel.schema.column_mapping import physical_name
 from ...kernel.schema.types import PrimitiveType
 from ...kernel.snapshot import Snapshot
-from ...operations.data_layout import HIVE_DEFAULT_PARTITION, unescape_path_name
+from ...operations.files.layout import HIVE_DEFAULT_PARTITION, unescape_path_name
 from ...storage.local import LocalStorage
 
 DISCOVERY_TYPES = {"string", "byte", "short", "integer", "long", "boolean", "date"}

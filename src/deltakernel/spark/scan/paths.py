@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...kernel.paths import resolve_file
-from ...operations.data_layout import uri_encode_path
+from ...operations.files.layout import uri_encode_path
 from ...storage.local import LocalStorage
 
 # Characters `uri_encode_path` leaves alone and `unquote` does not change (no '%', no ':' - a scheme)

@@ -16,16 +16,7 @@ from ...operations.sql_statement import merge_inserts
 from ..catalog import DeltaRef, resolve, sync_schema
 from . import text_plans as T
 from .commands import method, spark_table
-from .dml import (
-    _columns,
-    _int,
-    _qualifiers,
-    _version,
-    column_path,
-    commit_metrics,
-    metrics_frame,
-    positional_frame,
-)
+from .dml import _columns, _int, _qualifiers, _version, column_path, commit_metrics, metrics_frame, positional_frame
 from .grammar import DeltaSqlError, DeltaSqlSyntaxError, head, tokenize
 
 

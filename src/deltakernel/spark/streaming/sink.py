@@ -81,10 +81,10 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 
     def _commit(self, messages: list[Any], batch_id: int) -> None:
         from ...kernel.transaction.transaction import Transaction as KernelTransaction
-        from ...operations.data_output import delete_quietly
-        from ...operations.overwrite import plan_overwrite
-        from ...operations.properties import CommitProperties, Transaction, commit_with
-        from ...operations.write import _load, _plan_metadata
+        from ...operations.commit_options import CommitProperties, Transaction, commit_with
+        from ...operations.files.dml_output import delete_quietly
+        from ...operations.write.api import _load, _plan_metadata
+        from ...operations.write.overwrite import plan_overwrite
         from ..writer import ENGINE_INFO
 
         adds = [a for m in messages if m is not None for a in m.adds]
@@ -143,8 +143,8 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[Any], batchId: int) -> None:
         """Delete the batch's files unless the batch is in the table (a commit that raised may have landed)."""
-        from ...operations.data_output import delete_quietly
-        from ...operations.write import _load
+        from ...operations.files.dml_output import delete_quietly
+        from ...operations.write.api import _load
 
         paths = [a["path"] for m in messages if m is not None for a in m.adds]
         if not paths:
