@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 import deltakernel.spark as dks
-from deltakernel import DeltaTable, write_deltalake
+from deltakernel import DeltaTable, sqleval, write_deltalake
 from deltakernel.kernel.expressions import sql as ksql
 from deltakernel.kernel.scan.scan import Scan
 
@@ -81,7 +81,7 @@ def test_load_where_skips_files(cspark, sorted_table, condition):
     assert [r.files_kept for r in reports] == [kept]
     assert reports[0].files_total == FILES
     oracle = DeltaTable(sorted_table).to_pyarrow_table()
-    want = ksql.evaluate(condition, oracle)
+    want = sqleval.evaluate(condition, oracle)
     helpers.assert_same_rows(got.toArrow(), oracle.filter(want), condition)
 
 

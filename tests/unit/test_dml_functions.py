@@ -22,7 +22,7 @@ import pytest
 
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import InvalidFilterError
-from deltakernel.kernel.expressions.sql import evaluate
+from deltakernel.sqleval import evaluate
 
 UTC = dt.timezone.utc
 T = pa.table({

@@ -21,13 +21,13 @@ from deltakernel.kernel.expressions.sql import (
     Col,
     Func,
     Lit,
-    evaluate,
     parse_sql,
     referenced_columns,
     to_predicate,
     to_pyarrow_filter,
 )
 from deltakernel.kernel.schema.arrow import from_arrow_schema
+from deltakernel.sqleval import evaluate
 
 UTC = dt.timezone.utc
 T = pa.table({
@@ -331,7 +331,7 @@ def test_parse_results_are_cached() -> None:
 
 def test_importing_deltakernel_does_not_import_sqlglot() -> None:
     code = ("import sys, deltakernel, deltakernel.table, deltakernel.operations.write.api, "
-            "deltakernel.kernel.expressions.sql, deltakernel.kernel.expressions.sql_eval; "
+            "deltakernel.kernel.expressions.sql, deltakernel.sqleval; "
             "assert not [m for m in sys.modules if m.split('.')[0] == 'sqlglot'], 'sqlglot imported'; "
             "deltakernel.kernel.expressions.sql.parse_sql('a = 1'); assert 'sqlglot' not in sys.modules; "
             "deltakernel.kernel.expressions.sql.parse_sql(\"a LIKE 'x%'\"); assert 'sqlglot' in sys.modules")

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from deltakernel.errors import InvalidFilterError
 from deltakernel.kernel.expressions.sql import parse_sql
-from deltakernel.kernel.expressions.sql_fast import _RESERVED, parse_simple
-from deltakernel.kernel.expressions.sql_parse import _sqlglot, parse_cached
+from deltakernel.kernel.expressions.sql.fast_parse import _RESERVED, parse_simple
+from deltakernel.kernel.expressions.sql.sqlglot_parse import _sqlglot, parse_cached
 
 NAMES = ["id", "t.id", "s.id", "`a b`", "x_1", "T.Value", "a.b.c", "`t`.`id`", "date_col", "_x"]
 LITERALS = ["0", "7", "100", "2147483647", "2147483648", "9223372036854775807", "'a'", "''", "'it s'",

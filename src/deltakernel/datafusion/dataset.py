@@ -50,7 +50,6 @@ import pyarrow.dataset as ds
 
 from ..errors import InvalidPathError
 from ..kernel import row_tracking as rt
-from ..kernel.expressions import from_pyarrow as _pyarrow_expressions  # noqa: F401  (eager: see below)
 from ..kernel.expressions.predicate import (
     And,
     Comparison,
@@ -71,8 +70,8 @@ from ..kernel.schema.arrow import to_arrow_schema
 from ..kernel.snapshot import Snapshot
 from . import native
 
-# Everything a query runs is imported with this module (`from_pyarrow` would import its decoder on the
-# first query otherwise): the first query should not pay for compiling modules.
+# Everything a query runs is imported with this module (the predicate package brings `from_pyarrow`'s
+# decoder with it): the first query should not pay for compiling modules.
 DEFAULT_TARGET_GROUP_BYTES = 256 * 1024 * 1024
 _SCHEMA_CHECK_WORKERS = 8
 MIN_BATCH_ROWS = 131_072

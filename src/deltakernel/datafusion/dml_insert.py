@@ -156,9 +156,9 @@ def _partition_spec(spec: Any, target: Target) -> dict[str, pa.Scalar]:
     from sqlglot import exp
 
     from ..errors import SchemaError
-    from ..kernel.expressions.sql import evaluate
     from ..kernel.schema.arrow import to_arrow_type
     from ..operations.write.enforcement import cast_for_column
+    from ..sqleval import evaluate
 
     snapshot = target.snapshot
     partition_columns = {c.lower(): c for c in snapshot.partition_columns}

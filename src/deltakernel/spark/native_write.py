@@ -105,7 +105,7 @@ def native_frame(df: Any, metadata: Metadata, protocol: Protocol, predicate: str
     """
     from pyspark.sql import functions as F
 
-    from ..operations.write.api import _enforcer
+    from ..operations.write.api import enforcer_for
 
     if predicate is not None:
         raise Ineligible("replaceWhere checks every row")
@@ -114,7 +114,7 @@ def native_frame(df: Any, metadata: Metadata, protocol: Protocol, predicate: str
     non_null = {f.name.lower() for f in df.schema.fields if not f.nullable}
     relaxed = StructType(tuple(dataclasses.replace(f, nullable=True) if f.name.lower() in non_null else f
                                for f in schema.fields))
-    if _enforcer(dataclasses.replace(metadata, schema_string=schema_to_json(relaxed)), protocol) is not None:
+    if enforcer_for(dataclasses.replace(metadata, schema_string=schema_to_json(relaxed)), protocol) is not None:
         raise Ineligible("the table has constraints, NOT NULL, generated, identity or default columns")
     if not _plain_type(schema):
         raise Ineligible("the schema has arrays, maps or types without footer statistics")

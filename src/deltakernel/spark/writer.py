@@ -67,7 +67,7 @@ def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[l
     storage = storage_for_uri(plan.table_uri, plan.storage_options)
     schema = plan.metadata.schema
     target = to_arrow_schema(schema, include_metadata=False)
-    enforcer = w._enforcer(plan.metadata, plan.protocol)
+    enforcer = w.enforcer_for(plan.metadata, plan.protocol)
     sql_pred = w._parse_predicate(plan.predicate) if plan.predicate else None
     rows = [0]
 
@@ -79,7 +79,7 @@ def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[l
                 raise SchemaError(f"data has column(s) {extra} not in the table schema; use mergeSchema")
             if enforcer is not None:
                 batch = enforcer.prepare(batch)
-            batch = w._cast_batch(batch, target)
+            batch = w.cast_batch(batch, target)
             if sql_pred is not None:
                 w._check_replace_where(batch, sql_pred, plan.predicate or "")
             rows[0] += batch.num_rows

@@ -90,7 +90,7 @@ class Scan:
         self.snapshot = snapshot
         self.schema = snapshot.schema
         self.mode = snapshot.column_mapping_mode
-        self.predicate = predicate  # kernel expression (deltakernel.kernel.expressions.predicate) or None
+        self.predicate = predicate  # kernel expression (deltakernel.kernel.expressions.predicate.model) or None
         self.row_filter = row_filter
         self.batch_size = batch_size
         self.max_workers = max_workers or _default_workers()

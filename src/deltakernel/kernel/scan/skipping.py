@@ -42,7 +42,7 @@ from ..expressions.predicate import (
     Literal,
     Not,
     Or,
-    _to_pa,
+    arrow_expression,
     referenced_columns,
 )
 from ..stats.parse import FileStats, parse_stats, stats_from_struct
@@ -66,7 +66,7 @@ def skipping_mask(
     """True = the file may contain rows where `expr` is TRUE (keep it); never null."""
     if expr is None or num_files == 0:
         return bool_to_arrow(np.ones(num_files, dtype=np.bool_))
-    ev = _Evaluator(stats if stats is not None else FileStats.empty(num_files), partition_values or {}, num_files)
+    ev = Evaluator(stats if stats is not None else FileStats.empty(num_files), partition_values or {}, num_files)
     try:
         result = ev.eval(expr, False)
     except Exception:
@@ -98,7 +98,7 @@ def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr) -> pa.Bo
     return skipping_mask(predicate, stats, pv, n)
 
 
-class _Evaluator:
+class Evaluator:
     def __init__(self, stats: FileStats, partitions: dict[Path, pa.Array], n: int) -> None:
         self.stats = stats
         self.partitions = {k: (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v)
@@ -154,7 +154,7 @@ class _Evaluator:
         try:
             import pyarrow.dataset as ds  # only for partition subtrees: importing it imports pandas (0.1-0.9 s)
 
-            pa_expr = _to_pa(Not(renamed) if neg else renamed, types)
+            pa_expr = arrow_expression(Not(renamed) if neg else renamed, types)
             out = ds.dataset(table).to_table(columns={"r": pa_expr}).column("r").combine_chunks()
         except _ARROW_ERRORS:
             return self.unknown()

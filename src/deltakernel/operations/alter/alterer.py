@@ -17,7 +17,7 @@ from typing import Any
 from typing import Protocol as TypingProtocol
 
 from ...errors import ConstraintViolationError, DeltaError, SchemaError, UnsupportedFeatureError
-from ...kernel.expressions.sql import evaluate, parse_sql, quote_column_identifiers, referenced_columns
+from ...kernel.expressions.sql import parse_sql, quote_column_identifiers, referenced_columns
 from ...kernel.log.actions import Protocol
 from ...kernel.protocol.features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
 from ...kernel.protocol.select import (
@@ -33,6 +33,7 @@ from ...kernel.schema.column_mapping import ID_KEY, MODE_KEY, PHYSICAL_NAME_KEY
 from ...kernel.schema.evolution import schema_has_type
 from ...kernel.schema.types import ArrayType, DataType, MapType, StructField, StructType, _parse_field, schema_to_json
 from ...kernel.snapshot import Snapshot
+from ...sqleval import evaluate
 from ..commit_options import CommitProperties, PostCommitHookProperties
 from ..write.enforcement import CONSTRAINT_PREFIX, GENERATION_EXPRESSION, check_constraints, sample_row
 from .metadata import AlterBase, CommitOptions, commit_options, resolve_path

@@ -61,7 +61,7 @@ class DeleteMetrics(FileChangeMetrics):
 
 
 
-def _live_rows(snapshot: Snapshot, row: dict[str, Any]) -> int:
+def live_rows(snapshot: Snapshot, row: dict[str, Any]) -> int:
     """Live rows of a file: numRecords (else the Parquet footer) minus its DV's cardinality."""
     n: int | None = None
     if row.get("stats"):
@@ -109,7 +109,7 @@ class _Delete:
             victims = files.filter(partition_matches(self.snapshot, self.pred, files)).select(_COLUMNS).to_pylist()
             self.txn.read_files([r["path"] for r in victims])
             for r in victims:
-                self.metrics.num_deleted_rows += _live_rows(self.snapshot, r)
+                self.metrics.num_deleted_rows += live_rows(self.snapshot, r)
                 self._remove(r)
             self.metrics.scan_time_ms = ms_since(start)
             return

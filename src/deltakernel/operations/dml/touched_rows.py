@@ -29,11 +29,12 @@ from ...errors import InvalidFilterError
 from ...kernel.arrow_build import arrow_to_np, bool_to_arrow, scalar
 from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from ...kernel.expressions import predicate as ex
-from ...kernel.expressions.sql import SqlExpr, conjuncts, evaluate, parse_sql, referenced_columns, to_predicate
+from ...kernel.expressions.sql import SqlExpr, conjuncts, parse_sql, referenced_columns, to_predicate
 from ...kernel.scan.partition_values import partition_columns_table
 from ...kernel.scan.scan import Scan
 from ...kernel.schema.arrow import to_arrow_schema
 from ...kernel.snapshot import Snapshot
+from ...sqleval import evaluate
 
 _EMPTY = np.empty(0, dtype=np.uint64)
 _T = TypeVar("_T")

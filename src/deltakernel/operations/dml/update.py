@@ -148,9 +148,9 @@ def plan_assignments(snapshot: Snapshot, updates: Mapping[str, str] | None,
 
 def _value(name: str, value: Assignment, rows: pa.Table, target: pa.DataType, *, strict: bool) -> pa.Array:
     """The new values of column `name` for `rows` (the old rows), as `target`."""
-    from ...kernel.expressions.sql_eval import _Evaluator
+    from ...sqleval import Evaluator
 
-    out = value if isinstance(value, pa.Scalar) else _Evaluator(rows).eval(value)
+    out = value if isinstance(value, pa.Scalar) else Evaluator(rows).eval(value)
     if isinstance(out, pa.Scalar):  # a constant: broadcast in C++ (no Python list of n values)
         out = broadcast(out, rows.num_rows)
     return cast_for_column(out, target, name, strict=strict, what="UPDATE")

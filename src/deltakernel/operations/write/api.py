@@ -135,7 +135,7 @@ def schema_merge_options(configuration: dict[str, str]) -> dict[str, bool]:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _load(storage: Storage) -> Snapshot | None:
+def load_snapshot(storage: Storage) -> Snapshot | None:
     try:
         return Snapshot.load(storage)
     except TableNotFoundError:
@@ -150,7 +150,7 @@ def _match_columns(batch: pa.RecordBatch, schema: StructType) -> pa.RecordBatch:
     return batch.rename_columns(names) if names != batch.schema.names else batch
 
 
-def _cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     cols = []
     for f in target:
         idx = batch.schema.get_field_index(f.name)
@@ -259,7 +259,7 @@ def write_deltalake(
     txn = KernelTransaction(storage, snapshot, operation=txn_op, operation_parameters=params,
                             engine_info=engine_info or "deltakernel/0.1.0")
 
-    metadata, protocol, new_meta = _plan_metadata(
+    metadata, protocol, new_meta = plan_metadata(
         snapshot, in_schema, partition_by, mode, schema_mode, conf_in, name, description, _delta_schema,
         partitions_last=not (engine_info or "").startswith("deltakernel-spark"),  # Spark keeps delta-spark's order
     )
@@ -274,7 +274,7 @@ def write_deltalake(
     table_schema = metadata.schema
     target = to_arrow_schema(table_schema, include_metadata=False)
     mode_cm = metadata.configuration.get("delta.columnMapping.mode", "none")
-    enforcer = _enforcer(metadata, protocol)
+    enforcer = enforcer_for(metadata, protocol)
     sql_pred = _parse_predicate(predicate) if predicate is not None else None
 
     counts = {"rows": 0}
@@ -289,7 +289,7 @@ def write_deltalake(
                 )
             if enforcer is not None:
                 batch = enforcer.prepare(batch)
-            batch = _cast_batch(batch, target)
+            batch = cast_batch(batch, target)
             if sql_pred is not None:
                 _check_replace_where(batch, sql_pred, predicate or "")
             counts["rows"] += batch.num_rows
@@ -357,9 +357,9 @@ def _resolve(table_or_uri: Any, storage_options: dict[str, str] | None) -> tuple
     if _is_table(table_or_uri):
         return table_or_uri._storage, table_or_uri._snapshot
     if isinstance(table_or_uri, Storage):
-        return table_or_uri, _load(table_or_uri)
+        return table_or_uri, load_snapshot(table_or_uri)
     storage = storage_for_uri(str(table_or_uri), storage_options)
-    return storage, _load(storage)
+    return storage, load_snapshot(storage)
 
 
 def _conf_int(conf: dict[str, str], key: str) -> int | None:
@@ -370,7 +370,7 @@ def _conf_int(conf: dict[str, str], key: str) -> int | None:
         return None
 
 
-def _plan_metadata(
+def plan_metadata(
     snapshot: Snapshot | None,
     in_schema: pa.Schema,
     partition_by: list[str] | None,
@@ -494,7 +494,7 @@ def _metadata_differs(a: StructType, b: StructType) -> bool:
     return schema_to_json(a) != schema_to_json(b)
 
 
-def _enforcer(metadata: Metadata, protocol: Protocol) -> Any:
+def enforcer_for(metadata: Metadata, protocol: Protocol) -> Any:
     try:
         from .enforcement import Enforcer
     except ImportError:  # pragma: no cover - during development
@@ -523,7 +523,7 @@ def _parse_predicate(text: str) -> Any:
 
 
 def _check_replace_where(batch: pa.RecordBatch, expr: Any, text: str) -> None:
-    from ...kernel.expressions.sql import evaluate
+    from ...sqleval import evaluate
 
     ok = evaluate(expr, batch)
     bad = pc.invert(pc.fill_null(ok, False))

@@ -30,11 +30,12 @@ import pyarrow.compute as pc
 
 from ...errors import ConstraintViolationError, DeltaError, SchemaError
 from ...kernel.arrow_build import broadcast, scalar
-from ...kernel.expressions.sql import SqlExpr, evaluate, parse_sql
+from ...kernel.expressions.sql import SqlExpr, parse_sql
 from ...kernel.log.actions import Metadata, Protocol
 from ...kernel.protocol.select import features_in_effect
 from ...kernel.schema.arrow import to_arrow_type
 from ...kernel.schema.types import StructField, StructType
+from ...sqleval import evaluate
 
 Batch = Union[pa.RecordBatch, pa.Table]
 
@@ -212,10 +213,10 @@ class Enforcer:
     def _cast(self, arr: pa.Array, target: pa.DataType, f: StructField, text: str) -> pa.Array:
         if arr.type == target:
             return arr
-        from ...kernel.expressions.sql_eval import _Evaluator
+        from ...sqleval import Evaluator
 
         try:
-            out = _Evaluator(pa.table({})).sql_cast(arr, target)
+            out = Evaluator(pa.table({})).sql_cast(arr, target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
             raise ConstraintViolationError(
                 f"column {f.name!r}: the value of {text!r} ({arr.type}) cannot be stored as {target}: {e}") from e
@@ -384,7 +385,7 @@ def cast_for_column(arr: pa.Array | pa.ChunkedArray, target: pa.DataType, column
     `strict` (deltalake's `error_on_type_mismatch`): a value that is not NULL but cannot be stored (it casts to
     NULL, or does not fit) raises SchemaError naming the column and the value; otherwise such values become
     NULL, one by one."""
-    from ...kernel.expressions.sql_eval import _Evaluator
+    from ...sqleval import Evaluator
 
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -394,7 +395,7 @@ def cast_for_column(arr: pa.Array | pa.ChunkedArray, target: pa.DataType, column
         arr = arr.cast(pa.timestamp(target.unit, arr.type.tz), safe=False)
     if arr.type == target:
         return arr
-    ev = _Evaluator(pa.table({}))
+    ev = Evaluator(pa.table({}))
     try:
         out = ev.sql_cast(arr, target)
     except _CAST_ERRORS as e:

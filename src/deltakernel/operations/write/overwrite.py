@@ -76,7 +76,7 @@ def _rewrite_matching(txn: KernelTransaction, snapshot: Snapshot, adds: list[dic
                       rows: list[dict[str, Any]], sql_pred: Any, storage: Storage, writer_properties: Any,
                       now: int) -> None:
     """Data predicate: fully matched files are removed, partly matched ones rewritten without the matches."""
-    from ...kernel.expressions.sql import evaluate
+    from ...sqleval import evaluate
 
     configuration = row_tracking_configuration(txn)
     md = txn.metadata

@@ -28,7 +28,7 @@ import pyarrow as pa
 from ...errors import UnsupportedFeatureError
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
 from ...operations.dml.commit import ms_since
-from ...operations.dml.delete import DeleteMetrics, _live_rows
+from ...operations.dml.delete import DeleteMetrics, live_rows
 from ...operations.dml.touched_rows import DmlPredicate, candidate_files, partition_matches
 from ...operations.files.change_data import cdf_enabled
 from .._errors import internal_plans
@@ -62,7 +62,7 @@ class SparkDelete(SparkDml):
             victims = files.filter(partition_matches(snapshot, self.pred, files))
             self.txn.read_files(victims.column("path").to_pylist())
             for row in victims.select(FILE_ROW_COLUMNS).to_pylist():
-                self.metrics.num_deleted_rows += _live_rows(snapshot, row)
+                self.metrics.num_deleted_rows += live_rows(snapshot, row)
             self.remove_files(victims)
             self.metrics.scan_time_ms = ms_since(start)
             self.step()

@@ -55,9 +55,9 @@ from ...errors import UnsupportedFeatureError
 from ...kernel.scan.scan import Scan
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
 from ...operations.dml.commit import ms_since
-from ...operations.dml.delete import _live_rows
+from ...operations.dml.delete import live_rows
 from ...operations.dml.dv_writer import deletion_vectors_writable
-from ...operations.dml.merge.api import _parameters
+from ...operations.dml.merge.api import merge_parameters
 from ...operations.dml.merge.plan import (
     BY_SOURCE_DELETE,
     BY_SOURCE_UPDATE,
@@ -198,7 +198,7 @@ class SparkMerge(SparkDml):
         """Rows copy-on-write copies from the touched files: their live rows (`numRecords`, else the footer,
         minus the DV's cardinality) minus those updated or deleted."""
         rows = files.take(pa.array(touched)).select(["path", "stats", "deletion_vector"]).to_pylist()
-        live = sum(_live_rows(self.target.snapshot, r) for r in rows)
+        live = sum(live_rows(self.target.snapshot, r) for r in rows)
         return live - self.metrics.num_target_rows_updated - self.metrics.num_target_rows_deleted
 
     def _hidden(self) -> tuple[str, str] | None:
@@ -437,7 +437,7 @@ def merge(spark: Any, path: str, source: Any, condition: Any, clauses: list[Spar
     kernel_clauses = [c.kernel_clause() for c in clauses]
     cond_text = condition if isinstance(condition, str) else None
     txn = KernelTransaction(target.storage, target.snapshot, operation="MERGE",
-                            operation_parameters=_parameters(cond_text or text_of(condition), kernel_clauses),
+                            operation_parameters=merge_parameters(cond_text or text_of(condition), kernel_clauses),
                             engine_info=ENGINE_INFO)
     if schema_evolution:
         from ...operations.dml.merge.schema_evolution import evolve_schema

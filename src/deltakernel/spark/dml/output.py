@@ -149,12 +149,12 @@ class RowsPlan:
 
 
 def _cast(table: pa.Table, target: pa.Schema) -> pa.Table:
-    from ...operations.write.api import _cast_batch
+    from ...operations.write.api import cast_batch
 
-    schema = pa.schema([f.with_nullable(True) for f in target])  # `_cast_batch`'s output: nullable fields
+    schema = pa.schema([f.with_nullable(True) for f in target])  # `cast_batch`'s output: nullable fields
     if table.num_rows == 0:
         return schema.empty_table()
-    return pa.Table.from_batches([_cast_batch(b, target) for b in table.combine_chunks().to_batches()], schema)
+    return pa.Table.from_batches([cast_batch(b, target) for b in table.combine_chunks().to_batches()], schema)
 
 
 def _with_hidden(rows: pa.Table, source: pa.Table, hidden: tuple[str, str] | None) -> pa.Table:

@@ -115,7 +115,7 @@ def fold_casts(node: Any) -> Any:
     from ...kernel.expressions import sql
 
     if isinstance(node, sql.Cast) and isinstance(node.operand, sql.Lit):
-        from ...kernel.expressions.sql_eval import evaluate_expr
+        from ...sqleval import evaluate_expr
 
         try:
             value = evaluate_expr(node, pa.table({"__x": [0]}))[0].as_py()

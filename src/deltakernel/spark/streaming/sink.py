@@ -83,7 +83,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         from ...kernel.transaction.transaction import Transaction as KernelTransaction
         from ...operations.commit_options import CommitProperties, Transaction, commit_with
         from ...operations.files.dml_output import delete_quietly
-        from ...operations.write.api import _load, _plan_metadata
+        from ...operations.write.api import load_snapshot, plan_metadata
         from ...operations.write.overwrite import plan_overwrite
         from ..writer import ENGINE_INFO
 
@@ -93,7 +93,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         storage = self._storage()
         try:
             app_id = self.app_id()
-            snapshot = _load(storage)
+            snapshot = load_snapshot(storage)
         except BaseException:
             delete_quietly(storage, paths)
             raise
@@ -113,7 +113,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
             engine_info=ENGINE_INFO,
         )
         try:
-            metadata, protocol, new_meta = _plan_metadata(snapshot, self.arrow_schema, k.get("partition_by"), mode,
+            metadata, protocol, new_meta = plan_metadata(snapshot, self.arrow_schema, k.get("partition_by"), mode,
                                                           k.get("schema_mode"), conf, None, None)
             if (metadata.schema_string, metadata.partition_columns) != (self.metadata.schema_string,
                                                                          self.metadata.partition_columns):
@@ -144,14 +144,14 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     def abort(self, messages: list[Any], batchId: int) -> None:
         """Delete the batch's files unless the batch is in the table (a commit that raised may have landed)."""
         from ...operations.files.dml_output import delete_quietly
-        from ...operations.write.api import _load
+        from ...operations.write.api import load_snapshot
 
         paths = [a["path"] for m in messages if m is not None for a in m.adds]
         if not paths:
             return
         storage = self._storage()
         try:
-            snapshot = _load(storage)
+            snapshot = load_snapshot(storage)
             done = snapshot.txns.get(self.app_id()) if snapshot is not None else None
         except Exception:  # cannot tell: keep the files (orphans at worst, never missing data)
             return

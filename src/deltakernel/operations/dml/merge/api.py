@@ -63,7 +63,8 @@ def _merge(storage: Storage, snapshot: Snapshot, source: MergeSource, predicate:
     if not clauses:
         raise MergeError("MERGE needs at least one WHEN clause (when_matched_update, when_not_matched_insert, ...)")
     check_schema_names(source.schema, "the MERGE source")
-    txn = KernelTransaction(storage, snapshot, operation="MERGE", operation_parameters=_parameters(predicate, clauses))
+    txn = KernelTransaction(storage, snapshot, operation="MERGE",
+                            operation_parameters=merge_parameters(predicate, clauses))
     if merge_schema:
         _evolve_schema(txn, source.schema, clauses, target_alias)
     schema = txn.metadata.schema
@@ -75,7 +76,7 @@ def _merge(storage: Storage, snapshot: Snapshot, source: MergeSource, predicate:
     return run_and_commit(op, txn, start, commit_properties, post_commithook_properties)
 
 
-def _parameters(predicate: str, clauses: list[Clause]) -> dict[str, Any]:
+def merge_parameters(predicate: str, clauses: list[Clause]) -> dict[str, Any]:
     def describe(c: Clause) -> dict[str, Any]:
         action = {MATCHED_UPDATE: "update", MATCHED_DELETE: "delete", NOT_MATCHED_INSERT: "insert",
                   BY_SOURCE_UPDATE: "update", BY_SOURCE_DELETE: "delete"}[c.kind]

@@ -39,12 +39,13 @@ from ....errors import DeltaError, SchemaError
 from ....kernel import row_tracking as rt
 from ....kernel.arrow_build import broadcast, np_to_arrow
 from ....kernel.expressions import predicate as ex
-from ....kernel.expressions.sql import evaluate, parse_sql, to_predicate
+from ....kernel.expressions.sql import parse_sql, to_predicate
 from ....kernel.scan.scan import Scan
 from ....kernel.schema.arrow import to_arrow_schema
 from ....kernel.schema.types import PrimitiveType, StructType
 from ....kernel.snapshot import Snapshot
 from ....kernel.transaction.transaction import Transaction as KernelTransaction
+from ....sqleval import evaluate
 from ....storage import Storage
 from ...files.change_data import ChangeDataWriter, conform_to
 from ...files.dml_output import DataFileOutput

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .sql import Binary, Col, IsNull, Lit, SqlExpr, Unary
+from .ast import Binary, Col, IsNull, Lit, SqlExpr, Unary
 
 _TOKEN = re.compile(
     r"\s*(?:"

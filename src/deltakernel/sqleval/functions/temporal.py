@@ -1,4 +1,4 @@
-"""Spark SQL date and time functions and INTERVAL arithmetic for the Arrow evaluator (`sql_eval.py`).
+"""Spark SQL date and time functions and INTERVAL arithmetic for the Arrow evaluator (`evaluator.py`).
 
 Spark semantics with ANSI mode off and the session time zone UTC (how deltalake writes tables): invalid
 dates (`make_date(2023, 2, 29)`, `to_date('2024-02-30')`) are NULL, `add_months` clamps the day to the
@@ -10,21 +10,17 @@ Results were checked against pyspark 4 (non-ANSI, UTC); see tests/unit/test_dml_
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InvalidFilterError
-from ..arrow_build import scalar, str_scalar
-from .sql import Func
-from .sql_casts import floor_div
+from ...kernel.arrow_build import scalar, str_scalar
+from ...kernel.expressions.sql.ast import Func
+from ..casts import floor_div
+from ..protocol import ExpressionEvaluator, Handler, Value
 
-if TYPE_CHECKING:
-    from .sql_eval import _Evaluator
-
-Value = Union[pa.Array, pa.Scalar]
-Handler = Any
 TS = pa.timestamp("us", tz="UTC")
 _US_PER_DAY = 86_400_000_000
 _JAVA_FORMAT = [("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"),
@@ -76,7 +72,7 @@ def _i64(v: int) -> pa.Scalar:
 
 
 # ----------------------------------------------------------------------------- conversions
-def as_timestamp(ev: _Evaluator, v: Value) -> Value:
+def as_timestamp(ev: ExpressionEvaluator, v: Value) -> Value:
     """A value as TIMESTAMP: strings parsed leniently (NULL when malformed), dates at midnight UTC."""
     if _is_str(v.type) or v.type == pa.null():
         return ev.sql_cast(v, TS)
@@ -87,7 +83,7 @@ def as_timestamp(ev: _Evaluator, v: Value) -> Value:
     return v
 
 
-def as_date(ev: _Evaluator, v: Value) -> Value:
+def as_date(ev: ExpressionEvaluator, v: Value) -> Value:
     if pa.types.is_date32(v.type):
         return v
     if _is_str(v.type) or v.type == pa.null() or pa.types.is_timestamp(v.type) or pa.types.is_date(v.type):
@@ -104,7 +100,7 @@ def _from_days(n: Value) -> Value:
     return pc.cast(pc.cast(n, pa.int32()), pa.date32())
 
 
-def _int_arg(ev: _Evaluator, v: Value, what: str) -> Value:
+def _int_arg(ev: ExpressionEvaluator, v: Value, what: str) -> Value:
     if pa.types.is_integer(v.type):
         return pc.cast(v, pa.int64())
     if v.type == pa.null() or _is_str(v.type):
@@ -157,7 +153,7 @@ def _from_micros(n: Value, like: pa.DataType) -> Value:
     return pc.cast(pc.cast(n, pa.timestamp("us")), pa.timestamp("us", tz=like.tz) if like.tz else pa.timestamp("us"))
 
 
-def add_interval(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def add_interval(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     """`x + INTERVAL ...` (the parser folds the interval into months, days, microseconds, signs applied):
     months first (day clamped), then days, then microseconds, as Spark. A DATE plus whole days (and
     months) stays a DATE; with a time part it becomes a TIMESTAMP."""
@@ -182,13 +178,13 @@ def add_interval(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 
 # ----------------------------------------------------------------------------- functions
 def _part(fn: Any) -> Handler:
-    def part(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def part(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         v = a[0] if pa.types.is_date(a[0].type) else as_timestamp(ev, a[0])
         return pc.cast(fn(v), pa.int32())
     return part
 
 
-def _to_date(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _to_date(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     v = a[0]
     if len(a) == 2 and _is_str(v.type):
         fmt = const_str(a[1], "TO_DATE format")
@@ -204,7 +200,7 @@ def _parse_with(v: Value, fmt: str) -> Value:
     return pc.assume_timezone(parsed, "UTC") if parsed.type.tz is None else parsed
 
 
-def _to_timestamp(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _to_timestamp(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     v = a[0]
     if len(a) == 2 and _is_str(v.type):
         fmt = const_str(a[1], "TO_TIMESTAMP format")
@@ -218,33 +214,33 @@ def format_timestamp(v: Value, fmt: str) -> Value:
     return pc.strftime(v, format=java_to_strftime(fmt))
 
 
-def _date_format(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _date_format(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     fmt = const_str(a[1], "DATE_FORMAT format")
     v = a[0] if pa.types.is_date(a[0].type) else as_timestamp(ev, a[0])
     return scalar(None, pa.string()) if fmt is None else format_timestamp(v, fmt)
 
 
-def _now(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _now(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     return scalar(dt.datetime.now(dt.timezone.utc), TS)
 
 
-def _today(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _today(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     return scalar(dt.datetime.now(dt.timezone.utc).date(), pa.date32())
 
 
 def _date_add(sign: int) -> Handler:
-    def date_add(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def date_add(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         n = _int_arg(ev, a[1], f"{e.name} days")
         n = pc.negate_checked(n) if sign < 0 else n
         return _from_days(pc.add_checked(_days(as_date(ev, a[0])), n))
     return date_add
 
 
-def _datediff(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _datediff(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     return pc.cast(pc.subtract(_days(as_date(ev, a[0])), _days(as_date(ev, a[1]))), pa.int32())
 
 
-def _date_trunc(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _date_trunc(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     unit = _TRUNC_UNITS.get((const_str(a[0], "DATE_TRUNC unit") or "").upper())
     ts = as_timestamp(ev, a[1])
     if unit is None:  # Spark: an unknown unit gives NULL
@@ -252,7 +248,7 @@ def _date_trunc(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     return pc.floor_temporal(ts, unit=unit, week_starts_monday=True)
 
 
-def _trunc(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _trunc(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     unit = _TRUNC_UNITS.get((const_str(a[1], "TRUNC format") or "").upper())
     d = as_date(ev, a[0])
     if unit not in _DATE_TRUNC_UNITS:
@@ -260,21 +256,21 @@ def _trunc(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     return pc.floor_temporal(d, unit=unit, week_starts_monday=True)
 
 
-def _make_date(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _make_date(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     y, m, d = (_int_arg(ev, x, "MAKE_DATE field") for x in a)
     return make_date(y, m, d)
 
 
-def _add_months(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _add_months(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     return add_months(as_date(ev, a[0]), _int_arg(ev, a[1], "ADD_MONTHS months"))
 
 
-def _last_day(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _last_day(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     y, m, _ = _ymd(as_date(ev, a[0]))
     return make_date(y, m, _days_in_month(y, m))
 
 
-def _unix_timestamp(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _unix_timestamp(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     if not a:
         return scalar(int(dt.datetime.now(dt.timezone.utc).timestamp()), pa.int64())
     v = a[0]
@@ -286,7 +282,7 @@ def _unix_timestamp(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     return floor_div(_micros(as_timestamp(ev, v)), 1_000_000)
 
 
-def _from_unixtime(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _from_unixtime(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     fmt = const_str(a[1], "FROM_UNIXTIME format") if len(a) == 2 else _DEFAULT_FORMAT
     secs = _int_arg(ev, a[0], "FROM_UNIXTIME seconds")
     ts = _from_micros(pc.multiply_checked(secs, _i64(1_000_000)), TS)
@@ -294,7 +290,7 @@ def _from_unixtime(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 
 
 def _epoch_to_ts(unit_us: int) -> Handler:
-    def epoch_to_ts(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def epoch_to_ts(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         v = a[0]
         if pa.types.is_floating(v.type) or pa.types.is_decimal(v.type):
             if unit_us != 1_000_000:
@@ -309,8 +305,8 @@ def _ts_to_epoch(unit_us: int) -> Handler:
     return lambda ev, a, e: floor_div(_micros(as_timestamp(ev, a[0])), unit_us)
 
 
-def _date_part(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-    from .sql_parse import EXTRACT_FIELDS
+def _date_part(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
+    from ...kernel.expressions.sql.sqlglot_parse import EXTRACT_FIELDS
 
     field = EXTRACT_FIELDS.get((const_str(a[0], "DATE_PART field") or "").upper())
     if field is None:

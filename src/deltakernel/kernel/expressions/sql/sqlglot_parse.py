@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
-from ...errors import InvalidFilterError
-from .sql import Between, Binary, Case, Cast, Col, Func, InList, IsNull, Like, Lit, SqlExpr, Unary
+from ....errors import InvalidFilterError
+from .ast import Between, Binary, Case, Cast, Col, Func, InList, IsNull, Like, Lit, SqlExpr, Unary
 
 # sqlglot (Spark dialect) does the lexing and parsing; a small dialect subclass keeps Spark's surface as
 # our callers rely on it, and `_Translator` maps sqlglot's tree onto the AST above. Anything sqlglot

@@ -1,4 +1,4 @@
-"""Spark SQL array and map functions for the Arrow evaluator (`sql_eval.py`): `array_contains`, `size` /
+"""Spark SQL array and map functions for the Arrow evaluator (`evaluator.py`): `array_contains`, `size` /
 `cardinality`, `element_at` / `try_element_at`, `get`, `a[i]` / `m[key]`, `map_keys`, `map_values`,
 `map_contains_key`.
 
@@ -11,21 +11,14 @@ no Python loop per row.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Union
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InvalidFilterError
-from ..arrow_build import arrow_to_np, bool_to_arrow, broadcast, np_to_arrow, scalar
-from .sql import Func
-
-if TYPE_CHECKING:
-    from .sql_eval import _Evaluator
-
-Value = Union[pa.Array, pa.Scalar]
-Handler = Any
+from ...kernel.arrow_build import arrow_to_np, bool_to_arrow, broadcast, np_to_arrow, scalar
+from ...kernel.expressions.sql.ast import Func
+from ..protocol import ExpressionEvaluator, Handler, Value
 
 
 def _keep_nulls(v: Value, out: Value) -> Value:
@@ -45,7 +38,7 @@ def _check_list(v: Value, name: str) -> None:
         raise InvalidFilterError(f"{name} needs an array (or map), got {v.type}")
 
 
-def _element(ev: _Evaluator, arr: Value, index: Value, one_based: bool, name: str) -> Value:
+def _element(ev: ExpressionEvaluator, arr: Value, index: Value, one_based: bool, name: str) -> Value:
     """Element `index` of each list (1-based and negative from the end for element_at; 0-based for `[]` and
     get); out of range is NULL. `index` may be a column."""
     values, offsets, lengths = _list_parts(arr)
@@ -80,7 +73,7 @@ def _map_lists(m: pa.Array) -> tuple[pa.Array, pa.Array]:
     return keys, items
 
 
-def _map_lookup(ev: _Evaluator, m: Value, key: Value) -> Value:
+def _map_lookup(ev: ExpressionEvaluator, m: Value, key: Value) -> Value:
     arr = broadcast(m, 1) if isinstance(m, pa.Scalar) else m
     n = len(arr)
     klist, ilist = _map_lists(arr)
@@ -96,14 +89,14 @@ def _map_lookup(ev: _Evaluator, m: Value, key: Value) -> Value:
     return out[0] if isinstance(m, pa.Scalar) else out
 
 
-def _element_at(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _element_at(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     _check_list(a[0], e.name)
     if pa.types.is_map(a[0].type):
         return _map_lookup(ev, a[0], a[1])
     return _element(ev, a[0], a[1], True, e.name)
 
 
-def _subscript(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _subscript(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     """`arr[i]` (0-based) / `map[key]` / `get(arr, i)`."""
     _check_list(a[0], "[]")
     if pa.types.is_map(a[0].type):
@@ -111,7 +104,7 @@ def _subscript(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     return _element(ev, a[0], a[1], False, e.name)
 
 
-def _array_contains(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _array_contains(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     """TRUE when found; else NULL when the array holds a NULL; else FALSE; NULL for a NULL array or value."""
     arr, value = a
     _check_list(arr, "ARRAY_CONTAINS")
@@ -138,7 +131,7 @@ def _array_contains(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     return out[0] if isinstance(arr, pa.Scalar) else out
 
 
-def _size(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _size(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     v = a[0]
     if v.type == pa.null():
         return scalar(-1, pa.int32())
@@ -150,7 +143,7 @@ def _size(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 
 
 def _map_part(items: bool) -> Handler:
-    def part(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def part(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         m = a[0]
         if not pa.types.is_map(m.type):
             raise InvalidFilterError(f"{e.name} needs a map, got {m.type}")
@@ -160,7 +153,7 @@ def _map_part(items: bool) -> Handler:
     return part
 
 
-def _map_contains_key(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _map_contains_key(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     keys = _map_part(False)(ev, a[:1], e)
     return _array_contains(ev, [keys, a[1]], e)
 

@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..schema.types import DataType, PrimitiveType, StructType
-from .predicate import AlwaysFalse, AlwaysTrue, And, Column, Comparison, Expr, In, IsNull, Literal, Not, Operand, Or
+from ...schema.types import DataType, PrimitiveType, StructType
+from .model import AlwaysFalse, AlwaysTrue, And, Column, Comparison, Expr, In, IsNull, Literal, Not, Operand, Or
 
 
 # ----------------------------------------------------------------------------- from_pyarrow decoding
@@ -204,3 +204,11 @@ def decode_pyarrow(expr: pc.Expression, schema: StructType | None) -> Expr | Non
     if not _rebuild(raw).equals(expr):
         return None
     return _translate(raw, schema)
+
+
+def from_pyarrow(expr: pc.Expression, schema: StructType | None = None) -> Expr | None:
+    """Best-effort exact translation of a pyarrow expression; None when any part is not understood."""
+    try:
+        return decode_pyarrow(expr, schema)
+    except Exception:
+        return None

@@ -1,6 +1,6 @@
-"""Spark SQL functions for the Arrow evaluator (`sql_eval.py`): strings, math, NULL handling, casts by
-name, arrays and maps; date/time functions are in `sql_temporal.py`. `FUNCTIONS` maps an upper-case name
-to (min args, max args, handler(evaluator, evaluated args, Func node)).
+"""Spark SQL scalar functions for the Arrow evaluator (`evaluator.py`): strings, math, NULL handling and
+casts by name; arrays and maps are in `collections.py`, date/time functions in `temporal.py`.
+`FUNCTIONS` maps an upper-case name to (min args, max args, handler(evaluator, evaluated args, Func node)).
 
 Spark semantics with ANSI mode off, checked against pyspark 4 (tests/unit/test_dml_functions.py pins the
 values): NULL in, NULL out unless Spark says otherwise (`concat_ws` skips NULLs, `greatest` / `least` skip
@@ -13,22 +13,18 @@ Everything is vectorized: no Python loop per row.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InvalidFilterError
-from ..arrow_build import broadcast, scalar, str_scalar
-from . import sql_collections, sql_temporal
-from .sql import Func
-from .sql_casts import cast_expr
+from ...kernel.arrow_build import broadcast, scalar, str_scalar
+from ...kernel.expressions.sql.ast import Func
+from ..casts import cast_expr
+from ..protocol import ExpressionEvaluator, Handler, Value
+from . import temporal as sql_temporal
 
-if TYPE_CHECKING:
-    from .sql_eval import _Evaluator
-
-Value = Union[pa.Array, pa.Scalar]
-Handler = Any
 _NULL_STR = pa.nulls(1, pa.string())[0]
 
 
@@ -51,7 +47,7 @@ def _keep_nulls(v: Value, out: Value) -> Value:
 
 
 # ----------------------------------------------------------------------------- strings
-def _substring(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _substring(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     s = ev.to_string(a[0])
     pos = _const_int(a[1], "SUBSTRING position")
     length = _const_int(a[2], "SUBSTRING length") if len(a) == 3 else None
@@ -66,7 +62,7 @@ def _substring(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 
 def _trim(fn: Any) -> Handler:
     """TRIM / LTRIM / RTRIM / BTRIM (s [, characters]): Spark trims spaces only by default."""
-    def trim(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def trim(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         chars = " " if len(a) == 1 else _const_str(a[1], f"{e.name} characters")
         s = ev.to_string(a[0])
         if chars is None:
@@ -75,7 +71,7 @@ def _trim(fn: Any) -> Handler:
     return trim
 
 
-def _concat_ws(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _concat_ws(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     sep = a[0]
     if not _is_str(sep.type) and sep.type != pa.null():
         raise InvalidFilterError("CONCAT_WS separator must be a string")
@@ -108,7 +104,7 @@ def java_replacement(rep: str) -> str:
     return "".join(out)
 
 
-def _regexp_replace(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _regexp_replace(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     pattern = _const_str(a[1], "REGEXP_REPLACE pattern")
     rep = _const_str(a[2], "REGEXP_REPLACE replacement")
     s = ev.to_string(a[0])
@@ -117,7 +113,7 @@ def _regexp_replace(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     return pc.replace_substring_regex(s, pattern=pattern, replacement=java_replacement(rep))
 
 
-def _rlike(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _rlike(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     pattern = _const_str(a[1], f"{e.name} pattern")
     s = ev.to_string(a[0])
     if pattern is None:
@@ -125,7 +121,7 @@ def _rlike(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     return pc.match_substring_regex(s, pattern=pattern)  # Java's find(): anywhere in the string
 
 
-def _regexp_extract(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _regexp_extract(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     """regexp_extract(s, pattern [, group = 1]): '' when the pattern does not match (Spark)."""
     pattern = _const_str(a[1], "REGEXP_EXTRACT pattern")
     group = _const_int(a[2], "REGEXP_EXTRACT group") if len(a) == 3 else 1
@@ -165,7 +161,7 @@ def _name_group(pattern: str, group: int) -> str:
     return "".join(out)
 
 
-def _replace(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _replace(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     search = _const_str(a[1], "REPLACE search")
     rep = _const_str(a[2], "REPLACE replacement") if len(a) == 3 else ""
     s = ev.to_string(a[0])
@@ -176,7 +172,7 @@ def _replace(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 
 def _pad(fn: Any) -> Handler:
     """LPAD / RPAD (s, len [, pad = ' ']): a longer string is cut to `len` (Spark)."""
-    def pad(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def pad(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         width = _const_int(a[1], f"{e.name} length")
         fill = _const_str(a[2], f"{e.name} padding") if len(a) == 3 else " "
         s = ev.to_string(a[0])
@@ -192,7 +188,7 @@ def _pad(fn: Any) -> Handler:
 
 
 def _left_right(left: bool) -> Handler:
-    def side(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def side(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         n = _const_int(a[1], f"{e.name} length")
         s = ev.to_string(a[0])
         if n is None:
@@ -212,13 +208,13 @@ def _position(s: Value, sub: str) -> Value:
     return _keep_nulls(s, pc.fill_null(pos, scalar(0, pa.int32())))
 
 
-def _instr(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _instr(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     sub = _const_str(a[1], "INSTR substring")
     s = ev.to_string(a[0])
     return scalar(None, pa.int32()) if sub is None else _position(s, sub)
 
 
-def _locate(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _locate(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     """locate(substr, s [, pos]) / position(substr IN s): 1-based, 0 when absent or pos < 1."""
     sub = _const_str(a[0], f"{e.name} substring")
     start = _const_int(a[2], f"{e.name} position") if len(a) == 3 else 1
@@ -233,14 +229,14 @@ def _locate(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 
 
 def _str_test(fn: Any) -> Handler:
-    def test(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def test(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         pattern = _const_str(a[1], f"{e.name} argument")
         s = ev.to_string(a[0])
         return scalar(None, pa.bool_()) if pattern is None else fn(s, pattern=pattern)
     return test
 
 
-def _split_part(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _split_part(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     delim = _const_str(a[1], "SPLIT_PART delimiter")
     part = _const_int(a[2], "SPLIT_PART part")
     s = ev.to_string(a[0])
@@ -257,7 +253,7 @@ def _split_part(ev: _Evaluator, a: list[Value], e: Func) -> Value:
     return pc.binary_join(pieces, str_scalar(""))  # zero or one piece: '' when out of range, as Spark
 
 
-def _repeat(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _repeat(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     n = a[1]
     if not pa.types.is_integer(n.type) and n.type != pa.null():
         raise InvalidFilterError("REPEAT count must be an integer")
@@ -265,7 +261,7 @@ def _repeat(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 
 
 # ----------------------------------------------------------------------------- math
-def _num(ev: _Evaluator, v: Value) -> Value:
+def _num(ev: ExpressionEvaluator, v: Value) -> Value:
     """A numeric argument; strings are cast to DOUBLE, NULL to INT (Spark's implicit casts)."""
     if _is_str(v.type):
         return ev.sql_cast(v, pa.float64())
@@ -277,12 +273,12 @@ def _num(ev: _Evaluator, v: Value) -> Value:
     return v
 
 
-def _double(ev: _Evaluator, v: Value) -> Value:
+def _double(ev: ExpressionEvaluator, v: Value) -> Value:
     return ev.cast(_num(ev, v), pa.float64())
 
 
 def _round(mode: str) -> Handler:
-    def round_(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def round_(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         digits = _const_int(a[1], f"{e.name} scale") if len(a) == 2 else 0
         v = _num(ev, a[0])
         if digits is None:
@@ -308,7 +304,7 @@ def _round_double(v: Value, digits: int, mode: str) -> Value:
 
 def _floor_ceil(fn: Any) -> Handler:
     """FLOOR / CEIL: BIGINT for floating point (NaN is 0, as Spark's cast), DECIMAL(p - s + 1, 0) for decimals."""
-    def floor_ceil(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def floor_ceil(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         v = _num(ev, a[0])
         if pa.types.is_integer(v.type):
             return ev.cast(v, pa.int64())
@@ -321,7 +317,7 @@ def _floor_ceil(fn: Any) -> Handler:
 def _unary_double(fn: Any, domain: Any = None) -> Handler:
     """A double function; outside `domain` (a predicate on the argument) the result is NULL (Spark's ln,
     log10, log2 of values <= 0)."""
-    def unary(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def unary(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         x = _double(ev, a[0])
         out = fn(x)
         return out if domain is None else pc.if_else(domain(x), out, scalar(None, pa.float64()))
@@ -332,17 +328,17 @@ def _positive(x: Value) -> Value:
     return pc.greater(x, scalar(0.0))
 
 
-def _log(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _log(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     base, x = _double(ev, a[0]), _double(ev, a[1])
     out = pc.divide(pc.ln(x), pc.ln(base))
     return pc.if_else(pc.and_(_positive(base), _positive(x)), out, scalar(None, pa.float64()))
 
 
-def _mod(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _mod(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     return ev.arith("%", _num(ev, a[0]), _num(ev, a[1]))
 
 
-def _pmod(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _pmod(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     x, n = _num(ev, a[0]), _num(ev, a[1])
     r = ev.arith("%", x, n)
     neg = pc.less(r, scalar(0).cast(r.type))
@@ -352,7 +348,7 @@ def _pmod(ev: _Evaluator, a: list[Value], e: Func) -> Value:
 def _extreme(greatest: bool) -> Handler:
     """GREATEST / LEAST: NULLs are skipped (NULL only when every argument is NULL); NaN is larger than any
     number (Spark's ordering)."""
-    def extreme(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+    def extreme(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
         vals = ev.common(a)
         typ = vals[0].type
         if typ == pa.null():
@@ -371,53 +367,53 @@ def _extreme(greatest: bool) -> Handler:
     return extreme
 
 
-def _sign(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _sign(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     return pc.cast(pc.sign(_double(ev, a[0])), pa.float64())
 
 
 # ----------------------------------------------------------------------------- NULL handling
-def _coalesce(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _coalesce(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     return pc.coalesce(*ev.common(a))
 
 
-def _if(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _if(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     cond = pc.fill_null(ev.boolean(a[0], e.args[0]), False)
     x, y = ev.common([a[1], a[2]])
     return pc.if_else(cond, x, y)
 
 
-def _nvl2(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _nvl2(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     x, y = ev.common([a[1], a[2]])
     return pc.if_else(pc.is_valid(a[0]), x, y)
 
 
-def _nullif(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _nullif(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     x, y = a
     eq = pc.fill_null(ev.compare("=", x, y), False)
     return pc.if_else(eq, scalar(None, x.type), x)
 
 
-def _isnan(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _isnan(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     v = a[0]
     if not pa.types.is_floating(v.type):
         v = _double(ev, v)
     return pc.fill_null(pc.is_nan(v), False)  # isnan(NULL) is false
 
 
-def _nanvl(ev: _Evaluator, a: list[Value], e: Func) -> Value:
+def _nanvl(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
     x, y = ev.common([_double(ev, a[0]), _double(ev, a[1])])
     return pc.if_else(pc.fill_null(pc.is_nan(x), False), y, x)
 
 
-def _zero(ev: _Evaluator, v: Value) -> pa.Scalar:
+def _zero(ev: ExpressionEvaluator, v: Value) -> pa.Scalar:
     return scalar(0).cast(v.type) if v.type != pa.null() else scalar(0, pa.int32())
 
 
 # ----------------------------------------------------------------------------- casts by name
 def _cast_to(type_name: str) -> Handler:
-    def cast(ev: _Evaluator, a: list[Value], e: Func) -> Value:
-        from ..schema.arrow import to_arrow_type
-        from ..schema.types import parse_type
+    def cast(ev: ExpressionEvaluator, a: list[Value], e: Func) -> Value:
+        from ...kernel.schema.arrow import to_arrow_type
+        from ...kernel.schema.types import parse_type
 
         return cast_expr(ev, a[0], to_arrow_type(parse_type(type_name)))
     return cast
@@ -513,10 +509,6 @@ _CAST_FUNCS: dict[str, tuple[int, int, Handler]] = {
         ("timestamp", "timestamp"), ("binary", "binary"), ("decimal", "decimal(10,0)"))
 }
 
-FUNCTIONS: dict[str, tuple[int, int, Handler]] = {
-    **_STRING_FUNCS, **_MATH_FUNCS, **_NULL_FUNCS, **sql_collections.FUNCTIONS, **_CAST_FUNCS,
-    **sql_temporal.FUNCTIONS,
-}
-SUPPORTED_FUNCTIONS = frozenset(name for name in FUNCTIONS if name.isidentifier())
+FUNCTIONS: dict[str, tuple[int, int, Handler]] = {**_STRING_FUNCS, **_MATH_FUNCS, **_NULL_FUNCS, **_CAST_FUNCS}
 
-__all__ = ["FUNCTIONS", "SUPPORTED_FUNCTIONS", "java_replacement"]
+__all__ = ["FUNCTIONS", "java_replacement"]

@@ -24,10 +24,10 @@ from typing import Any, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InvalidFilterError
-from ..arrow_build import scalar
-from ..schema.arrow import to_arrow_type
-from ..schema.types import DataType, DecimalType, PrimitiveType, StructType
+from ....errors import InvalidFilterError
+from ...arrow_build import scalar
+from ...schema.arrow import to_arrow_type
+from ...schema.types import DataType, DecimalType, PrimitiveType, StructType
 
 COMPARISON_OPS = ("=", "!=", "<", "<=", ">", ">=")
 # op with its operands swapped: `lit < col` == `col > lit`
@@ -494,7 +494,7 @@ def _column_types(schema: StructType | None) -> dict[tuple[str, ...], pa.DataTyp
 
 def to_pyarrow(expr: Expr, schema: StructType | None = None) -> pc.Expression:
     """The expression as a pyarrow filter with the same SQL semantics (columns by logical name)."""
-    return _to_pa(expr, _column_types(schema))
+    return arrow_expression(expr, _column_types(schema))
 
 
 def _operand(o: Operand, hint: pa.DataType | None) -> pc.Expression:
@@ -503,7 +503,8 @@ def _operand(o: Operand, hint: pa.DataType | None) -> pc.Expression:
     return pc.scalar(o.to_scalar(hint))
 
 
-def _to_pa(e: Expr, types: dict[tuple[str, ...], pa.DataType]) -> pc.Expression:
+def arrow_expression(e: Expr, types: dict[tuple[str, ...], pa.DataType]) -> pc.Expression:
+    """`to_pyarrow` with the column types already resolved (skipping builds them once for many files)."""
     if isinstance(e, AlwaysTrue):
         return pc.scalar(True)
     if isinstance(e, AlwaysFalse):
@@ -539,28 +540,19 @@ def _to_pa(e: Expr, types: dict[tuple[str, ...], pa.DataType]) -> pc.Expression:
                 base = pc.if_else(f.is_valid(), hit, null)
         return ~base if e.negated else base
     if isinstance(e, Not):
-        return ~_to_pa(e.child, types)
+        return ~arrow_expression(e.child, types)
     if isinstance(e, And):
         if not e.children:
             return pc.scalar(True)
-        out = _to_pa(e.children[0], types)
+        out = arrow_expression(e.children[0], types)
         for c in e.children[1:]:
-            out = out & _to_pa(c, types)
+            out = out & arrow_expression(c, types)
         return out
     if isinstance(e, Or):
         if not e.children:
             return pc.scalar(False)
-        out = _to_pa(e.children[0], types)
+        out = arrow_expression(e.children[0], types)
         for c in e.children[1:]:
-            out = out | _to_pa(c, types)
+            out = out | arrow_expression(c, types)
         return out
     raise InvalidFilterError(f"not a predicate: {e!r}")
-
-def from_pyarrow(expr: pc.Expression, schema: StructType | None = None) -> Expr | None:
-    """Best-effort exact translation of a pyarrow expression; None when any part is not understood."""
-    from .from_pyarrow import decode_pyarrow
-
-    try:
-        return decode_pyarrow(expr, schema)
-    except Exception:
-        return None

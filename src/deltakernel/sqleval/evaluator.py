@@ -1,4 +1,4 @@
-"""Vectorized evaluation of the SQL AST (`sql.py`) over an Arrow batch with `pyarrow.compute`.
+"""Vectorized evaluation of the SQL AST (`kernel/expressions/sql/ast.py`) over an Arrow batch with `pyarrow.compute`.
 
 Semantics follow Spark SQL with ANSI mode off, which is what Delta's constraints and generated
 columns were written against: NULL propagates through operators and functions, AND/OR are Kleene,
@@ -7,25 +7,38 @@ invalid CAST from string is NULL, comparisons coerce a string to the other side'
 dependent functions use UTC (the session time zone Delta tables are written with by deltalake).
 One deliberate exception: integer arithmetic that overflows raises InvalidFilterError (non-ANSI Spark
 wraps around silently; ANSI Spark, Spark 4's default, and DataFusion raise), so a DML never stores a
-wrapped value. Functions live in `sql_functions.py` / `sql_temporal.py`, explicit CASTs in `sql_casts.py`.
+wrapped value. Functions live in `functions/` (one module per family), explicit CASTs in `casts.py`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Union
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InvalidFilterError
-from ..arrow_build import bool_to_arrow, broadcast, np_to_arrow, null_scalar, scalar, str_scalar
-from ..schema.arrow import to_arrow_type
-from ..schema.types import parse_type
-from .sql import Between, Binary, Case, Cast, Col, Func, InList, IsNull, Like, Lit, SqlExpr, Unary
-from .sql_casts import cast_expr, java_double_string, timestamp_string
+from ..errors import InvalidFilterError
+from ..kernel.arrow_build import bool_to_arrow, broadcast, np_to_arrow, null_scalar, scalar, str_scalar
+from ..kernel.expressions.sql.ast import (
+    Between,
+    Binary,
+    Case,
+    Cast,
+    Col,
+    Func,
+    InList,
+    IsNull,
+    Like,
+    Lit,
+    SqlExpr,
+    Unary,
+)
+from ..kernel.schema.arrow import to_arrow_type
+from ..kernel.schema.types import parse_type
+from .casts import cast_expr, java_double_string, timestamp_string
+from .protocol import Value
 
-Value = Union[pa.Array, pa.Scalar]
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 _LIT_TYPES = {
     "integer": pa.int32(), "long": pa.int64(), "double": pa.float64(), "date": pa.date32(),
@@ -36,7 +49,7 @@ _CMP = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">
 
 
 def evaluate_expr(expr: SqlExpr, table: pa.Table | pa.RecordBatch) -> pa.Array:
-    ev = _Evaluator(table)
+    ev = Evaluator(table)
     out = ev.eval(expr)
     if isinstance(out, pa.Scalar):
         return broadcast(out, ev.n)  # a constant: broadcast in C++, no Python list of n values
@@ -61,7 +74,9 @@ def _null_of(t: pa.DataType) -> pa.Scalar:
     return scalar(None, type=t)
 
 
-class _Evaluator:
+class Evaluator:
+    """The Arrow evaluator of `ExpressionEvaluator` (protocol.py): one instance per table or batch."""
+
     def __init__(self, table: pa.Table | pa.RecordBatch) -> None:
         self.table = table
         self.n = table.num_rows
@@ -345,7 +360,7 @@ class _Evaluator:
 
     # ------------------------------------------------------------------ functions
     def func(self, e: Func) -> Value:
-        from .sql_functions import FUNCTIONS
+        from .functions import FUNCTIONS
 
         name = e.name
         nargs = len(e.args)

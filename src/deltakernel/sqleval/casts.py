@@ -1,6 +1,6 @@
 """Spark's explicit `CAST(x AS type)` (ANSI off), where it differs from storing a value in a column.
 
-`_Evaluator.sql_cast` is the cast used to store a value (UPDATE SET, MERGE, generated columns): it must
+`ExpressionEvaluator.sql_cast` is the cast used to store a value (UPDATE SET, MERGE, generated columns): it must
 refuse what does not fit (Spark's ANSI store assignment), so an out-of-range integer raises there. An
 explicit CAST in an expression follows Spark's non-ANSI CAST instead, checked with pyspark 4 (non-ANSI, UTC):
 
@@ -20,18 +20,13 @@ Every conversion is vectorized with pyarrow.compute; Arrow errors become Invalid
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Union
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InvalidFilterError
-from ..arrow_build import broadcast, scalar, str_scalar
+from ..errors import InvalidFilterError
+from ..kernel.arrow_build import broadcast, scalar, str_scalar
+from .protocol import ExpressionEvaluator, Value
 
-if TYPE_CHECKING:
-    from .sql_eval import _Evaluator
-
-Value = Union[pa.Array, pa.Scalar]
 ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 _INT_STRING = r"^[+-]?(\d+\.?\d*|\.\d+)$"  # what Spark's string -> integral cast accepts (after trimming)
 _TRUE = ("t", "true", "y", "yes", "1")
@@ -57,7 +52,7 @@ def _like_input(v: Value, out: pa.Array) -> Value:
     return out[0] if isinstance(v, pa.Scalar) else out
 
 
-def cast_expr(ev: _Evaluator, v: Value, t: pa.DataType, *, safe: bool = False) -> Value:
+def cast_expr(ev: ExpressionEvaluator, v: Value, t: pa.DataType, *, safe: bool = False) -> Value:
     """`CAST(v AS t)` with Spark's non-ANSI semantics (module docstring); `safe`: TRY_CAST, NULL where
     Spark's ANSI cast fails (integers out of range, a fraction in a string for an integer). Unsupported
     pairs raise InvalidFilterError naming both types."""
@@ -105,7 +100,7 @@ def cast_expr(ev: _Evaluator, v: Value, t: pa.DataType, *, safe: bool = False) -
         raise InvalidFilterError(f"cannot CAST {src} to {t}: {e}") from e
 
 
-def _to_integer(ev: _Evaluator, v: Value, t: pa.DataType) -> Value:
+def _to_integer(ev: ExpressionEvaluator, v: Value, t: pa.DataType) -> Value:
     src = v.type
     lo, hi = _int_range(t)
     if pa.types.is_integer(src) or pa.types.is_boolean(src):
@@ -138,7 +133,7 @@ def _to_integer(ev: _Evaluator, v: Value, t: pa.DataType) -> Value:
     return ev.sql_cast(v, t)
 
 
-def _try_integer(ev: _Evaluator, v: Value, t: pa.DataType) -> Value:
+def _try_integer(ev: ExpressionEvaluator, v: Value, t: pa.DataType) -> Value:
     """TRY_CAST to an integer type: NULL for what does not fit or is not an integer (strings)."""
     src = v.type
     lo, hi = _int_range(t)
@@ -209,7 +204,7 @@ def _seconds_to_timestamp(v: Value, t: pa.DataType) -> Value:
     return pc.cast(out, t)
 
 
-def _to_decimal(ev: _Evaluator, v: Value, t: pa.DataType) -> Value:
+def _to_decimal(ev: ExpressionEvaluator, v: Value, t: pa.DataType) -> Value:
     """Round half-up to the scale; NULL when the value does not fit DECIMAL(p, s) (or is NaN / infinite)."""
     src = v.type
     if pa.types.is_floating(src):
