@@ -79,7 +79,7 @@ class QueryBuilder:
     def _session(self) -> Any:
         """The SessionContext; in a fork child, first rebuilt there (see the module docstring)."""
         if self._pid != os.getpid():
-            from .datafusion.dml_targets import carry_over
+            from .datafusion.sql_tables import carry_over
             from .storage.forksafe import keep
 
             old, new = self._ctx, self._new_context()

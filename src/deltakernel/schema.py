@@ -342,7 +342,7 @@ class Field(_Base):
 
     @staticmethod
     def from_json(json: str) -> Field:
-        return Field._of(k._parse_field(_loads(json)))
+        return Field._of(k.parse_field(_loads(json)))
 
     @staticmethod
     def from_arrow(field: Any) -> Field:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,6 +34,15 @@ from .table_info import (  # noqa: F401  (deltalake.table's module-level names)
     ProtocolVersions,
     TableFeatures,
 )
+
+if TYPE_CHECKING:  # the classes the public methods return; imported where they are built (heavy modules)
+    import pandas as pd
+    import pyarrow.dataset as ds
+
+    from .datafusion.dataset import DeltaDataset
+    from .operations.alter.alterer import TableAlterer
+    from .operations.dml.merge.api import TableMerger
+    from .operations.maintenance.optimize.execute import TableOptimizer
 
 FilterLike = Any  # list[tuple] | list[list[tuple]] | pyarrow.compute.Expression | kernel expression
 
@@ -305,7 +314,7 @@ class DeltaTable:
         partitions: FilterLike | None = None,
         columns: Sequence[str] | None = None,
         filters: FilterLike | None = None,
-    ) -> Any:
+    ) -> pd.DataFrame:
         return self.to_pyarrow_table(partitions=partitions, columns=columns, filters=filters).to_pandas()
 
     def count(self, filters: FilterLike | None = None) -> int:
@@ -319,7 +328,7 @@ class DeltaTable:
         schema: pa.Schema | None = None,
         as_large_types: bool = False,
         file_pruning_predicate: FilterLike | None = None,
-    ) -> Any:
+    ) -> ds.FileSystemDataset:
         """A `pyarrow.dataset.Dataset` over the live files (deltalake's keywords).
 
         Each fragment's `partition_expression` holds its partition values and what its statistics
@@ -390,14 +399,14 @@ class DeltaTable:
                                  if isinstance(predicate, str) else None)
 
     @property
-    def alter(self) -> Any:
+    def alter(self) -> TableAlterer:
         """Schema, constraint, property and protocol changes (deltalake's `TableAlterer` API)."""
         from .operations.alter.alterer import TableAlterer
 
         return TableAlterer(self)
 
     @property
-    def optimize(self) -> Any:
+    def optimize(self) -> TableOptimizer:
         """Compaction and Z-order (deltalake's `TableOptimizer`: `compact()`, `z_order(columns)`)."""
         from .operations.maintenance.optimize.execute import TableOptimizer
 
@@ -477,7 +486,7 @@ class DeltaTable:
         *args: Any,
         commit_properties: Any = None,
         post_commithook_properties: Any = None,
-    ) -> Any:
+    ) -> TableMerger:
         """MERGE `source` (any Arrow stream: pyarrow, pandas, polars, DataFusion, ...) into this table on the
         Spark SQL `predicate`; returns a `TableMerger` (add WHEN clauses, then `execute()`).
 
@@ -675,7 +684,7 @@ class DeltaTable:
         cleanup_expired_logs(self._snapshot)
 
     # ------------------------------------------------------------------ engines
-    def register(self, ctx: Any, name: str) -> Any:
+    def register(self, ctx: Any, name: str) -> DeltaDataset:
         """Register this table (its loaded version, pinned) in a DataFusion `SessionContext` as `name`.
 
         Filters and projections are pushed into the kernel's skipping; DVs and column mapping apply.

@@ -250,18 +250,18 @@ def test_python_source_writer_generates_identity_values(spark, tmp_path):
 def test_no_rows_collected_to_the_driver(spark, tmp_path, monkeypatch):
     """The data path runs on the executors: the embedded writer never sees the rows, and the source frame is
     never collected / converted to Arrow or pandas on the driver (only the write job's add actions are)."""
-    import deltakernel.operations.write.api as w
+    import deltakernel.operations.write.pipeline as w
 
     path = str(tmp_path / "spy")
     _create(spark, path, always=IdentityGenerator())
     df = spark.range(0, 50, 1, 4).selectExpr("concat('r', CAST(id AS STRING)) AS v")
     cls = type(df)
-    real_write = w.write_deltalake
+    real_write = w.execute_write
     seen: list[str] = []
 
     def spy_write(table_or_uri, data, *a, **k):
-        seen.append(f"write_deltalake rows={getattr(data, 'num_rows', '?')} hook={'_write_files' in k}")
-        assert k.get("_write_files") is not None and getattr(data, "num_rows", 0) == 0
+        seen.append(f"execute_write rows={getattr(data, 'num_rows', '?')} hook={k.get('write_files') is not None}")
+        assert k.get("write_files") is not None and getattr(data, "num_rows", 0) == 0
         return real_write(table_or_uri, data, *a, **k)
 
     def refuse(name):
@@ -274,7 +274,7 @@ def test_no_rows_collected_to_the_driver(spark, tmp_path, monkeypatch):
 
         return spy
 
-    monkeypatch.setattr(w, "write_deltalake", spy_write)
+    monkeypatch.setattr(w, "execute_write", spy_write)
     for name in ("toArrow", "toPandas", "collect"):
         monkeypatch.setattr(cls, name, refuse(name))
     df.write.format("delta").mode("append").save(path)

@@ -126,12 +126,12 @@ def test_read_row_tracking_refused_without_row_tracking(spark, tmp_path):
 
 def test_s3_without_s3a_jars_uses_the_kernel_storage(spark, s3_bucket, s3_options, caplog,  # noqa: F811
                                                       monkeypatch):
-    from deltakernel.spark import reader
+    from deltakernel.spark import filesystems
 
-    monkeypatch.setattr(reader, "_WARNED", set())
+    monkeypatch.setattr(filesystems, "_WARNED", set())
     uri = f"s3://{s3_bucket}/t"
     df = spark.range(20).withColumn("p", (F.col("id") % 2).cast("string"))
-    with caplog.at_level(logging.WARNING, logger="deltakernel.spark.reader"):
+    with caplog.at_level(logging.WARNING, logger="deltakernel.spark.filesystems"):
         df.write.format("delta").options(**s3_options).partitionBy("p").save(uri)
         df.write.format("delta").options(**s3_options).mode("append").save(uri)
         back = spark.read.format("delta").options(**s3_options).load(uri)

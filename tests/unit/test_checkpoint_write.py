@@ -30,7 +30,8 @@ import helpers
 from deltakernel import DeltaTable
 from deltakernel.kernel.checkpoints.cleanup import cleanup_expired_logs
 from deltakernel.kernel.checkpoints.write import struct_to_map, write_checkpoint
-from deltakernel.kernel.log.replay import ReplayResult, _file_schema
+from deltakernel.kernel.log.action_tables import file_schema
+from deltakernel.kernel.log.replay import ReplayResult
 from deltakernel.kernel.log.retention import parse_interval_ms
 from deltakernel.kernel.log.segment import LogSegment, last_checkpoint_checksum, read_last_checkpoint
 from deltakernel.kernel.log.time_travel import commit_timestamps
@@ -594,13 +595,13 @@ def synthetic_snapshot(root: pathlib.Path, n: int, *, partitions: int = 100, ver
     stats = pc.binary_join_element_wise('{"numRecords":', sidx, ',"minValues":{"id":', sidx,
                                         ',"name":"a', sidx, '"},"maxValues":{"id":', sidx,
                                         ',"name":"z"},"nullCount":{"id":0,"name":1}}', "")
-    schema = _file_schema(["part"])
+    schema = file_schema(["part"])
     cols = {
         "path": path, "size": idx, "modification_time": idx, "data_change": pa.nulls(n, pa.bool_()),
         "partition_values": pa.StructArray.from_arrays([part], names=["part"]), "stats": stats,
     }
     files = pa.table([cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in schema], schema=schema)
-    tombs = _file_schema(["part"], [("deletion_timestamp", "", pa.int64())]).empty_table()
+    tombs = file_schema(["part"], [("deletion_timestamp", "", pa.int64())]).empty_table()
     result = ReplayResult(Protocol(1, 2), Metadata.from_json(md), files, tombs)
     return Snapshot(storage, LogSegment(storage, version, None, []), result)
 

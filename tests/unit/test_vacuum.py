@@ -269,7 +269,7 @@ def test_full_vacuum_with_zero_retention_spares_a_paused_writers_files(tmp_path:
     that exist and the table reads back whole (delta-spark and deltalake delete them: the write is lost)."""
     import threading
 
-    import deltakernel.operations.write.api as write_module
+    import deltakernel.operations.write.commit as write_module
 
     t = tmp_path / "t"
     _three_versions(t)  # versions 0 and 1's files are tombstones now

@@ -33,8 +33,9 @@ from typing import Any
 
 from .changes import ChangesDataset, changes_dataset, table_changes
 from .dataset import DatasetMetrics, DeltaDataset, DeltaFragment, DeltaScanner
-from .dml import DmlError, DmlSyntaxError, DmlTargetError, delta_tables, execute_dml, metrics_dataframe, remember_table
+from .dml import DmlError, DmlSyntaxError, DmlTargetError, execute_dml, metrics_dataframe
 from .forking import check_context
+from .session_tables import dataset, delta_tables, remember_table
 from .sql_tables import (
     DeltaCatalogProvider,
     DeltaSchemaProvider,
@@ -45,38 +46,6 @@ from .sql_tables import (
     register_catalog,
     session_context,
 )
-
-
-def dataset(
-    table_or_uri: Any,
-    *,
-    version: int | str | None = None,
-    storage_options: dict[str, str] | None = None,
-    target_partitions: int | None = None,
-    native_reader: bool = True,
-    view_types: bool = True,
-    row_tracking: bool = False,
-) -> DeltaDataset:
-    """A `DeltaDataset` pinned to one snapshot of `table_or_uri` (a URI or a `deltakernel.DeltaTable`).
-
-    `version` is an int or a timestamp (datetime / ISO-8601 string); a DeltaTable keeps its loaded
-    version unless `version` is given. `native_reader=False` reads every file with pyarrow / the kernel
-    instead of DataFusion's Parquet reader (see `native.py`); `view_types=False` exposes top-level
-    strings and binaries as `string` / `binary` instead of DataFusion's view types; `row_tracking=True` adds
-    the stable `_row_id` / `_row_commit_version` columns of a row-tracking table.
-    """
-    from ..kernel.snapshot import Snapshot
-    from ..storage import storage_for_uri
-
-    opts: dict[str, Any] = {"target_partitions": target_partitions, "native_reader": native_reader,
-                            "view_types": view_types, "row_tracking": row_tracking}
-    loaded = getattr(table_or_uri, "snapshot", None)  # a deltakernel.DeltaTable (duck-typed: no import cycle)
-    if isinstance(loaded, Snapshot):
-        if version is None:
-            return DeltaDataset(loaded, **opts)
-        return DeltaDataset(Snapshot.load_at(loaded.storage, version), **opts)
-    storage = storage_for_uri(str(table_or_uri), storage_options)
-    return DeltaDataset(Snapshot.load_at(storage, version), **opts)
 
 
 def register(

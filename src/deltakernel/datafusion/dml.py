@@ -20,9 +20,9 @@ else (SELECT, DDL, DML on DataFusion's own tables) returns None and goes to Data
   every subquery) runs as a MERGE of the de-duplicated subquery result, `WHEN MATCHED [AND rest] THEN
   DELETE | UPDATE`: the same rows as the IN predicate (NULL keys never match on either side). `NOT IN`,
   `EXISTS`, scalar subqueries are refused (docs/decisions.md).
-- **Targets** are Delta tables registered through deltakernel in this session (`dml_targets.py`). The
-  operation runs at the registered (pinned) version, conflict-checked against newer commits by the
-  transaction, and the registration is re-pinned to the version it committed.
+- **Targets** are Delta tables registered through deltakernel in this session (`session_tables.py`,
+  resolved by `dml_targets.py`). The operation runs at the registered (pinned) version, conflict-checked
+  against newer commits by the transaction, and the registration is re-pinned to the version it committed.
 - **Results** are one row of int64 metrics, delta-spark's names: DELETE / UPDATE `num_affected_rows`;
   MERGE `num_affected_rows, num_updated_rows, num_deleted_rows, num_inserted_rows`; INSERT
   `num_affected_rows, num_inserted_rows`.
@@ -57,16 +57,8 @@ from .dml_parse import (
     using_text,
     with_prefixed,
 )
-from .dml_targets import (
-    Target,
-    delta_tables,
-    metrics_row,
-    remember_catalog,
-    remember_table,
-    repin_committed,
-    resolve_target,
-    run_query,
-)
+from .dml_targets import Target, metrics_row, repin_committed, resolve_target, run_query
+from .session_tables import delta_tables, remember_catalog, remember_table
 
 _COMMENTS = r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*"
 _DML_START = re.compile(_COMMENTS + r"(insert|delete|update|merge)\b", re.IGNORECASE | re.DOTALL)

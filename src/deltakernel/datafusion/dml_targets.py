@@ -2,14 +2,13 @@
 
 Targets are Delta tables registered through deltakernel: `register()` / `QueryBuilder.register`, `CREATE
 EXTERNAL TABLE ... STORED AS DELTA` (on a session set up by `install` / `session_context`) and tables of a
-`register_catalog` directory catalog. They are remembered per `SessionContext` (weakly). A statement runs
+`register_catalog` directory catalog, remembered per session by `session_tables.py`. A statement runs
 at the registered (pinned) version and the registration is re-pinned to the version it committed, so the
 next SELECT in the session sees the change.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,94 +18,15 @@ import pyarrow as pa
 from ..errors import DeltaError
 from .dataset import DeltaDataset, gc_paused
 from .dml_parse import DmlError, DmlTargetError, head
-
-DEFAULT_CATALOG = "datafusion"
-DEFAULT_SCHEMA = "public"
-
-
-# ----------------------------------------------------------------------------- the session registry
-_TABLES: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str], DeltaDataset]] = weakref.WeakKeyDictionary()
-_CATALOGS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
-
-
-def _split_name(name: str) -> list[str]:
-    """A DataFusion table reference as DataFusion resolves it: `.`-separated, unquoted parts lower-cased,
-    `"quoted"` parts exact."""
-    parts: list[str] = []
-    cur: list[str] = []
-    quoted = False
-    i = 0
-    while i < len(name):
-        ch = name[i]
-        if quoted:
-            if ch == '"' and name[i + 1:i + 2] == '"':
-                cur.append('"')
-                i += 1
-            elif ch == '"':
-                quoted = False
-            else:
-                cur.append(ch)
-        elif ch == '"':
-            quoted = True
-        elif ch == ".":
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch.lower())
-        i += 1
-    parts.append("".join(cur))
-    return parts
-
-
-def _full_key(parts: list[str]) -> tuple[str, str, str]:
-    if not parts or len(parts) > 3 or not all(parts):
-        raise DmlTargetError(f"not a table name: {'.'.join(parts)!r}")
-    full = [DEFAULT_CATALOG, DEFAULT_SCHEMA][: 3 - len(parts)] + list(parts)
-    return full[0], full[1], full[2]
-
-
-def _df_name(key: tuple[str, ...]) -> str:
-    """A key as a DataFusion table reference, every part quoted (exact)."""
-    return ".".join('"' + p.replace('"', '""') + '"' for p in key)
-
-
-def remember_table(ctx: Any, name: str, dataset: DeltaDataset, *, normalized: bool = False) -> None:
-    """Record that `name` in `ctx` is the Delta table `dataset` (called by every deltakernel registration).
-    `normalized`: `name` is already resolved (DataFusion's DDL hands over the name that way)."""
-    parts = name.split(".") if normalized else _split_name(name)
-    try:
-        _TABLES.setdefault(ctx, {})[_full_key(parts)] = dataset
-    except TypeError:  # a context object that cannot be weakly referenced: DML on it is not available
-        pass
-
-
-def remember_catalog(ctx: Any, name: str, provider: Any) -> None:
-    """Record a `register_catalog` directory catalog: its tables may be DML targets."""
-    try:
-        _CATALOGS.setdefault(ctx, {})[_split_name(name)[0]] = provider
-    except TypeError:
-        pass
-
-
-def carry_over(old_ctx: Any, new_ctx: Any) -> None:
-    """Register in `new_ctx` the Delta tables and directory catalogs deltakernel registered in `old_ctx`, at their
-    pinned versions (a QueryBuilder's session rebuilt in a fork child, where the old one cannot run)."""
-    from .sql_tables import register_catalog
-
-    for key, ds in list(_TABLES.get(old_ctx, {}).items()):
-        new_ctx.register_dataset(_df_name(key), ds)
-        _TABLES.setdefault(new_ctx, {})[key] = ds
-    for name, provider in list(_CATALOGS.get(old_ctx, {}).items()):
-        register_catalog(new_ctx, name, provider.uri, provider.storage_options)
-
-
-def delta_tables(ctx: Any) -> dict[str, DeltaDataset]:
-    """The Delta tables registered through deltakernel in `ctx` (`catalog.schema.table` -> pinned dataset)."""
-    try:
-        tables = _TABLES.get(ctx, {})
-    except TypeError:
-        return {}
-    return {".".join(k): v for k, v in tables.items()}
+from .session_tables import (
+    DEFAULT_SCHEMA,
+    delta_tables,
+    quoted_name,
+    registered_catalogs,
+    registered_tables,
+    table_key,
+)
+from .udtf_errors import udtf_error
 
 
 # ----------------------------------------------------------------------------- targets
@@ -145,7 +65,7 @@ def _same_dataset(new_snapshot: Any, old: DeltaDataset) -> DeltaDataset:
 
 
 def _session_table(ctx: Any, key: tuple[str, str, str], label: str, alias: str) -> Target | None:
-    tables = _TABLES.get(ctx, {})
+    tables = registered_tables(ctx)
     found = key if key in tables else None
     if found is None:  # Spark resolves names case-insensitively
         matches = [k for k in tables if tuple(p.lower() for p in k) == tuple(p.lower() for p in key)]
@@ -155,7 +75,7 @@ def _session_table(ctx: Any, key: tuple[str, str, str], label: str, alias: str) 
     if found is None:
         return None
     ds = tables[found]
-    name = _df_name(found)
+    name = quoted_name(found)
     try:
         provider = ctx.table_provider(name)
     except Exception:  # dropped behind our back (DROP TABLE, deregister_table)
@@ -175,7 +95,7 @@ def _session_table(ctx: Any, key: tuple[str, str, str], label: str, alias: str) 
 
 
 def _catalog_table(ctx: Any, parts: list[str], label: str, alias: str) -> Target | None:
-    catalogs = _CATALOGS.get(ctx, {})
+    catalogs = registered_catalogs(ctx)
     if len(parts) == 3 and parts[0] in catalogs:
         catalog, schema_name, table = catalogs[parts[0]], parts[1], parts[2]
     elif len(parts) == 2 and parts[0] in catalogs:
@@ -205,10 +125,10 @@ def resolve_target(ctx: Any, table: Any, statement: str, kind: str) -> Target | 
     parts = [p if quoted else p.lower() for p, quoted in raw]
     target = _catalog_table(ctx, parts, label, alias)
     if target is None:
-        target = _session_table(ctx, _full_key(parts), label, alias)
+        target = _session_table(ctx, table_key(parts), label, alias)
     if target is not None:
         return target
-    df_name = _df_name(tuple(parts))
+    df_name = quoted_name(tuple(parts))
     try:
         ctx.table_provider(df_name)
         exists = True
@@ -254,8 +174,6 @@ def _guarded(stream: pa.RecordBatchReader, what: str, text: str) -> Iterator[pa.
 
 
 def _query_error(e: Exception, what: str, text: str) -> DeltaError:
-    from .sql_tables import udtf_error
-
     original = udtf_error(e)
     if original is not None:  # delta_scan / delta_changes raised it: keep its type and message
         return original
@@ -274,5 +192,4 @@ def repin_committed(target: Target, version: int | None) -> None:
     target.repin(Snapshot.load(target.snapshot.storage, version))
 
 
-__all__ = ["DEFAULT_CATALOG", "DEFAULT_SCHEMA", "Target", "carry_over", "delta_tables", "metrics_row",
-           "remember_catalog", "remember_table", "repin_committed", "resolve_target", "run_query"]
+__all__ = ["Target", "metrics_row", "repin_committed", "resolve_target", "run_query"]

@@ -15,7 +15,7 @@ mapping behave identically whichever way a table enters the session.
   lazily on first reference and stay pinned for the provider's life (`refresh()` forgets them).
 
 Tables created by the DDL factory of `install(ctx)` and the catalog's tables are recorded as DML targets of
-their session (`dml.py`): SQL DML through deltakernel re-pins them to the version it commits.
+their session (`session_tables.py`): SQL DML through deltakernel re-pins them to the version it commits.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from datafusion.catalog import CatalogProvider, SchemaProvider, TableProviderFac
 
 from ..errors import DeltaError
 from .forking import check_context, ensure_usable
+from .session_tables import copy_tables, dataset, registered_catalogs, remember_catalog, remember_table
+from .udtf_errors import remember_errors, udtf_error
 
 _VERSION_KEYS = ("version", "delta.version", "timestamp", "delta.timestamp")
 
@@ -52,8 +54,6 @@ class DeltaTableFactory(TableProviderFactory):
         self._ctx = weakref.ref(ctx) if ctx is not None else None
 
     def create(self, cmd: Any) -> Table:
-        from . import dataset
-
         locations = list(cmd.locations()) if hasattr(cmd, "locations") else [cmd.location()]
         if len(locations) != 1:
             raise DeltaError(f"STORED AS DELTA needs exactly one LOCATION, got {locations}")
@@ -68,35 +68,8 @@ class DeltaTableFactory(TableProviderFactory):
         ds = dataset(locations[0], version=version, storage_options=storage_options or None)
         ctx = self._ctx() if self._ctx is not None else None
         if ctx is not None:
-            from .dml import remember_table
-
             remember_table(ctx, cmd.name(), ds, normalized=True)
         return Table(ds)
-
-
-_udtf_error = threading.local()
-
-
-def udtf_error(exc: BaseException) -> DeltaError | None:
-    """The DeltaError a table function raised on this thread, if `exc` (DataFusion's wrapper, a plain
-    ValueError whose text embeds the Python traceback) came from it; lets callers re-raise the typed error."""
-    err: DeltaError | None = getattr(_udtf_error, "error", None)
-    _udtf_error.error = None
-    if err is not None and type(err).__name__ in str(exc):
-        return err
-    return None
-
-
-def _remember_errors(fn: Any) -> Any:
-    def call(*args: Any) -> Any:
-        try:
-            return fn(*args)
-        except DeltaError as e:
-            _udtf_error.error = e
-            raise
-
-    call.__name__ = fn.__name__
-    return call
 
 
 def _literal_value(expr: Any, function: str = "delta_scan") -> Any:
@@ -116,8 +89,6 @@ def _literal_value(expr: Any, function: str = "delta_scan") -> Any:
 
 def delta_scan_udtf(name: str = "delta_scan", storage_options: dict[str, str] | None = None) -> Any:
     """A table function `delta_scan(uri [, version_or_timestamp])` returning the pinned table."""
-    from . import dataset
-
     def delta_scan(*args: Any) -> Table:
         if not 1 <= len(args) <= 2:
             raise DeltaError("delta_scan(uri [, version or timestamp])")
@@ -125,7 +96,7 @@ def delta_scan_udtf(name: str = "delta_scan", storage_options: dict[str, str] | 
         version = _parse_version(_literal_value(args[1])) if len(args) == 2 else None
         return Table(dataset(uri, version=version, storage_options=storage_options))
 
-    return datafusion.udtf(_remember_errors(delta_scan), name)
+    return datafusion.udtf(remember_errors(delta_scan), name)
 
 
 def delta_changes_udtf(name: str = "delta_changes", storage_options: dict[str, str] | None = None) -> Any:
@@ -141,7 +112,7 @@ def delta_changes_udtf(name: str = "delta_changes", storage_options: dict[str, s
         end = bounds[1] if len(bounds) == 2 else None
         return Table(changes_dataset(str(values[0]), start, end, storage_options=storage_options))
 
-    return datafusion.udtf(_remember_errors(delta_changes), name)
+    return datafusion.udtf(remember_errors(delta_changes), name)
 
 
 def install(ctx: SessionContext, storage_options: dict[str, str] | None = None) -> SessionContext:
@@ -192,8 +163,6 @@ class DeltaSchemaProvider(SchemaProvider):
             return self._tables[name]
 
     def _load(self, name: str) -> Any:
-        from . import dataset
-
         uri = self._dirs().get(name)
         if uri is None:
             return None
@@ -254,13 +223,19 @@ class DeltaCatalogProvider(CatalogProvider):
 def register_catalog(ctx: SessionContext, name: str, uri: str,
                      storage_options: dict[str, str] | None = None) -> DeltaCatalogProvider:
     """Expose a directory of Delta tables as catalog `name` (`SELECT * FROM name.public.table`)."""
-    from .dml import remember_catalog
-
     check_context(ctx)
     provider = DeltaCatalogProvider(uri, storage_options)
     ctx.register_catalog_provider(name, provider)
     remember_catalog(ctx, name, provider)
     return provider
+
+
+def carry_over(old_ctx: Any, new_ctx: Any) -> None:
+    """Register in `new_ctx` the Delta tables and directory catalogs deltakernel registered in `old_ctx`, at their
+    pinned versions (a QueryBuilder's session rebuilt in a fork child, where the old one cannot run)."""
+    copy_tables(old_ctx, new_ctx)
+    for name, provider in list(registered_catalogs(old_ctx).items()):
+        register_catalog(new_ctx, name, provider.uri, provider.storage_options)
 
 
 def _scan_directory(uri: str, storage_options: dict[str, str] | None) -> tuple[dict[str, str], dict[str, str]]:
@@ -289,6 +264,7 @@ __all__ = [
     "DeltaCatalogProvider",
     "DeltaSchemaProvider",
     "DeltaTableFactory",
+    "carry_over",
     "delta_changes_udtf",
     "delta_scan_udtf",
     "install",

@@ -17,7 +17,7 @@ from ..errors import ObjectNotFoundError
 from ..storage.base import ObjectMeta, Storage
 from .log.actions import DomainMetadata, Metadata, Protocol, Txn
 from .log.replay import ReplayResult, replay, replay_onto
-from .log.segment import LogSegment, build_log_segment, commit_key
+from .log.segment import LogSegment, build_log_segment, commit_key, list_log
 from .protocol.features import check_read_supported
 from .schema.types import StructField, StructType
 
@@ -55,8 +55,6 @@ class Snapshot:
         """This table at `version` (the latest when None), reading only the commits after this snapshot - what a
         writer holding a snapshot does after its own commit. Falls back to `load` when the new commits change
         the partition columns or the log cannot be read forward (a gap); `self` when nothing is newer."""
-        from .log.segment import _list_log
-
         if version is not None and version < self.version:
             return Snapshot.load(self.storage, version)
         if version == self.version:
@@ -67,7 +65,7 @@ class Snapshot:
             if metas is None:
                 return Snapshot.load(self.storage, version)
             return self._replayed(version, metas)
-        listing = _list_log(self.storage, self.version + 1, version)
+        listing = list_log(self.storage, self.version + 1, version)
         versions = sorted(listing.commits)
         target = version if version is not None else (versions[-1] if versions else self.version)
         if target == self.version:
@@ -112,6 +110,11 @@ class Snapshot:
     @property
     def version(self) -> int:
         return self.segment.version
+
+    @property
+    def replay_result(self) -> ReplayResult:
+        """The replayed log state behind this snapshot (a new snapshot over a longer segment can share it)."""
+        return self._result
 
     @property
     def protocol(self) -> Protocol:

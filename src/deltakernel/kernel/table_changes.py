@@ -28,7 +28,7 @@ from ..errors import ChangeDataFeedNotEnabledError, DeltaError, InvalidFilterErr
 from ..storage.base import ObjectMeta, Storage
 from .deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from .log.actions import Metadata, Protocol
-from .log.replay import _physical_partition_names, read_commits
+from .log.replay import physical_partition_names, read_commits
 from .log.segment import list_commits
 from .protocol.features import check_read_supported
 from .scan.scan import Scan
@@ -173,7 +173,7 @@ class TableChanges:
 
     # ------------------------------------------------------------------ planning (log only)
     def _plan(self, base: Snapshot, metas: list[ObjectMeta]) -> tuple[Metadata, Protocol]:
-        hint = _physical_partition_names(base.metadata.to_json())
+        hint = physical_partition_names(base.metadata.to_json())
         batch = read_commits(self.storage, metas, hint)
         metadata, protocol = base.metadata, base.protocol
         by_version: dict[int, list[dict[str, Any]]] = {}

@@ -1,4 +1,4 @@
-"""Delta <-> Spark schemas, Spark-readable paths, options.
+"""Delta <-> Spark schemas (and Arrow tables Spark accepts), Spark-readable paths, options.
 
 Delta's schema string is Spark's `StructType.json()` format, so conversion goes through JSON: exact for
 every type both sides share (timestamp_ntz, variant, nested types), with the metadata we choose to keep.
@@ -11,6 +11,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import pyarrow as pa
+
+from ..errors import DeltaError
 from ..kernel.schema.column_mapping import ID_KEY
 from ..kernel.schema.types import StructType, parse_schema_string, schema_to_json
 from ..storage import Storage
@@ -57,6 +60,24 @@ def to_spark_type(schema: StructType, name: str) -> Any:
 def from_spark_schema(spark_schema: Any) -> StructType:
     """A Delta StructType for a pyspark StructType (column comments etc. kept as field metadata)."""
     return parse_schema_string(spark_schema.json())
+
+
+def catalog_schema_json(schema: StructType) -> str:
+    """The schema Spark's catalog shows: the table's columns with comments, no Delta metadata."""
+    return str(to_spark_schema(schema).json())
+
+
+def spark_compatible(table: pa.Table) -> pa.Table:
+    """Arrow -> Spark conversion wants plain string/binary (no views or large types)."""
+    fields = []
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            t = pa.string()
+        elif pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+            t = pa.binary()
+        fields.append(pa.field(f.name, t, True))
+    return table.cast(pa.schema(fields)) if [f.type for f in fields] != table.schema.types else table
 
 
 def spark_path(storage: Storage, key: str) -> str:
@@ -108,10 +129,25 @@ class Options(dict):  # type: ignore[type-arg]
         return int(v) if v is not None and str(v).strip() != "" else None
 
 
+def table_path(opts: Options) -> str:
+    """The table URI of a data source's `path` option (required)."""
+    path = opts.get("path")
+    if not path:
+        raise DeltaError("a Delta table path is needed: load(path) or OPTIONS (path '...')")
+    return table_uri(str(path))
+
+
+def storage_options(opts: Options) -> dict[str, str] | None:
+    """Object-store credentials passed as options with deltalake's upper-case names (AWS_*, AZURE_*...)."""
+    picked = {k.upper(): v for k, v in opts.items() if k.upper().startswith(("AWS_", "AZURE_", "GOOGLE_"))}
+    return picked or None
+
+
 def _to_str(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
 
 
-__all__ = ["Options", "from_spark_schema", "spark_path", "table_uri", "to_spark_schema", "to_spark_type"]
+__all__ = ["Options", "catalog_schema_json", "from_spark_schema", "spark_compatible", "spark_path", "storage_options",
+           "table_path", "table_uri", "to_spark_schema", "to_spark_type"]

@@ -13,15 +13,16 @@ ValueError with its wording); table-level errors carry its error classes (`error
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, Generic, NoReturn, TypeVar
 
 from ..errors import DeltaError, SchemaError
 from . import error_classes as ec
 from ._schema import table_uri
 
-if TYPE_CHECKING:
-    from .tables import DeltaTable
+#: what `execute` returns: the Spark `DeltaTable` (tables.py hands its class in, being above this module)
+TableT = TypeVar("TableT")
 
 
 @dataclass
@@ -69,12 +70,15 @@ def _check_identity(gen: IdentityGenerator) -> None:
         raise ValueError("Column identity generation requires step to be non-zero.")
 
 
-class DeltaTableBuilder:
-    """delta-spark's `DeltaTableBuilder`: location, columns, partitioning or clustering, properties, comment."""
+class DeltaTableBuilder(Generic[TableT]):
+    """delta-spark's `DeltaTableBuilder`: location, columns, partitioning or clustering, properties, comment.
 
-    def __init__(self, spark: Any, mode: str) -> None:
+    `table(spark, location)` opens the created table (`DeltaTable.create` passes `DeltaTable`)."""
+
+    def __init__(self, spark: Any, mode: str, table: Callable[[Any, str], TableT]) -> None:
         self._spark = active_session(spark)
         self._mode = mode
+        self._table = table
         self._location: str | None = None
         self._fields: list[dict[str, Any]] = []
         self._partitions: list[str] = []
@@ -83,19 +87,19 @@ class DeltaTableBuilder:
         self._comment: str | None = None
         self._name: str | None = None
 
-    def tableName(self, identifier: str) -> DeltaTableBuilder:
+    def tableName(self, identifier: str) -> DeltaTableBuilder[TableT]:
         if type(identifier) is not str:
             _type_error("Identifier must be str.", [identifier])
         self._name = identifier
         return self
 
-    def location(self, location: str) -> DeltaTableBuilder:
+    def location(self, location: str) -> DeltaTableBuilder[TableT]:
         if type(location) is not str:
             _type_error("Location must be str.", [location])
         self._location = location
         return self
 
-    def comment(self, comment: str) -> DeltaTableBuilder:
+    def comment(self, comment: str) -> DeltaTableBuilder[TableT]:
         if type(comment) is not str:
             _type_error("Table comment must be str.", [comment])
         self._comment = comment
@@ -109,7 +113,7 @@ class DeltaTableBuilder:
         generatedAlwaysAs: str | IdentityGenerator | None = None,
         generatedByDefaultAs: IdentityGenerator | None = None,
         comment: str | None = None,
-    ) -> DeltaTableBuilder:
+    ) -> DeltaTableBuilder[TableT]:
         """One column; `generatedAlwaysAs` a SQL expression (generated column) or an IdentityGenerator
         (GENERATED ALWAYS AS IDENTITY), `generatedByDefaultAs` an IdentityGenerator (BY DEFAULT)."""
         from pyspark.sql.types import DataType, LongType, _parse_datatype_string
@@ -162,7 +166,7 @@ class DeltaTableBuilder:
         self._fields.append({"name": colName, "type": typ.jsonValue(), "nullable": nullable, "metadata": meta})
         return self
 
-    def addColumns(self, cols: Any) -> DeltaTableBuilder:
+    def addColumns(self, cols: Any) -> DeltaTableBuilder[TableT]:
         """Columns of a StructType or of a list of StructFields (their metadata kept)."""
         from pyspark.sql.types import StructField, StructType
 
@@ -177,16 +181,16 @@ class DeltaTableBuilder:
             self._fields.append(f.jsonValue())
         return self
 
-    def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:
+    def partitionedBy(self, *cols: Any) -> DeltaTableBuilder[TableT]:
         self._partitions.extend(_columns(cols, "Partitioning"))
         return self
 
-    def clusterBy(self, *cols: Any) -> DeltaTableBuilder:
+    def clusterBy(self, *cols: Any) -> DeltaTableBuilder[TableT]:
         """A clustered table (protocol "Clustered Table"): OPTIMIZE clusters its files by these columns."""
         self._clustering.extend(_columns(cols, "Clustering"))
         return self
 
-    def property(self, key: str, value: str) -> DeltaTableBuilder:
+    def property(self, key: str, value: str) -> DeltaTableBuilder[TableT]:
         if type(key) is not str or type(value) is not str:
             _type_error("Key and value of property must be string.", [key, value])
         self._properties[key] = value
@@ -216,11 +220,10 @@ class DeltaTableBuilder:
                 )
             )
 
-    def execute(self) -> DeltaTable:
+    def execute(self) -> TableT:
         from ..kernel.schema.types import parse_schema_string
         from ..operations.write.api import create_table
         from ..table import DeltaTable as KernelTable
-        from .tables import DeltaTable
 
         self._check()
         schema = parse_schema_string(json.dumps({"type": "struct", "fields": self._fields}))
@@ -237,7 +240,7 @@ class DeltaTableBuilder:
             )
             how = {"error": "create", "ignore": "ignore", "overwrite": "create_or_replace", "replace": "replace"}
             ref = create(self._spark, split_name(self._spark, self._name), spec, how[self._mode], label=self._name)
-            return DeltaTable(self._spark, ref.location)
+            return self._table(self._spark, ref.location)
         assert self._location is not None
         uri = table_uri(self._location)
         exists = KernelTable.is_deltatable(uri)
@@ -255,7 +258,7 @@ class DeltaTableBuilder:
                 configuration=dict(self._properties) or None,
                 cluster_by=self._clustering or None,
             )
-        return DeltaTable(self._spark, self._location)
+        return self._table(self._spark, self._location)
 
 
 __all__ = ["DeltaTableBuilder", "IdentityGenerator", "active_session"]

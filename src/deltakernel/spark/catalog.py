@@ -37,11 +37,11 @@ from typing import Any
 
 from ..errors import DeltaError, TableNotFoundError
 from ..kernel.schema.types import StructType
-from ._schema import table_uri, to_spark_schema
+from ._schema import catalog_schema_json, table_uri, to_spark_schema
+from .catalog_entry import SESSION_CATALOG, CatalogEntry
 from .session import has_jvm, require_jvm
 
 SOURCE_NAME = "delta"
-SESSION_CATALOG = "spark_catalog"
 _log = logging.getLogger(__name__)
 
 
@@ -68,18 +68,6 @@ class DeltaRef:
         if self.table is None:
             return None
         return f"`{SESSION_CATALOG}`.{_q(self.db or 'default')}.{_q(self.table)}"
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    db: str
-    table: str
-    provider: str
-    location: str | None
-    managed: bool
-    kind: str = "TABLE"  # MANAGED / EXTERNAL / VIEW (Spark's table type)
-    view_text: str | None = None  # a permanent view's stored text (Spark Connect lookups only)
-    view_database: str | None = None  # the database its names resolve in (Spark Connect lookups only)
 
 
 def _q(part: str) -> str:
@@ -233,11 +221,6 @@ def _first_line(e: BaseException) -> str:
 
 
 # ----------------------------------------------------------------------------- registration
-def catalog_schema_json(schema: StructType) -> str:
-    """The schema Spark's catalog shows: the table's columns with comments, no Delta metadata."""
-    return str(to_spark_schema(schema).json())
-
-
 def register(spark: Any, db: str, table: str, schema_json: str, location: str | None,
              comment: str | None = None) -> None:
     """Record `db.table` in the session catalog (managed when `location` is None)."""
@@ -282,12 +265,12 @@ def sync_schema(spark: Any, ref: DeltaRef) -> None:
         return
     from ..table import DeltaTable as KernelTable
 
-    if not has_jvm(spark):
-        from .sql.public_catalog import sync_columns
-
-        sync_columns(spark, ref)
-        return
     try:
+        if not has_jvm(spark):
+            from .sql.public_catalog import sync_columns
+
+            sync_columns(spark, ref)
+            return
         want = json.loads(catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema))
         cat = _session_catalog(spark)
         ident = _ident(spark, ref.db or "default", ref.table or "")
@@ -524,22 +507,6 @@ def log_columns(spark: Any, name: str) -> list[Any] | None:
                    False, False) for f in to_spark_schema(snap.schema).fields]
 
 
-def insert_into(df: Any, name: str, overwrite: bool) -> bool:
-    """`df.write.insertInto(name)` for a Delta table: columns by position, append or overwrite. False when
-    `name` is not a Delta table (Spark inserts as before)."""
-    spark = df.sparkSession
-    ref = resolve_name(spark, name)
-    if ref is None:
-        return False
-    from .sql.dml import positional_frame
-    from .writer import write
-
-    frame = positional_frame(df, ref, None)
-    write(frame, ref.location, mode="overwrite" if overwrite else "append")
-    sync_schema(spark, ref)
-    return True
-
-
 def create_from_catalog_api(spark: Any, name: str, path: str | None, schema: Any, description: str | None,
                             options: dict[str, Any]) -> Any:
     """`spark.catalog.createTable(name, path, source="delta", schema, description, **options)`: an external
@@ -557,16 +524,13 @@ def create_from_catalog_api(spark: Any, name: str, path: str | None, schema: Any
 
 
 __all__ = [
-    "CatalogEntry",
     "CatalogTableError",
     "DeltaRef",
     "TableSpec",
-    "catalog_schema_json",
     "catalog_table",
     "create",
     "create_from_catalog_api",
     "delta_ref",
-    "insert_into",
     "log_columns",
     "lookup",
     "path_of",

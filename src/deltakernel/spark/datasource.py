@@ -18,12 +18,13 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     InputPartition,
-    WriterCommitMessage,
 )
 
-from ..kernel.schema.types import StructType, parse_schema_string
+from ..kernel.schema.types import StructType
 from . import identity as idc
-from ._schema import Options, table_uri, to_spark_schema
+from ._schema import Options, storage_options, table_path, table_uri, to_spark_schema
+from .read_snapshot import load_snapshot
+from .task_payloads import DeltaCommitMessage, LiteSnapshot
 
 SOURCE_NAME = "delta"
 TARGET_PARTITION_BYTES = 256 * 1024 * 1024
@@ -41,10 +42,8 @@ class DeltaDataSource(DataSource):
         return Options(dict(self.options))
 
     def schema(self) -> Any:
-        from .reader import load_snapshot
-
         opts = self._opts()
-        snap = load_snapshot(_path(opts), opts)
+        snap = load_snapshot(table_path(opts), opts)
         spark_schema = to_spark_schema(snap.schema)
         if opts.flag("readChangeFeed"):
             from pyspark.sql.types import LongType, StringType, TimestampType
@@ -75,30 +74,7 @@ class DeltaDataSource(DataSource):
         return DeltaStreamWriter(self._opts(), schema, overwrite)
 
 
-def _path(opts: Options) -> str:
-    path = opts.get("path")
-    if not path:
-        from ..errors import DeltaError
-
-        raise DeltaError("a Delta table path is needed: load(path) or OPTIONS (path '...')")
-    return table_uri(str(path))
-
-
 # ----------------------------------------------------------------------------- reads
-class _LiteSnapshot:
-    """What `Scan.read_file` needs on an executor, without shipping the file table."""
-
-    def __init__(self, uri: str, storage_options: dict[str, str] | None, schema_json: str, mode: str,
-                 partition_columns: list[str], version: int) -> None:
-        from ..storage import storage_for_uri
-
-        self.storage = storage_for_uri(uri, storage_options)
-        self.schema = parse_schema_string(schema_json)
-        self.column_mapping_mode = mode
-        self.partition_columns = partition_columns
-        self.version = version
-
-
 class DeltaSourceReader(DataSourceReader):
     def __init__(self, opts: Options, schema: Any) -> None:
         self.opts = opts
@@ -123,12 +99,11 @@ class DeltaSourceReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         from ..kernel.scan.scan import Scan
         from ..kernel.schema.types import schema_to_json
-        from .reader import load_snapshot, storage_options
 
         opts = self.opts
         if opts.flag("readChangeFeed"):
             return [InputPartition({"cdf": dict(opts)})]
-        snap = load_snapshot(_path(opts), opts)
+        snap = load_snapshot(table_path(opts), opts)
         pred = self.predicate
         if pred is not None:
             try:
@@ -163,8 +138,8 @@ class DeltaSourceReader(DataSourceReader):
         from ..kernel.scan.scan import Scan
 
         h = value["header"]
-        snap = _LiteSnapshot(h["uri"], h["storage_options"], h["schema"], h["mode"], h["partition_columns"],
-                             h["version"])
+        snap = LiteSnapshot(h["uri"], h["storage_options"], h["schema"], h["mode"], h["partition_columns"],
+                            h["version"])
         scan = Scan(snap)  # type: ignore[arg-type]
         for task in value["tasks"]:
             table = scan.read_file(task)
@@ -181,9 +156,8 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
 
 def _read_cdf(opts: Options, target: pa.Schema) -> Iterator[pa.RecordBatch]:
     from ..table import DeltaTable
-    from .reader import storage_options
 
-    dtab = DeltaTable(_path(opts), storage_options=storage_options(opts))
+    dtab = DeltaTable(table_path(opts), storage_options=storage_options(opts))
     start = opts.int("startingVersion")
     reader = dtab.load_cdf(starting_version=start or 0, ending_version=opts.int("endingVersion"),
                            starting_timestamp=opts.get("startingTimestamp"),
@@ -225,12 +199,6 @@ def _filter_to_predicate(f: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- writes
-class DeltaCommitMessage(WriterCommitMessage):
-    def __init__(self, adds: list[dict[str, Any]], rows: int) -> None:
-        self.adds = adds
-        self.rows = rows
-
-
 class DeltaSourceWriter(DataSourceArrowWriter):
     """append / overwrite through the Python data source API (mode error/ignore and partitionBy are
     refused by Spark before a Python source sees them: use `deltakernel.spark.write` or `enable()`)."""
@@ -238,14 +206,14 @@ class DeltaSourceWriter(DataSourceArrowWriter):
     def __init__(self, opts: Options, schema: Any, overwrite: bool) -> None:
         from pyspark.sql import SparkSession
 
-        from .writer import WritePlan, write_arguments
+        from .writer import WritePlan, plan_write, write_arguments
 
         spark = SparkSession.getActiveSession()
-        self.kwargs = write_arguments(spark, _path(opts), "overwrite" if overwrite else "append", None, opts)
+        self.kwargs = write_arguments(spark, table_path(opts), "overwrite" if overwrite else "append", None, opts)
         from .writer import table_arrow_schema
 
         self.arrow_schema = table_arrow_schema(schema)
-        md, proto = _plan(self.kwargs, self.arrow_schema)
+        md, proto = plan_write(self.kwargs, self.arrow_schema)
         self.metadata = md
         # identity columns the data does not supply: generated by each task (spark/identity.py)
         idents = idc.identities(md, proto)
@@ -269,9 +237,10 @@ class DeltaSourceWriter(DataSourceArrowWriter):
         from pyspark.sql import SparkSession
 
         from ..errors import CommitConflictError
-        from ..operations.write.api import write_deltalake
+        from ..operations.write.pipeline import execute_write
+        from ..operations.write.request import WriteRequest
 
-        # from here on write_deltalake owns the files: it deletes them only when its commit is known absent,
+        # from here on the write pipeline owns the files: it deletes them only when its commit is known absent,
         # so Spark's abort() after a failed commit must not (the commit may have landed)
         self._commit_attempted = True
         adds = [a for m in messages if m is not None for a in m.adds]
@@ -287,7 +256,8 @@ class DeltaSourceWriter(DataSourceArrowWriter):
             return adds, rows, marks
 
         kwargs = dict(self.kwargs)
-        write_deltalake(kwargs.pop("table_or_uri"), self.arrow_schema.empty_table(), _write_files=files, **kwargs)
+        target = kwargs.pop("table_or_uri")
+        execute_write(target, self.arrow_schema.empty_table(), WriteRequest.of(**kwargs), write_files=files)
 
     def abort(self, messages: list[Any]) -> None:
         from ..operations.files.dml_output import delete_quietly
@@ -298,31 +268,6 @@ class DeltaSourceWriter(DataSourceArrowWriter):
 
         storage = storage_for_uri(self.plan.table_uri, self.plan.storage_options)
         delete_quietly(storage, [a["path"] for m in messages for a in (m.adds if m is not None else [])])
-
-
-class _Planned(Exception):
-    def __init__(self, metadata: Any, protocol: Any) -> None:
-        super().__init__("planned")
-        self.metadata, self.protocol = metadata, protocol
-
-
-def _plan(kwargs: dict[str, Any], schema: pa.Schema) -> tuple[Any, Any]:
-    """The metadata and protocol a write would commit, without committing (a dry run of write_deltalake)."""
-    from ..operations.write.api import write_deltalake
-
-    def stop(metadata: Any, protocol: Any) -> Any:
-        raise _Planned(metadata, protocol)
-
-    k = dict(kwargs)
-    try:
-        write_deltalake(k.pop("table_or_uri"), schema.empty_table(), _write_files=stop, **k)
-    except _Planned as p:
-        return p.metadata, p.protocol
-    from ..kernel.snapshot import Snapshot
-    from ..storage import storage_for_uri
-
-    snap = Snapshot.load(storage_for_uri(table_uri(kwargs["table_or_uri"]), kwargs.get("storage_options")))
-    return snap.metadata, snap.protocol
 
 
 def python_source_frame(spark: Any, path: str, options: dict[str, str]) -> Any:

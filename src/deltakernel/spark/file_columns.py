@@ -15,6 +15,7 @@ import pyarrow as pa
 from ..kernel.scan.partition_values import parse_partition_array
 from ..kernel.schema.column_mapping import physical_name
 from ..kernel.snapshot import Snapshot
+from ._schema import spark_compatible
 
 PATH_COL = "__dk_path"
 BASE_ROW_ID = "__dk_base_row_id"
@@ -23,7 +24,6 @@ DEFAULT_VERSION = "__dk_default_row_commit_version"
 
 def file_table(snapshot: Snapshot, files: pa.Table, partitions: bool, row_tracking: bool) -> pa.Table:
     """`__dk_path` (as `_metadata.file_path`) plus typed partition columns and/or row-tracking columns."""
-    from .reader import _spark_compatible
     from .scan.paths import file_uris
 
     mode = snapshot.column_mapping_mode
@@ -39,7 +39,7 @@ def file_table(snapshot: Snapshot, files: pa.Table, partitions: bool, row_tracki
     if row_tracking:
         cols[BASE_ROW_ID] = files.column("base_row_id").cast(pa.int64())
         cols[DEFAULT_VERSION] = files.column("default_row_commit_version").cast(pa.int64())
-    return _spark_compatible(pa.table(cols))
+    return spark_compatible(pa.table(cols))
 
 
 __all__ = ["BASE_ROW_ID", "DEFAULT_VERSION", "PATH_COL", "file_table"]

@@ -105,7 +105,7 @@ def native_frame(df: Any, metadata: Metadata, protocol: Protocol, predicate: str
     """
     from pyspark.sql import functions as F
 
-    from ..operations.write.api import enforcer_for
+    from ..operations.write.data_files import enforcer_for
 
     if predicate is not None:
         raise Ineligible("replaceWhere checks every row")
@@ -173,7 +173,7 @@ def native_or_fallback(spark: Any, df: Any, storage: Storage, metadata: Metadata
     """The native-write frame for `df`, or None when the caller should write through `mapInArrow` instead
     (the write is ineligible, or Spark has no Hadoop filesystem for the storage: the kernel's storage writes).
     `choice` "native" makes ineligibility an error. Shared by batch writes and Spark DML."""
-    from .reader import hadoop_can_read
+    from .filesystems import hadoop_can_read
 
     try:
         if not hadoop_can_read(spark, storage):

@@ -13,18 +13,15 @@ mapping, deletion vectors, row tracking). Around it:
 
 from __future__ import annotations
 
-import logging
 from typing import Any
-
-import pyarrow as pa
 
 from ..kernel import row_tracking as rt
 from ..kernel.snapshot import Snapshot
-from ..storage.local import LocalStorage
-from ._schema import Options, spark_path, table_uri
+from ._schema import Options, spark_compatible, storage_options, table_uri
+from .filesystems import hadoop_can_read
+from .read_snapshot import load_snapshot
 
 ROW_TRACKING_OPTION = "readRowTracking"
-_log = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -53,49 +50,6 @@ def read(spark: Any, path: str | None = None, *, table: tuple[str, str] | None =
                               time_travel=time_travel, table=table)
 
 
-def load_snapshot(path: str, opts: Options) -> Snapshot:
-    """The snapshot named by versionAsOf / timestampAsOf (latest without them)."""
-    from ..errors import DeltaError
-    from ..table import DeltaTable
-
-    version, ts = opts.get("versionAsOf"), opts.get("timestampAsOf")
-    if version is not None and ts is not None:
-        raise DeltaError("cannot specify both versionAsOf and timestampAsOf")
-    dtab = DeltaTable(table_uri(path), version=int(version) if version is not None else None,
-                      storage_options=storage_options(opts))
-    if ts is not None:
-        _load_at_timestamp(dtab, str(ts))
-    return dtab.snapshot
-
-
-def _load_at_timestamp(dtab: Any, ts: str) -> None:
-    """delta-spark's `timestampAsOf`: outside the log's commit times is an error with its class."""
-    from ..errors import VersionNotFoundError
-    from ..kernel.log.time_travel import format_timestamp_ms, parse_timestamp
-    from .error_classes import TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION, TIMESTAMP_GREATER_THAN_COMMIT, classed
-    from .time_bounds import version_within_log
-
-    def too_early(earliest: int) -> Exception:
-        return VersionNotFoundError(classed(
-            TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION,
-            f"The provided timestamp ({ts}) is before the earliest version available to this table "
-            f"({format_timestamp_ms(earliest)}). Please use a timestamp after ({format_timestamp_ms(earliest)})."))
-
-    def too_late(latest: int) -> Exception:
-        return VersionNotFoundError(classed(
-            TIMESTAMP_GREATER_THAN_COMMIT,
-            f"The provided timestamp ({ts}) is after the latest version available to this table "
-            f"({format_timestamp_ms(latest)}). Please use a timestamp before or at ({format_timestamp_ms(latest)})."))
-
-    dtab.load_as_version(version_within_log(dtab.snapshot, parse_timestamp(ts), too_early, too_late))
-
-
-def storage_options(opts: Options) -> dict[str, str] | None:
-    """Object-store credentials passed as options with deltalake's upper-case names (AWS_*, AZURE_*...)."""
-    picked = {k.upper(): v for k, v in opts.items() if k.upper().startswith(("AWS_", "AZURE_", "GOOGLE_"))}
-    return picked or None
-
-
 def read_change_feed(spark: Any, path: str, opts: Options) -> Any:
     """Change data feed: computed by the kernel on the driver, handed to Spark as Arrow."""
     from ..table import DeltaTable
@@ -110,20 +64,7 @@ def read_change_feed(spark: Any, path: str, opts: Options) -> Any:
         allow_out_of_range=False,
     )
     table = reader.read_all()
-    return spark.createDataFrame(_spark_compatible(table))
-
-
-def _spark_compatible(table: pa.Table) -> pa.Table:
-    """Arrow -> Spark conversion wants plain string/binary (no views or large types)."""
-    fields = []
-    for f in table.schema:
-        t = f.type
-        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
-            t = pa.string()
-        elif pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
-            t = pa.binary()
-        fields.append(pa.field(f.name, t, True))
-    return table.cast(pa.schema(fields)) if [f.type for f in fields] != table.schema.types else table
+    return spark.createDataFrame(spark_compatible(table))
 
 
 # ----------------------------------------------------------------------------- the native plan
@@ -158,54 +99,6 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
 
     df = delta_frame(spark, snapshot, row_tracking=row_tracking, time_travel=time_travel, table=table)
     return DeltaFrame(df._jdf, spark, snapshot)
-
-
-_WARNED: set[str] = set()
-
-
-def hadoop_can_read(spark: Any, storage: Any) -> bool:
-    """Whether Spark's JVM has a Hadoop filesystem for the table's scheme (S3A jars for s3://, ...).
-
-    Without one, the table is still read and written through the kernel's own storage (Python data source,
-    mapInArrow); a warning says so once per scheme."""
-    if isinstance(storage, LocalStorage):
-        return True
-    scheme = spark_path(storage, "").split("://", 1)[0]
-    from .session import is_connect
-
-    try:
-        if is_connect(spark):
-            return _connect_can_read(spark, storage, scheme)
-        jvm = spark._jvm
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
-        return True
-    except Exception:
-        if scheme not in _WARNED:
-            _WARNED.add(scheme)
-            _log.warning("deltakernel: Spark has no Hadoop filesystem for %s:// (e.g. the S3A jars for s3); "
-                         "Delta tables there are read and written through deltakernel's own storage "
-                         "(Python data source / mapInArrow), not Spark's native Parquet path", scheme)
-        return False
-
-
-_CONNECT_SCHEMES: dict[tuple[str, str], bool] = {}
-
-
-def _connect_can_read(spark: Any, storage: Any, scheme: str) -> bool:
-    """Over Spark Connect the server's JVM cannot be asked directly: analyse a text read of the table's log
-    directory once per (server session, scheme); only a missing filesystem class means no (raised as such)."""
-    key = (str(getattr(spark, "session_id", "")), scheme)
-    if key not in _CONNECT_SCHEMES:
-        try:
-            spark.read.format("text").load(spark_path(storage, "_delta_log")).schema  # noqa: B018 (an RPC)
-            _CONNECT_SCHEMES[key] = True
-        except Exception as e:
-            text = str(e)
-            _CONNECT_SCHEMES[key] = not ("No FileSystem for scheme" in text or "UnsupportedFileSystemException" in
-                                         text or ("ClassNotFoundException" in text and "FileSystem" in text))
-    if not _CONNECT_SCHEMES[key]:
-        raise RuntimeError(f"no Hadoop filesystem for {scheme}")
-    return True
 
 
 def metadata_file_path(storage: Any, key: str) -> str:
@@ -257,5 +150,4 @@ class DeltaFrame(_frame_base(), metaclass=_DeltaFrameType):  # type: ignore[misc
         return sum(r.files_total - r.files_kept for r in scan_report(self))
 
 
-__all__ = ["DeltaFrame", "frame_for_snapshot", "hadoop_can_read", "load_snapshot", "metadata_file_path",
-           "native_supported", "read", "read_change_feed"]
+__all__ = ["DeltaFrame", "frame_for_snapshot", "metadata_file_path", "native_supported", "read", "read_change_feed"]

@@ -358,7 +358,7 @@ def _patch_tables(reader_cls: type, writer_cls: type) -> None:
     def insert_into(self: Any, tableName: str, overwrite: bool | None = None) -> None:
         spark = self._spark
         if _enabled(spark) and isinstance(tableName, str):
-            from .catalog import insert_into as insert_table
+            from .sql.dml import insert_into as insert_table
 
             mode = str(getattr(self, "_dk_mode", None) or "append").lower()
             replace = overwrite if overwrite is not None else mode == "overwrite"

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..kernel.log.segment import commits_from
+from .catalog_entry import SESSION_CATALOG
 
 _lock = threading.Lock()
 _TIME_TRAVEL = {"versionasof", "timestampasof", "readchangefeed", "readchangedata", "startingversion",
@@ -84,7 +85,6 @@ def latest_frame(spark: Any, location: str, options: dict[str, Any] | None = Non
 def cache_catalog_plan(spark: Any, ref: Any) -> Any:
     """Put the latest plan of Delta catalog table `ref` in Spark's relation cache (see the module docstring);
     returns the frame."""
-    from .catalog import SESSION_CATALOG
     from .session import has_jvm
 
     if not ref.is_catalog or not has_jvm(spark):  # Spark Connect: no relation cache; the router rewrites names
@@ -112,8 +112,6 @@ def cache_catalog_plan(spark: Any, ref: Any) -> Any:
 
 def _still_cached(spark: Any, ref: Any) -> bool:
     """Is our plan still in Spark's relation cache (REFRESH TABLE / DROP TABLE / eviction remove it)?"""
-    from .catalog import SESSION_CATALOG
-
     jvm = spark._jvm
     name = jvm.org.apache.spark.sql.catalyst.QualifiedTableName(SESSION_CATALOG, ref.db or "default", ref.table)
     try:

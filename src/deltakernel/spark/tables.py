@@ -54,20 +54,20 @@ class DeltaTable:
         return KernelTable.is_deltatable(table_uri(identifier))
 
     @classmethod
-    def create(cls, sparkSession: Any = None) -> DeltaTableBuilder:
-        return DeltaTableBuilder(sparkSession, "error")
+    def create(cls, sparkSession: Any = None) -> DeltaTableBuilder[DeltaTable]:
+        return DeltaTableBuilder(sparkSession, "error", DeltaTable)
 
     @classmethod
-    def createIfNotExists(cls, sparkSession: Any = None) -> DeltaTableBuilder:
-        return DeltaTableBuilder(sparkSession, "ignore")
+    def createIfNotExists(cls, sparkSession: Any = None) -> DeltaTableBuilder[DeltaTable]:
+        return DeltaTableBuilder(sparkSession, "ignore", DeltaTable)
 
     @classmethod
-    def createOrReplace(cls, sparkSession: Any = None) -> DeltaTableBuilder:
-        return DeltaTableBuilder(sparkSession, "overwrite")
+    def createOrReplace(cls, sparkSession: Any = None) -> DeltaTableBuilder[DeltaTable]:
+        return DeltaTableBuilder(sparkSession, "overwrite", DeltaTable)
 
     @classmethod
-    def replace(cls, sparkSession: Any = None) -> DeltaTableBuilder:
-        return DeltaTableBuilder(sparkSession, "replace")
+    def replace(cls, sparkSession: Any = None) -> DeltaTableBuilder[DeltaTable]:
+        return DeltaTableBuilder(sparkSession, "replace", DeltaTable)
 
     # ------------------------------------------------------------------ reads
     def _snapshot(self) -> Snapshot:

@@ -1,9 +1,10 @@
 """Writes: Spark executors write the Parquet files, the driver commits one kernel transaction.
 
-`write(df, path, mode=..., partitionBy=..., **options)` runs `write_deltalake` on the driver with a
-`_write_files` hook: once the table's metadata is planned (schema evolution, column mapping, protocol),
-the hook runs one Spark job and returns the add actions; the driver commits them (conflicts and retries
-are the kernel Transaction's). A failed job raises before anything is committed. Two kinds of job:
+`write(df, path, mode=..., partitionBy=..., **options)` runs the write pipeline
+(`operations/write/pipeline.py`) on the driver with a `write_files` callback: once the table's metadata is
+planned (schema evolution, column mapping, protocol), the callback runs one Spark job and returns the add
+actions; the driver commits them (conflicts and retries are the kernel Transaction's). A failed job raises
+before anything is committed. Two kinds of job:
 - native (`native_write`, the default where it is exact): Spark's own Parquet writer, stats from the
   footers - native write speed;
 - `mapInArrow` (everything else: constraints, replaceWhere, casts, nested lists/maps, ...): every task
@@ -26,13 +27,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import DeltaError, SchemaError
+from ..errors import DeltaError
 from ..kernel.log.actions import Metadata, Protocol
 from ..kernel.schema.types import ArrayType, MapType, StructField, StructType
 from ..operations.commit_options import CommitProperties, Transaction
 from ..storage import storage_for_uri
 from ._errors import marked, task_errors
-from ._schema import Options, from_spark_schema, table_uri
+from ._schema import Options, from_spark_schema, storage_options, table_uri
 from .identity import high_water_marks, task_metadata, with_identity_values
 from .native_write import native_or_fallback, write_native, write_path_choice
 
@@ -60,38 +61,20 @@ class WritePlan:
 
 def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[list[dict[str, Any]], int]:
     """One task's share: conform, check and write `batches`; returns (add actions, rows written)."""
-    from ..kernel.schema.arrow import to_arrow_schema
     from ..operations.files.parquet_writer import write_data_files
-    from ..operations.write import api as w
+    from ..operations.write.data_files import conform_batches
 
     storage = storage_for_uri(plan.table_uri, plan.storage_options)
-    schema = plan.metadata.schema
-    target = to_arrow_schema(schema, include_metadata=False)
-    enforcer = w.enforcer_for(plan.metadata, plan.protocol)
-    sql_pred = w._parse_predicate(plan.predicate) if plan.predicate else None
-    rows = [0]
-
-    def conformed() -> Iterator[pa.RecordBatch]:
-        for raw in batches:
-            batch = w._match_columns(raw, schema)
-            extra = [n for n in batch.schema.names if not schema.has(n)]
-            if extra:
-                raise SchemaError(f"data has column(s) {extra} not in the table schema; use mergeSchema")
-            if enforcer is not None:
-                batch = enforcer.prepare(batch)
-            batch = w.cast_batch(batch, target)
-            if sql_pred is not None:
-                w._check_replace_where(batch, sql_pred, plan.predicate or "")
-            rows[0] += batch.num_rows
-            yield batch
-
+    conformed = conform_batches(batches, plan.metadata, plan.protocol, plan.predicate or None,
+                                evolve_hint="use mergeSchema")
     adds = write_data_files(
-        storage, conformed(), schema=schema, partition_columns=list(plan.metadata.partition_columns),
+        storage, conformed.batches, schema=plan.metadata.schema,
+        partition_columns=list(plan.metadata.partition_columns),
         column_mapping_mode=plan.metadata.configuration.get("delta.columnMapping.mode", "none"),
         configuration=plan.metadata.configuration, target_file_size=plan.target_file_size,
         max_rows_per_file=plan.max_rows_per_file,
     )
-    return adds, rows[0]
+    return adds, conformed.rows
 
 
 def _task(plan: WritePlan) -> Any:
@@ -105,7 +88,7 @@ def _task(plan: WritePlan) -> Any:
     return run
 
 
-# ----------------------------------------------------------------------------- options -> write_deltalake
+# ----------------------------------------------------------------------------- options -> WriteRequest
 def arrow_schema_of(df: Any) -> pa.Schema:
     """The Arrow schema of the table columns `df` writes (timestamps as UTC instants, VARIANT as the kernel's
     variant type). Every column, nested ones too, is nullable, as delta-spark makes them (`asNullable`): a
@@ -117,28 +100,39 @@ def table_arrow_schema(spark_schema: Any) -> pa.Schema:
     """`arrow_schema_of` for a pyspark StructType."""
     from ..kernel.schema.arrow import to_arrow_schema
 
-    return to_arrow_schema(_nullable(from_spark_schema(spark_schema)), include_metadata=False)
+    return to_arrow_schema(as_nullable(from_spark_schema(spark_schema)), include_metadata=False)
 
 
-def _nullable(t: Any) -> Any:
+def as_nullable(t: Any) -> Any:
+    """`t` with every field, element and map value nullable (delta-spark's `asNullable`)."""
     if isinstance(t, StructType):
-        return StructType(tuple(StructField(f.name, _nullable(f.type), True, f.metadata) for f in t.fields))
+        return StructType(tuple(StructField(f.name, as_nullable(f.type), True, f.metadata) for f in t.fields))
     if isinstance(t, ArrayType):
-        return ArrayType(_nullable(t.element_type), True)
+        return ArrayType(as_nullable(t.element_type), True)
     if isinstance(t, MapType):
-        return MapType(_nullable(t.key_type), _nullable(t.value_type), True)
+        return MapType(as_nullable(t.key_type), as_nullable(t.value_type), True)
     return t
+
+
+def plan_write(kwargs: dict[str, Any], schema: pa.Schema) -> tuple[Any, Any]:
+    """The metadata and protocol a write with `write_arguments` would commit, without writing or committing (the
+    table's current ones when the write would be a no-op)."""
+    from ..operations.write.pipeline import planned_table_state
+    from ..operations.write.request import WriteRequest
+
+    k = dict(kwargs)
+    return planned_table_state(k.pop("table_or_uri"), schema, WriteRequest.of(**k))
 
 
 def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | None,
                     opts: Options) -> dict[str, Any]:
-    """write_deltalake keyword arguments for delta-spark's writer options (see docs/decisions.md, "PySpark engine")."""
-    from .reader import storage_options
-
+    """WriteRequest arguments for delta-spark's writer options (see docs/decisions.md, "PySpark engine")."""
     m = _MODES.get((mode or "error").lower())
     if m is None:
         raise DeltaError(f"unknown save mode {mode!r}; use append, overwrite, error, errorifexists or ignore")
-    kwargs: dict[str, Any] = {"mode": m, "engine_info": ENGINE_INFO, "storage_options": storage_options(opts)}
+    # partitions_last=False: after mergeSchema, delta-spark keeps the table's column order and appends
+    kwargs: dict[str, Any] = {"mode": m, "engine_info": ENGINE_INFO, "storage_options": storage_options(opts),
+                              "partitions_last": False}
     if partition_by:
         kwargs["partition_by"] = list(partition_by)
     if opts.get("replaceWhere"):
@@ -208,7 +202,8 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
 
     `_table`: the write creates / replaces a table (CREATE TABLE AS SELECT, saveAsTable): its operation name,
     comment, properties and clustering go into the same single commit as the data."""
-    from ..operations.write.api import write_deltalake
+    from ..operations.write.pipeline import execute_write
+    from ..operations.write.request import WriteRequest
 
     if isinstance(partitionBy, str):
         partitionBy = [partitionBy]
@@ -228,7 +223,8 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
         adds, rows = _write_job(frame, path, uri, kwargs, choice, task_metadata(metadata, generated), protocol)
         return adds, rows, high_water_marks(df.sparkSession, path, metadata, generated, adds)
 
-    write_deltalake(target if target is not None else uri, schema.empty_table(), _write_files=write_files, **kwargs)
+    execute_write(target if target is not None else uri, schema.empty_table(), WriteRequest.of(**kwargs),
+                  write_files=write_files)
 
 
 def _write_job(df: Any, path: str, uri: str, kwargs: dict[str, Any], choice: str, metadata: Metadata,
@@ -243,7 +239,7 @@ def _write_job(df: Any, path: str, uri: str, kwargs: dict[str, Any], choice: str
                                 kwargs.get("max_rows_per_file"))
     plan = WritePlan(uri, kwargs.get("storage_options"), metadata, protocol, kwargs.get("predicate"),
                      kwargs.get("max_rows_per_file"), _target_size(metadata))
-    with _arrow_batch_rows(df.sparkSession, ARROW_BATCH_ROWS), task_errors():
+    with arrow_batch_rows(df.sparkSession, ARROW_BATCH_ROWS), task_errors():
         rows = df.mapInArrow(_task(plan), _ADD_SCHEMA).collect()
     adds = [json.loads(r["add"]) for r in rows if r["add"] is not None]
     return adds, sum(int(r["rows"]) for r in rows)
@@ -269,7 +265,7 @@ class TableCreation:
 
     def write_arguments(self, configuration: dict[str, str | None] | None) -> dict[str, Any]:
         conf: dict[str, str | None] = {**(configuration or {}), **_property_names(dict(self.properties or {}))}
-        out: dict[str, Any] = {"_operation": self.operation}
+        out: dict[str, Any] = {"operation": self.operation}
         if self.description is not None:
             out["description"] = self.description
         if self.cluster_by:
@@ -278,14 +274,14 @@ class TableCreation:
             from ..operations.maintenance.optimize.clustering import CLUSTERING_FEATURE, creation_domain
 
             conf[f"delta.feature.{CLUSTERING_FEATURE}"] = "supported"
-            out["_domain_metadata"] = partial(creation_domain, columns=list(self.cluster_by))
+            out["domain_metadata"] = partial(creation_domain, columns=list(self.cluster_by))
         if conf:
             out["configuration"] = conf
         return out
 
 
 @contextlib.contextmanager
-def _arrow_batch_rows(spark: Any, n: int) -> Iterator[None]:
+def arrow_batch_rows(spark: Any, n: int) -> Iterator[None]:
     """Bigger Arrow batches into the write tasks: Spark's default (10k rows) makes per-batch costs dominate."""
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     old = _conf(spark, key)
@@ -304,4 +300,5 @@ def _target_size(metadata: Metadata) -> int | None:
     return int(raw) if raw is not None and raw.strip().isdigit() else None
 
 
-__all__ = ["TableCreation", "WritePlan", "arrow_schema_of", "write", "write_arguments", "write_batches"]
+__all__ = ["TableCreation", "WritePlan", "arrow_batch_rows", "arrow_schema_of", "as_nullable", "plan_write",
+           "table_arrow_schema", "write", "write_arguments", "write_batches"]

@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
 from deltakernel.errors import InvalidPathError, StorageError
-from deltakernel.storage.base import ALLOW_FOREIGN_PATHS_OPTION, ObjectMeta, Storage, foreign_paths_allowed
+from deltakernel.storage.base import (
+    ALLOW_FOREIGN_PATHS_OPTION,
+    ObjectMeta,
+    Storage,
+    foreign_paths_allowed,
+    set_uri_opener,
+)
 from deltakernel.storage.local import LocalStorage
 from deltakernel.storage.object_store import OBJECT_STORE_SCHEMES, ObjectStoreStorage, normalize_object_store_url
 
@@ -85,6 +91,9 @@ def storage_for_uri(uri: str, storage_options: dict[str, str] | None = None) -> 
     if scheme in OBJECT_STORE_SCHEMES:
         return ObjectStoreStorage(uri, storage_options)
     raise StorageError(f"unsupported URI scheme {scheme!r} in {uri!r}")
+
+
+set_uri_opener(storage_for_uri)
 
 
 def option_pairs(pairs: Sequence[str] | None) -> dict[str, str] | None:

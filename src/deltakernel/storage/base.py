@@ -27,6 +27,17 @@ def foreign_paths_allowed(storage_options: Mapping[str, Any] | None) -> bool:
     return False
 
 
+#: opens the storage of a URI: `storage_for_uri`, installed by the `deltakernel.storage` package as it loads
+#: (this module cannot import the backends, which subclass `Storage`); `Storage.locate` opens other stores with it
+_uri_opener: Callable[[str, dict[str, str] | None], Storage] | None = None
+
+
+def set_uri_opener(opener: Callable[[str, dict[str, str] | None], Storage]) -> None:
+    """Install the URI -> backend dispatch that `Storage.locate` uses to open another store."""
+    global _uri_opener
+    _uri_opener = opener
+
+
 def without_deltakernel_options(storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
     """The options minus deltakernel's own keys (object_store would reject them)."""
     return {k: v for k, v in (storage_options or {}).items() if k.strip().upper() != ALLOW_FOREIGN_PATHS_OPTION}
@@ -195,10 +206,10 @@ class Storage(ABC):
         cache: dict[tuple[str, str], Storage] = self.__dict__.setdefault("_foreign_stores", {})
         found = cache.get((scheme, netloc))
         if found is None:
-            from deltakernel.storage import storage_for_uri
-
+            if _uri_opener is None:  # pragma: no cover - the package installs it before any backend exists
+                raise InvalidPathError("no storage backend dispatch installed (import deltakernel.storage)")
             uri = f"{scheme}://{netloc}" if scheme and scheme != "file" else "/"
-            found = storage_for_uri(uri, getattr(self, "storage_options", None))
+            found = _uri_opener(uri, getattr(self, "storage_options", None))
             cache[(scheme, netloc)] = found
         return found
 

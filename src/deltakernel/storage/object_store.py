@@ -32,7 +32,13 @@ from deltakernel.storage.base import (
     under_skipped_dir,
     without_deltakernel_options,
 )
-from deltakernel.storage.obstore_fs import _is_not_found, _obstore, _obstore_errors, _ObstoreFSHandler, _SeekableReader
+from deltakernel.storage.obstore_fs import (
+    ObstoreFSHandler,
+    SeekableReader,
+    is_not_found,
+    obstore_errors,
+    obstore_module,
+)
 
 S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 GCS_SCHEMES = frozenset({"gs"})
@@ -206,7 +212,7 @@ class _Client:
         self.storage_options = storage_options
         self.label = label
         try:
-            obs = _obstore()
+            obs = obstore_module()
         except ImportError as exc:
             raise StorageError(f"{scheme}:// tables need the 'obstore' package: {exc}") from exc
         self._handle: tuple[Any, Any] = (obs, self._build(obs))
@@ -216,7 +222,7 @@ class _Client:
         return {**self.__dict__, "_handle": (None, None)}
 
     def get(self) -> tuple[Any, Any]:
-        obs = _obstore()
+        obs = obstore_module()
         handle = self._handle
         if handle[0] is not obs:  # two threads may both rebuild: one store wins, both work
             if handle[1] is not None:
@@ -298,7 +304,7 @@ class ObjectStoreStorage(Storage):
 
     def _wrap(self, exc: BaseException, what: str, key: str) -> Exception:
         uri = self.full_uri(key)
-        if _is_not_found(exc):
+        if is_not_found(exc):
             return ObjectNotFoundError(f"object not found: {uri}")
         return StorageError(f"{what} {uri} failed: {exc}")
 
@@ -352,8 +358,8 @@ class ObjectStoreStorage(Storage):
                     found.append(ObjectMeta(key, int(meta["size"]), mtime))
                 if past_end and len(chunk):
                     break  # every key of this page is past the end (pages come in key order)
-        except _obstore_errors() as exc:
-            if _is_not_found(exc):
+        except obstore_errors() as exc:
+            if is_not_found(exc):
                 return []
             raise StorageError(f"listing {self.full_uri(prefix)} failed: {exc}") from exc
         found.sort(key=lambda m: m.key)
@@ -375,8 +381,8 @@ class ObjectStoreStorage(Storage):
                         page.append(ObjectMeta(key, int(meta["size"]), int(meta["last_modified"].timestamp() * 1000)))
                 if page:
                     yield page
-        except _obstore_errors() as exc:
-            if _is_not_found(exc):
+        except obstore_errors() as exc:
+            if is_not_found(exc):
                 return
             raise StorageError(f"listing {self.full_uri(prefix)} failed: {exc}") from exc
 
@@ -394,7 +400,7 @@ class ObjectStoreStorage(Storage):
             if start:
                 return bytes(obs.get(store, path, options={"range": {"offset": start}}).bytes())
             return bytes(obs.get(store, path).bytes())
-        except _obstore_errors() as exc:
+        except obstore_errors() as exc:
             # S3 answers 416 for a range starting at/after EOF; match local files (empty read)
             if self._is_range_error(exc, start, end) and (start or 0) >= self.head(key).size:
                 return b""
@@ -402,7 +408,7 @@ class ObjectStoreStorage(Storage):
 
     @staticmethod
     def _is_range_error(exc: BaseException, start: int | None, end: int | None) -> bool:
-        if (start is None and end is None) or _is_not_found(exc):
+        if (start is None and end is None) or is_not_found(exc):
             return False
         msg = str(exc)
         return "416" in msg or "range" in msg.lower()
@@ -411,7 +417,7 @@ class ObjectStoreStorage(Storage):
         obs, store = self._client()
         try:
             meta = obs.head(store, self._path(key))
-        except _obstore_errors() as exc:
+        except obstore_errors() as exc:
             raise self._wrap(exc, "head of", key) from exc
         mtime = int(meta["last_modified"].timestamp() * 1000)
         return ObjectMeta(self._key(meta["path"]), int(meta["size"]), mtime)
@@ -431,9 +437,9 @@ class ObjectStoreStorage(Storage):
         path = self._path(key)
         try:
             inner = obs.open_reader(store, path)
-        except _obstore_errors() as exc:
+        except obstore_errors() as exc:
             raise self._wrap(exc, "open of", key) from exc
-        return pa.PythonFile(_SeekableReader(inner, self.full_uri(key)), mode="r")
+        return pa.PythonFile(SeekableReader(inner, self.full_uri(key)), mode="r")
 
     # ------------------------------------------------------------------ writes
     def put_if_absent(self, key: str, data: bytes) -> None:
@@ -451,7 +457,7 @@ class ObjectStoreStorage(Storage):
             obs.put(store, path, data, mode="create")
         except (errors.AlreadyExistsError, errors.PreconditionError) as exc:
             raise FileAlreadyExistsError(f"object already exists: {self.full_uri(key)}") from exc
-        except _obstore_errors() as exc:
+        except obstore_errors() as exc:
             msg = str(exc)
             if isinstance(exc, errors.NotSupportedError) or "501" in msg or "NotImplemented" in msg:
                 raise StorageError(
@@ -469,7 +475,7 @@ class ObjectStoreStorage(Storage):
         obs, store = self._client()
         try:
             obs.put(store, self._path(key), data)
-        except _obstore_errors() as exc:
+        except obstore_errors() as exc:
             raise self._wrap(exc, "put of", key) from exc
 
     def delete(self, key: str) -> None:
@@ -478,8 +484,8 @@ class ObjectStoreStorage(Storage):
         obs, store = self._client()
         try:
             obs.delete(store, self._path(key))
-        except _obstore_errors() as exc:
-            if _is_not_found(exc):
+        except obstore_errors() as exc:
+            if is_not_found(exc):
                 return
             raise self._wrap(exc, "delete of", key) from exc
 
@@ -493,8 +499,8 @@ class ObjectStoreStorage(Storage):
         def run(paths: list[str]) -> None:
             try:
                 obs.delete(store, paths)
-            except _obstore_errors() as exc:
-                if not _is_not_found(exc):
+            except obstore_errors() as exc:
+                if not is_not_found(exc):
                     raise StorageError(f"bulk delete under {self.root_uri} failed: {exc}") from exc
 
         if len(batches) <= 1:
@@ -516,7 +522,7 @@ class ObjectStoreStorage(Storage):
         of translating options a second time. Paths are bucket-relative; a leading '/' is ignored, so a
         table at the bucket root has base "" and `base + '/' + key` still works.
         """
-        return pafs.PyFileSystem(_ObstoreFSHandler(self._shared, self.root_uri)), self.prefix
+        return pafs.PyFileSystem(ObstoreFSHandler(self._shared, self.root_uri)), self.prefix
 
     def child(self, key_prefix: str) -> ObjectStoreStorage:
         rel = self._path(key_prefix)

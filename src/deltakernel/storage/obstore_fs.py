@@ -16,22 +16,23 @@ from deltakernel.storage import forksafe
 _OBSTORE = "obstore._obstore"
 
 
-def _obstore() -> Any:
+def obstore_module() -> Any:
     """obstore's extension module usable in this process (raises ImportError without obstore)."""
     return forksafe.module(_OBSTORE)
 
 
-def _is_not_found(exc: BaseException) -> bool:
+def is_not_found(exc: BaseException) -> bool:
+    """Whether `exc` says the object is missing (obstore's NotFoundError of any loaded instance, or the OS one)."""
     found = tuple(m.exceptions.NotFoundError for m in forksafe.instances(_OBSTORE))
     return isinstance(exc, (*found, FileNotFoundError))
 
 
-def _obstore_errors() -> tuple[type[BaseException], ...]:
+def obstore_errors() -> tuple[type[BaseException], ...]:
     """obstore's errors, of every instance loaded (each has its own classes), plus the OS errors it raises."""
     return (*(m.exceptions.BaseError for m in forksafe.instances(_OBSTORE)), FileNotFoundError, OSError)
 
 
-class _SeekableReader:
+class SeekableReader:
     """obstore's ReadableFile plus the `closed` attribute pyarrow's PythonFile insists on."""
 
     def __init__(self, inner: Any, name: str) -> None:
@@ -85,7 +86,7 @@ def _file_info(path: str, meta: Any) -> Any:
     return pafs.FileInfo(path, pafs.FileType.File, size=int(meta["size"]), mtime=meta["last_modified"])
 
 
-class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
+class ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
     """pyarrow `FileSystemHandler` over an obstore store (directories are implicit, as in S3). `source` is the
     storage's shared client (`object_store._Client`), asked on every call: in a fork child it hands out a store
     made there. Two handlers are equal when they share the client (same bucket, same credentials)."""
@@ -99,7 +100,7 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         return self.source.get()[1]
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _ObstoreFSHandler) and other.source is self.source
+        return isinstance(other, ObstoreFSHandler) and other.source is self.source
 
     def __hash__(self) -> int:
         return id(self.source)
@@ -111,7 +112,7 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         return path.strip("/")
 
     def _errors(self, exc: BaseException, path: str) -> Exception:
-        if _is_not_found(exc):
+        if is_not_found(exc):
             return FileNotFoundError(f"{self.label}: {path} not found")
         return OSError(f"{self.label}: {path}: {exc}")
 
@@ -131,8 +132,8 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
                 try:
                     infos.append(_file_info(raw, obstore.head(store, path)))
                     continue
-                except _obstore_errors() as exc:
-                    if not _is_not_found(exc):
+                except obstore_errors() as exc:
+                    if not is_not_found(exc):
                         raise self._errors(exc, raw) from exc
             kind = pafs.FileType.Directory if self._is_dir(path) else pafs.FileType.NotFound
             infos.append(pafs.FileInfo(raw, kind))
@@ -190,21 +191,21 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         obstore, store = self.source.get()
         try:
             obstore.delete(store, self.normalize_path(path))
-        except _obstore_errors() as exc:
+        except obstore_errors() as exc:
             raise self._errors(exc, path) from exc
 
     def move(self, src: str, dest: str) -> None:
         obstore, store = self.source.get()
         try:
             obstore.rename(store, self.normalize_path(src), self.normalize_path(dest))
-        except _obstore_errors() as exc:
+        except obstore_errors() as exc:
             raise self._errors(exc, src) from exc
 
     def copy_file(self, src: str, dest: str) -> None:
         obstore, store = self.source.get()
         try:
             obstore.copy(store, self.normalize_path(src), self.normalize_path(dest))
-        except _obstore_errors() as exc:
+        except obstore_errors() as exc:
             raise self._errors(exc, src) from exc
 
     def open_input_stream(self, path: str) -> Any:
@@ -216,9 +217,9 @@ class _ObstoreFSHandler(pafs.FileSystemHandler):  # type: ignore[misc]
         obstore, store = self.source.get()
         try:
             inner = obstore.open_reader(store, self.normalize_path(path))
-        except _obstore_errors() as exc:
+        except obstore_errors() as exc:
             raise self._errors(exc, path) from exc
-        return pa.PythonFile(_SeekableReader(inner, path), mode="r")
+        return pa.PythonFile(SeekableReader(inner, path), mode="r")
 
     def open_output_stream(self, path: str, metadata: Any) -> Any:
         """A multipart-upload writer; the object appears when the stream is closed."""

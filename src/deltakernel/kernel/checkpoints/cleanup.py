@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from ...storage.base import ObjectMeta, Storage
 from ..log.retention import DAY_MS, DEFAULT_LOG_RETENTION, interval_conf
-from ..log.segment import LOG_DIR, _classify
+from ..log.segment import LOG_DIR, classify_log_files
 from ..log.time_travel import commit_timestamps
 from ..snapshot import Snapshot
 
@@ -60,7 +60,7 @@ def cleanup_expired_logs(snapshot: Snapshot, *, retention_ms: int | None = None,
     cutoff = now - retention_ms
 
     metas = list(storage.list_from(f"{LOG_DIR}/"))
-    listing = _classify(metas)
+    listing = classify_log_files(metas)
     stamps = commit_timestamps(storage, snapshot.ict_enablement_version)
     expired = [v for v, ts in stamps.items() if ts <= cutoff and v <= snapshot.version]
     if not expired:

@@ -19,12 +19,12 @@ import pyarrow.parquet as pq
 from ...errors import CorruptLogError, MissingFileError, ObjectNotFoundError
 from ...storage.base import Storage
 from ..log.action_tables import (
-    _BULK_RE,
-    _conform_file_actions,
-    _json_action_type,
-    _parse_json_lines,
-    _read_commit_bytes,
+    FILE_ACTION_LINE_RE,
+    conform_file_actions,
     file_keys,
+    json_action_type,
+    parse_json_lines,
+    read_commit_bytes,
     split_lines,
 )
 from ..log.segment import LOG_DIR, Checkpoint
@@ -119,12 +119,12 @@ def read_checkpoint(storage: Storage, checkpoint: Checkpoint) -> tuple[Checkpoin
     rare: list[dict[str, Any]] = []
     for meta in checkpoint.files:
         if meta.key.endswith(".json"):
-            blob = _read_commit_bytes(storage, [meta])[0]
+            blob = read_commit_bytes(storage, [meta])[0]
             try:
                 lines, _ = split_lines([blob])
             except pa.ArrowInvalid as e:
                 raise CorruptLogError(f"corrupt checkpoint {storage.full_uri(meta.key)}: {e}") from e
-            is_bulk = pc.match_substring_regex(lines, _BULK_RE)
+            is_bulk = pc.match_substring_regex(lines, FILE_ACTION_LINE_RE)
             for text in pc.filter(lines, pc.invert(is_bulk)).to_pylist():
                 try:
                     rare.append(json.loads(text))
@@ -161,9 +161,9 @@ def checkpoint_file_actions(
     adds: list[pa.Table] = []
     removes: list[pa.Table] = []
     for lines in parts.json_lines:
-        typ = pa.struct([("add", _json_action_type("add", pnames)), ("remove", _json_action_type("remove", pnames))])
+        typ = pa.struct([("add", json_action_type("add", pnames)), ("remove", json_action_type("remove", pnames))])
         try:
-            parsed = _parse_json_lines(lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines, typ)
+            parsed = parse_json_lines(lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines, typ)
         except (pa.ArrowInvalid, ValueError) as e:
             raise CorruptLogError(f"corrupt JSON checkpoint: {e}") from e
         a, r = _batch_file_actions({"add": parsed.field("add"), "remove": parsed.field("remove")}, pnames, superseded)
@@ -213,7 +213,7 @@ def _batch_file_actions(
         n_valid = int(pc.sum(valid).as_py() or 0)
         if n_valid == 0:
             continue
-        conformed = _conform_file_actions(col, pnames, kind)
+        conformed = conform_file_actions(col, pnames, kind)
         if kind == "add" and "stats_parsed" in {f.name for f in col.type}:
             conformed = conformed.append_column("stats_parsed", col.field("stats_parsed"))
         keep = valid

@@ -39,7 +39,7 @@ from ..scan.partition_values import parse_partition_array
 from ..schema.arrow import from_arrow_schema, to_arrow_type
 from ..schema.types import StructField, StructType, schema_to_json
 from ..snapshot import Snapshot
-from ..stats.parse import FileStats, _leaves, parse_stats, stats_from_struct
+from ..stats.parse import FileStats, parse_stats, stats_from_struct, stats_leaf_columns
 
 #: actions per Parquet row group / per reshaping step; bounds the memory of one step
 BATCH_ROWS = 50_000
@@ -103,7 +103,7 @@ class _Plan:
         self.add_type = pa.struct(fields)
 
     def _stats_type(self) -> pa.DataType:
-        leaves = _leaves(self.data_schema, self.snapshot.column_mapping_mode, None)
+        leaves = stats_leaf_columns(self.data_schema, self.snapshot.column_mapping_mode, None)
         out: list[tuple[str, pa.DataType]] = [("numRecords", pa.int64())]
         if self.tight_bounds:
             out.append(("tightBounds", pa.bool_()))
@@ -259,7 +259,7 @@ def _stats_parsed(files: pa.Table, plan: _Plan) -> pa.Array:
     if has_struct:
         fs = fs.coalesce(stats_from_struct(_column(files, "stats_parsed"), plan.data_schema, mode))
     typ = plan.add_type.field("stats_parsed").type
-    leaves = _leaves(plan.data_schema, mode, None)
+    leaves = stats_leaf_columns(plan.data_schema, mode, None)
     cols: dict[str, pa.Array] = {"numRecords": fs.num_records, "tightBounds": fs.tight_bounds}
     for key, source in (("minValues", fs.min_values), ("maxValues", fs.max_values), ("nullCount", fs.null_count)):
         if typ.get_field_index(key) < 0:

@@ -37,9 +37,11 @@ FILE_COLUMNS: list[tuple[str, str, pa.DataType]] = [
     ("base_row_id", "baseRowId", pa.int64()),
     ("default_row_commit_version", "defaultRowCommitVersion", pa.int64()),
 ]
-_REMOVE_EXTRA = [("deletion_timestamp", "deletionTimestamp", pa.int64())]
+#: the columns a `remove` has beyond FILE_COLUMNS (same triples: table name, JSON name, type)
+REMOVE_EXTRA_COLUMNS = [("deletion_timestamp", "deletionTimestamp", pa.int64())]
 
-_BULK_RE = r'^\s*\{\s*"(add|remove|cdc)"\s*:'
+#: a log line holding an add / remove / cdc action: these are parsed in bulk, every other line one by one
+FILE_ACTION_LINE_RE = r'^\s*\{\s*"(add|remove|cdc)"\s*:'
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -50,7 +52,8 @@ def partition_struct_type(names: Sequence[str]) -> pa.DataType:
 TAGS_TYPE = pa.map_(pa.string(), pa.string())
 
 
-def _file_schema(partition_names: Sequence[str], extra: Sequence[tuple[str, str, pa.DataType]] = ()) -> pa.Schema:
+def file_schema(partition_names: Sequence[str], extra: Sequence[tuple[str, str, pa.DataType]] = ()) -> pa.Schema:
+    """The schema of a file-action table (adds, or removes with REMOVE_EXTRA_COLUMNS) for these partitions."""
     fields = [pa.field(n, t) for n, _, t in FILE_COLUMNS]
     fields.insert(4, pa.field("partition_values", partition_struct_type(partition_names)))
     fields.append(pa.field("tags", TAGS_TYPE))
@@ -58,16 +61,17 @@ def _file_schema(partition_names: Sequence[str], extra: Sequence[tuple[str, str,
     return pa.schema(fields)
 
 
-def _json_action_type(kind: str, partition_names: Sequence[str]) -> pa.DataType:
+def json_action_type(kind: str, partition_names: Sequence[str]) -> pa.DataType:
+    """The Arrow type a log line's `add` / `remove` / `cdc` object is parsed into (JSON field names)."""
     cols: list[tuple[str, pa.DataType]] = [(j, t) for _, j, t in FILE_COLUMNS]
     if kind == "remove":
-        cols += [(j, t) for _, j, t in _REMOVE_EXTRA]
+        cols += [(j, t) for _, j, t in REMOVE_EXTRA_COLUMNS]
     if partition_names:
         cols.append(("partitionValues", partition_struct_type(partition_names)))
     return pa.struct(cols)
 
 
-def _conform_file_actions(
+def conform_file_actions(
     struct: pa.StructArray | pa.ChunkedArray, partition_names: Sequence[str], kind: str
 ) -> pa.Table:
     """Turn an `add`/`remove` struct column (JSON- or checkpoint-shaped) into file-table columns."""
@@ -76,7 +80,7 @@ def _conform_file_actions(
     n = len(struct)
     stype = struct.type
     names = {stype.field(i).name for i in range(stype.num_fields)}
-    extra = _REMOVE_EXTRA if kind == "remove" else []
+    extra = REMOVE_EXTRA_COLUMNS if kind == "remove" else []
     cols: dict[str, pa.Array] = {}
     for out_name, json_name, typ in [*FILE_COLUMNS, *extra]:
         if json_name in names:
@@ -93,7 +97,7 @@ def _conform_file_actions(
     cols["partition_values"] = _conform_partition_values(
         struct.field("partitionValues") if "partitionValues" in names else None, partition_names, n
     )
-    schema = _file_schema(partition_names, extra)
+    schema = file_schema(partition_names, extra)
     return pa.table([cols[f.name] for f in schema], schema=schema)
 
 
@@ -168,7 +172,7 @@ def file_keys(table: pa.Table) -> pa.Array:
     return pc.binary_join_element_wise(paths, dv_unique_ids(table.column("deletion_vector")), str_scalar("\x00"))
 
 
-def _read_commit_bytes(storage: Storage, metas: Sequence[ObjectMeta]) -> list[bytes]:
+def read_commit_bytes(storage: Storage, metas: Sequence[ObjectMeta]) -> list[bytes]:
     """Bytes of many small commit files in one bulk storage call (parallel on object stores)."""
     try:
         return storage.read_many([m.key for m in metas])
@@ -192,7 +196,8 @@ def split_lines(blobs: Sequence[bytes]) -> tuple[pa.Array, pa.Array]:
 _THREADED_JSON_BYTES = 32 << 20
 
 
-def _parse_json_lines(lines: pa.Array, typ: pa.DataType) -> pa.StructArray:
+def parse_json_lines(lines: pa.Array, typ: pa.DataType) -> pa.StructArray:
+    """JSON lines parsed in one pass by Arrow's reader into `typ` (unknown fields ignored); one row per line."""
     if len(lines) == 0:
         return pa.nulls(0, typ)
     one = pa.LargeListArray.from_arrays(np_to_arrow([0, len(lines)]), lines)

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from ...errors import DeltaError, FileAlreadyExistsError
 from ...storage.base import Storage
 from ..arrow_build import arrow_to_np, np_to_arrow, str_scalar
-from .action_tables import _BULK_RE, file_keys, split_lines
+from .action_tables import FILE_ACTION_LINE_RE, file_keys, split_lines
 from .replay import read_commits
 from .segment import LOG_DIR, list_commits
 
@@ -101,7 +101,7 @@ def _file_action_lines(storage: Storage, metas: list[Any], adds: pa.Table, remov
     winners = np.sort(order[arrow_to_np(sort_idx)[last]])
     blobs = storage.read_many([m.key for m in metas])
     lines, _ = split_lines(blobs)
-    bulk = pc.filter(lines, pc.match_substring_regex(lines, _BULK_RE))
+    bulk = pc.filter(lines, pc.match_substring_regex(lines, FILE_ACTION_LINE_RE))
     chosen = pc.take(bulk, np_to_arrow(winners)).cast(pa.large_string())
     one = pa.LargeListArray.from_arrays(np_to_arrow([0, len(chosen)]), chosen)
     joined = pc.binary_join(one, str_scalar("\n", pa.large_string()))[0].as_buffer()

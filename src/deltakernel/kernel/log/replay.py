@@ -26,19 +26,19 @@ from ...storage.base import ObjectMeta, Storage
 from ..arrow_build import arrow_to_np, bool_to_arrow, bytes_to_arrow, int_scalar, np_to_arrow, str_scalar
 from ..checkpoints.read import CheckpointParts, checkpoint_file_actions, read_checkpoint
 from .action_tables import (  # noqa: F401  (re-exported: the file table's shape is part of replay's API)
-    _BULK_RE,
-    _REMOVE_EXTRA,
     DV_TYPE,
+    FILE_ACTION_LINE_RE,
     FILE_COLUMNS,
+    REMOVE_EXTRA_COLUMNS,
     TAGS_TYPE,
-    _conform_file_actions,
-    _file_schema,
-    _json_action_type,
-    _parse_json_lines,
-    _read_commit_bytes,
+    conform_file_actions,
     dv_unique_ids,
     file_keys,
+    file_schema,
+    json_action_type,
+    parse_json_lines,
     partition_struct_type,
+    read_commit_bytes,
     split_lines,
 )
 from .actions import DomainMetadata, Metadata, Protocol, Txn
@@ -76,7 +76,7 @@ def read_commits(
     file_actions: bool = True,
 ) -> _CommitBatch:
     versions = [version_of(m.key) for m in metas]
-    blobs = _read_commit_bytes(storage, metas)
+    blobs = read_commit_bytes(storage, metas)
     try:
         lines, parents = split_lines(blobs)
     except pa.ArrowInvalid as e:  # invalid UTF-8 somewhere: name the file
@@ -86,7 +86,7 @@ def read_commits(
             except UnicodeDecodeError as ue:
                 raise CorruptLogError(f"corrupt commit file {storage.full_uri(meta.key)}: not UTF-8 ({ue})") from e
         raise CorruptLogError(f"corrupt commit file(s) in the Delta log of {storage.root_uri}: {e}") from e
-    is_bulk = pc.match_substring_regex(lines, _BULK_RE)
+    is_bulk = pc.match_substring_regex(lines, FILE_ACTION_LINE_RE)
     rare_idx = pc.indices_nonzero(pc.invert(is_bulk))
     rare_lines = pc.take(lines, rare_idx).to_pylist()
     rare_parents = pc.take(parents, rare_idx).to_pylist()
@@ -107,24 +107,24 @@ def read_commits(
     for _, obj in rare:
         md = obj.get("metaData")
         if isinstance(md, dict):
-            for name in _physical_partition_names(md):
+            for name in physical_partition_names(md):
                 if name not in pnames:
                     pnames.append(name)
 
     if not file_actions:
-        empty = _file_schema(pnames).empty_table()
+        empty = file_schema(pnames).empty_table()
         return _CommitBatch(versions, empty, empty, [], rare)
     bulk_lines = pc.filter(lines, is_bulk)
     bulk_parents = pc.filter(parents, is_bulk)
     typ = pa.struct(
         [
-            ("add", _json_action_type("add", pnames)),
-            ("remove", _json_action_type("remove", pnames)),
-            ("cdc", _json_action_type("cdc", pnames)),
+            ("add", json_action_type("add", pnames)),
+            ("remove", json_action_type("remove", pnames)),
+            ("cdc", json_action_type("cdc", pnames)),
         ]
     )
     try:
-        parsed = _parse_json_lines(bulk_lines, typ)
+        parsed = parse_json_lines(bulk_lines, typ)
     except (pa.ArrowInvalid, ValueError) as e:
         _locate_bad_line(storage, metas, bulk_lines, bulk_parents, e, typ)
         raise
@@ -152,7 +152,7 @@ def _tagged(
         return _empty_tagged(tuple(pnames), kind)
     mask = col.is_valid()
     sub = pc.filter(col, mask)
-    table = _conform_file_actions(sub, pnames, kind)
+    table = conform_file_actions(sub, pnames, kind)
     if tags is not None and "tags" in table.column_names:
         table = table.set_column(table.schema.get_field_index("tags"), "tags", pc.filter(tags, mask))
     table = table.append_column("_version", pc.filter(versions, mask))
@@ -165,8 +165,8 @@ def _tagged(
 @functools.lru_cache(maxsize=64)
 def _empty_tagged(pnames: tuple[str, ...], kind: str) -> pa.Table:
     """The (immutable) empty table `_tagged` returns for a kind with no action."""
-    empty = pa.nulls(0, _json_action_type(kind, pnames))
-    table = _conform_file_actions(empty, pnames, kind)
+    empty = pa.nulls(0, json_action_type(kind, pnames))
+    table = conform_file_actions(empty, pnames, kind)
     table = table.append_column("_version", np_to_arrow(np.zeros(0, np.int64)))
     return table.append_column("_order", np_to_arrow(np.zeros(0, np.int64)))
 
@@ -239,7 +239,7 @@ def _locate_bad_line(
             raise CorruptLogError(f"corrupt commit file {storage.full_uri(metas[p].key)}: line is not an object")
         if typ is not None:  # valid JSON of the wrong shape, e.g. `"size": "big"`
             try:
-                _parse_json_lines(pa.array([text], lines.type), typ)
+                parse_json_lines(pa.array([text], lines.type), typ)
             except (pa.ArrowInvalid, ValueError) as e:
                 raise CorruptLogError(
                     f"corrupt commit file {storage.full_uri(metas[p].key)}: {e}: {text[:200]!r}"
@@ -247,7 +247,7 @@ def _locate_bad_line(
     raise CorruptLogError(f"could not parse file actions in the Delta log: {err}") from err
 
 
-def _physical_partition_names(md: dict[str, Any]) -> list[str]:
+def physical_partition_names(md: dict[str, Any]) -> list[str]:
     """Partition column names as they appear in partitionValues (physical under column mapping)."""
     cols = list(md.get("partitionColumns") or [])
     mode = (md.get("configuration") or {}).get("delta.columnMapping.mode", "none")
@@ -277,7 +277,7 @@ def replay(segment: LogSegment) -> ReplayResult:
     domains: dict[str, DomainMetadata] = {}
     for obj in cp_rare:
         protocol, metadata = _apply_rare(obj, protocol, metadata, txns, domains)
-    cp_pnames = _physical_partition_names(metadata.to_json()) if metadata else []
+    cp_pnames = physical_partition_names(metadata.to_json()) if metadata else []
 
     commits = read_commits(storage, segment.commits, cp_pnames)
     commit_infos: dict[int, dict[str, Any]] = {}
@@ -290,7 +290,7 @@ def replay(segment: LogSegment) -> ReplayResult:
         raise CorruptLogError(
             f"Delta log of {storage.root_uri} at version {segment.version} has no {missing} action"
         )
-    pnames = _physical_partition_names(metadata.to_json())
+    pnames = physical_partition_names(metadata.to_json())
     files, tombstones = _reconcile(storage, parts, commits.adds, commits.removes, pnames)
     return ReplayResult(protocol, metadata, files, tombstones, txns, domains, commit_infos)
 
@@ -299,7 +299,7 @@ def replay_onto(previous: ReplayResult, storage: Storage, metas: Sequence[Object
     """The state after `metas` (the commits right after `previous`'s version, ascending) applied to `previous`:
     only the new commits are read. None when a new metaData changes the partition columns (the caller loads
     from scratch)."""
-    pnames = _physical_partition_names(previous.metadata.to_json())
+    pnames = physical_partition_names(previous.metadata.to_json())
     commits = read_commits(storage, metas, pnames)
     protocol: Protocol | None = previous.protocol
     metadata: Metadata | None = previous.metadata
@@ -310,7 +310,7 @@ def replay_onto(previous: ReplayResult, storage: Storage, metas: Sequence[Object
             commit_infos[version] = obj["commitInfo"]
         protocol, metadata = _apply_rare(obj, protocol, metadata, txns, domains)
     assert protocol is not None and metadata is not None
-    if _physical_partition_names(metadata.to_json()) != pnames:
+    if physical_partition_names(metadata.to_json()) != pnames:
         return None
     files, tombstones = previous.files, previous.tombstones
     if commits.adds.num_rows or commits.removes.num_rows:
@@ -371,8 +371,8 @@ def _reconcile(
 ) -> tuple[pa.Table, pa.Table]:
     """Newest action per file wins: commits are reconciled among themselves first, then the checkpoint is
     streamed minus every file a commit touched (a checkpoint row is always older than any commit)."""
-    schema = _file_schema(pnames)
-    rschema = _file_schema(pnames, _REMOVE_EXTRA)
+    schema = file_schema(pnames)
+    rschema = file_schema(pnames, REMOVE_EXTRA_COLUMNS)
     adds = _select(adds, schema, keep_tags=True)
     removes = _select(removes, rschema, keep_tags=True)
     touched: pa.Array | None = None

@@ -124,14 +124,17 @@ def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
 
 # ----------------------------------------------------------------------------- listing
 @dataclass
-class _Listing:
+class LogListing:
+    """The files of a `_delta_log` listing by version: commits, complete checkpoints, checksums."""
+
     commits: dict[int, ObjectMeta] = field(default_factory=dict)
     checkpoints: dict[int, list[Checkpoint]] = field(default_factory=dict)
     crcs: dict[int, ObjectMeta] = field(default_factory=dict)
 
 
-def _classify(metas: Iterable[ObjectMeta]) -> _Listing:
-    out = _Listing()
+def classify_log_files(metas: Iterable[ObjectMeta]) -> LogListing:
+    """Sort listed log files into commits, checkpoints (multi-part ones only when complete) and checksums."""
+    out = LogListing()
     multipart: dict[tuple[int, int], dict[int, ObjectMeta]] = {}
     for m in metas:
         name = m.key.rsplit("/", 1)[-1]
@@ -159,24 +162,24 @@ def _best_checkpoint(candidates: list[Checkpoint]) -> Checkpoint:
     return sorted(candidates, key=lambda c: (order[c.kind], -len(c.files)))[0]
 
 
-def _list_log(storage: Storage, start_version: int | None, end_version: int | None = None) -> _Listing:
+def list_log(storage: Storage, start_version: int | None, end_version: int | None = None) -> LogListing:
     """Log files of versions >= `start_version` and <= `end_version` (both optional)."""
     start_after = None if not start_version else f"{LOG_DIR}/{start_version - 1:020d}.~"
     if end_version is None:
-        return _classify(storage.list_from(f"{LOG_DIR}/", start_after=start_after))
+        return classify_log_files(storage.list_from(f"{LOG_DIR}/", start_after=start_after))
     end_before = f"{LOG_DIR}/{end_version + 1:020d}"
-    return _classify(storage.list_range(f"{LOG_DIR}/", start_after=start_after, end_before=end_before))
+    return classify_log_files(storage.list_range(f"{LOG_DIR}/", start_after=start_after, end_before=end_before))
 
 
 def commits_from(storage: Storage, version: int) -> dict[int, ObjectMeta]:
     """The commit files of versions >= `version` (one listing): is a snapshot at `version` still the latest,
     and is its commit still the same file (a table dropped and created again at the same place is not)?"""
-    return _list_log(storage, version).commits
+    return list_log(storage, version).commits
 
 
 def list_commits(storage: Storage) -> dict[int, ObjectMeta]:
     """Every commit file in the log, by version (history and timestamp lookups use it)."""
-    return _list_log(storage, None).commits
+    return list_log(storage, None).commits
 
 
 def build_log_segment(storage: Storage, version: int | None = None) -> LogSegment:
@@ -187,24 +190,24 @@ def build_log_segment(storage: Storage, version: int | None = None) -> LogSegmen
     """
     hint = read_last_checkpoint(storage)
     if hint is not None and (version is None or hint["version"] <= version):
-        listing = _list_log(storage, int(hint["version"]), version)
+        listing = list_log(storage, int(hint["version"]), version)
         segment = _segment_from(storage, listing, version, require_checkpoint_at=int(hint["version"]))
         if segment is not None:
             return segment
     if version is not None and version >= 0:
-        listing = _list_log(storage, None, version)
+        listing = list_log(storage, None, version)
         if version in listing.commits or version in listing.checkpoints:
             segment = _segment_from(storage, listing, version, require_checkpoint_at=None)
             assert segment is not None
             return segment
-    listing = _list_log(storage, None)
+    listing = list_log(storage, None)
     segment = _segment_from(storage, listing, version, require_checkpoint_at=None)
     assert segment is not None
     return segment
 
 
 def _segment_from(
-    storage: Storage, listing: _Listing, version: int | None, require_checkpoint_at: int | None
+    storage: Storage, listing: LogListing, version: int | None, require_checkpoint_at: int | None
 ) -> LogSegment | None:
     if require_checkpoint_at is not None and require_checkpoint_at not in listing.checkpoints:
         return None  # stale or wrong hint: list everything

@@ -17,7 +17,16 @@ from typing import Any
 import pyarrow as pa
 
 from ...errors import SchemaError
-from .types import ArrayType, DataType, DecimalType, MapType, PrimitiveType, StructField, StructType
+from .types import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    set_arrow_conversion,
+)
 
 LIST_ELEMENT_NAME = "element"
 MAP_KEY_NAME = "key"
@@ -160,6 +169,9 @@ def to_arrow_schema(schema: StructType, include_metadata: bool = True) -> pa.Sch
     """The Arrow schema of a Delta table schema (field metadata as `encode_field_metadata` writes it, unless
     disabled)."""
     return pa.schema([to_arrow_field(f, include_metadata) for f in schema.fields])
+
+
+set_arrow_conversion(to_arrow_schema)
 
 
 # ----------------------------------------------------------------------------- Arrow -> Delta

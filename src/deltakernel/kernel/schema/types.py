@@ -1,13 +1,14 @@
 """The Delta schema data model and its JSON form (PROTOCOL.md "Schema Serialization Format").
 
 Kept free of Arrow so the protocol model stays the single source of truth; Arrow conversion lives in
-`arrow.py`.
+`arrow.py`, which imports this model and installs itself (`set_arrow_conversion`) for `StructType.to_arrow`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -20,6 +21,16 @@ PRIMITIVE_NAMES = frozenset(
     }
 )
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+
+#: Delta schema -> Arrow schema (`arrow.to_arrow_schema`): set by `arrow` as it loads (the `schema` package imports
+#: it), since the conversion imports this model and the model cannot import it back
+_to_arrow_schema: Callable[..., Any] | None = None
+
+
+def set_arrow_conversion(to_arrow_schema: Callable[..., Any]) -> None:
+    """Install the Delta -> Arrow schema conversion that `StructType.to_arrow` uses."""
+    global _to_arrow_schema
+    _to_arrow_schema = to_arrow_schema
 
 
 @dataclass(frozen=True)
@@ -106,10 +117,10 @@ class StructType:
         return len(self.fields)
 
     def to_arrow(self) -> Any:
-        """The Arrow schema (deltalake's `Schema.to_arrow()`); imported lazily to keep the model Arrow-free."""
-        from .arrow import to_arrow_schema
-
-        return to_arrow_schema(self, include_metadata=False)
+        """The Arrow schema (deltalake's `Schema.to_arrow()`), without field metadata."""
+        if _to_arrow_schema is None:  # pragma: no cover - `deltakernel.kernel.schema` imports `arrow` first
+            raise SchemaError("the Arrow conversion is not loaded (import deltakernel.kernel.schema)")
+        return _to_arrow_schema(self, include_metadata=False)
 
     def to_pyarrow(self) -> Any:
         return self.to_arrow()
@@ -139,7 +150,7 @@ def parse_type(obj: Any) -> DataType:
     if isinstance(obj, dict):
         kind = obj.get("type")
         if kind == "struct":
-            return StructType(tuple(_parse_field(f) for f in obj.get("fields", [])))
+            return StructType(tuple(parse_field(f) for f in obj.get("fields", [])))
         if kind == "array":
             return ArrayType(parse_type(obj["elementType"]), bool(obj.get("containsNull", True)))
         if kind == "map":
@@ -149,7 +160,8 @@ def parse_type(obj: Any) -> DataType:
     raise SchemaError(f"unknown Delta type: {obj!r}")
 
 
-def _parse_field(obj: Any) -> StructField:
+def parse_field(obj: Any) -> StructField:
+    """One field from its JSON value (ALTER's column-metadata and the public `Field.from_json` parse fields alone)."""
     try:
         return StructField(
             name=obj["name"],

@@ -80,7 +80,9 @@ class FileStats:
 
 
 @dataclass(frozen=True)
-class _Leaf:
+class StatsLeaf:
+    """A column stats are kept for: its logical and physical path, Delta and Arrow type, whether it has min/max."""
+
     logical: Path
     physical: Path
     dtype: DataType
@@ -88,9 +90,9 @@ class _Leaf:
     minmax: bool
 
 
-def _leaves(schema: StructType, mode: str, columns: set[Path] | None) -> list[_Leaf]:
+def stats_leaf_columns(schema: StructType, mode: str, columns: set[Path] | None) -> list[StatsLeaf]:
     """Primitive leaves reachable through structs (stats mirror the schema; arrays/maps have none)."""
-    out: list[_Leaf] = []
+    out: list[StatsLeaf] = []
 
     def wanted(lp: Path) -> bool:
         if columns is None:
@@ -109,13 +111,13 @@ def _leaves(schema: StructType, mode: str, columns: set[Path] | None) -> list[_L
             if not wanted(lpath):
                 continue
             minmax = isinstance(f.type, DecimalType) or name in _MINMAX_TYPES
-            out.append(_Leaf(lpath, ppath, f.type, to_arrow_type(f.type), minmax))
+            out.append(StatsLeaf(lpath, ppath, f.type, to_arrow_type(f.type), minmax))
 
     walk(schema, (), ())
     return out
 
 
-def _json_type(leaf: _Leaf) -> pa.DataType:
+def _json_type(leaf: StatsLeaf) -> pa.DataType:
     """How a min/max value is read from JSON (strings where JSON has no matching type)."""
     if isinstance(leaf.dtype, DecimalType):
         return leaf.arrow
@@ -129,7 +131,7 @@ def _json_type(leaf: _Leaf) -> pa.DataType:
     return pa.string()
 
 
-def _nested(leaves: list[_Leaf], leaf_type: Callable[[_Leaf], pa.DataType]) -> pa.DataType:
+def _nested(leaves: list[StatsLeaf], leaf_type: Callable[[StatsLeaf], pa.DataType]) -> pa.DataType:
     tree: dict[str, Any] = {}
     for leaf in leaves:
         node = tree
@@ -146,7 +148,7 @@ def _nested(leaves: list[_Leaf], leaf_type: Callable[[_Leaf], pa.DataType]) -> p
     return build(tree)
 
 
-def _stats_schema(leaves: list[_Leaf]) -> pa.Schema:
+def _stats_schema(leaves: list[StatsLeaf]) -> pa.Schema:
     mm = [lf for lf in leaves if lf.minmax]
     fields = [pa.field("numRecords", pa.int64()), pa.field("tightBounds", pa.bool_())]
     if mm:
@@ -181,7 +183,7 @@ def _py_timestamp(v: Any, utc: bool) -> Any:
     return ts if ts.tzinfo is None else None  # an offset on a timestamp_ntz stat: ambiguous, unknown
 
 
-def _py_value(v: Any, leaf: _Leaf) -> Any:
+def _py_value(v: Any, leaf: StatsLeaf) -> Any:
     """One JSON value as a Python value of the leaf's type, or None when it is not one (never guess)."""
     if v is None or isinstance(v, (dict, list)):
         return None
@@ -227,7 +229,7 @@ def _py_value(v: Any, leaf: _Leaf) -> Any:
     return None
 
 
-def _to_arrow(values: list[Any], leaf: _Leaf) -> pa.Array:
+def _to_arrow(values: list[Any], leaf: StatsLeaf) -> pa.Array:
     try:
         return pa.array(values, type=leaf.arrow)
     except (pa.ArrowInvalid, OverflowError, TypeError):  # out of the column's range: no bound
@@ -241,7 +243,7 @@ def _to_arrow(values: list[Any], leaf: _Leaf) -> pa.Array:
         return pa.array(fixed, type=leaf.arrow)
 
 
-def _convert(raw: pa.Array, leaf: _Leaf) -> pa.Array:
+def _convert(raw: pa.Array, leaf: StatsLeaf) -> pa.Array:
     """A min/max column as read from JSON (see `_json_type`) -> the column's Arrow type."""
     if raw.type == leaf.arrow:
         return _nullify_nan(raw)
@@ -266,7 +268,7 @@ def _struct_path(arr: pa.Array, path: Path) -> pa.Array | None:
     return cur
 
 
-def _from_parsed(table: pa.StructArray, leaves: list[_Leaf], n: int, defaulted: pa.Array | None) -> FileStats:
+def _from_parsed(table: pa.StructArray, leaves: list[StatsLeaf], n: int, defaulted: pa.Array | None) -> FileStats:
     def top(name: str) -> pa.Array | None:
         return _struct_path(table, (name,))
 
@@ -310,7 +312,7 @@ def _read_json_fast(lines: pa.Array, schema: pa.Schema) -> pa.StructArray:
     return table.to_struct_array().combine_chunks() if table.num_rows else pa.array([], pa.struct(schema))
 
 
-def _read_json_slow(lines: list[str], leaves: list[_Leaf]) -> FileStats:
+def _read_json_slow(lines: list[str], leaves: list[StatsLeaf]) -> FileStats:
     n = len(lines)
     docs: list[dict[str, Any] | None] = []
     for line in lines:
@@ -368,7 +370,7 @@ def parse_stats(
     if pa.types.is_large_string(stats_json.type) or pa.types.is_string_view(stats_json.type):
         stats_json = stats_json.cast(pa.string())
     n = len(stats_json)
-    leaves = _leaves(schema, mode, columns)
+    leaves = stats_leaf_columns(schema, mode, columns)
     # JSON whitespace is ASCII: the ASCII kernels avoid building utf8proc's tables on first use (~3 ms cold);
     # a line of other Unicode whitespace fails to parse and gets null stats all the same
     valid = pc.fill_null(pc.and_(pc.is_valid(stats_json), pc.greater(pc.binary_length(pc.ascii_trim_whitespace(
@@ -396,4 +398,4 @@ def stats_from_struct(stats_parsed: pa.StructArray | pa.ChunkedArray, schema: St
     if isinstance(stats_parsed, pa.ChunkedArray):
         stats_parsed = stats_parsed.combine_chunks() if stats_parsed.num_chunks else \
             pa.array([], stats_parsed.type)
-    return _from_parsed(stats_parsed, _leaves(schema, mode, columns), len(stats_parsed), None)
+    return _from_parsed(stats_parsed, stats_leaf_columns(schema, mode, columns), len(stats_parsed), None)

@@ -16,6 +16,7 @@ Anything else is compatible: the transaction is rebased onto the winner and retr
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,10 +32,13 @@ from ...errors import (
     MetadataChangedError,
     ProtocolChangedError,
 )
+from ..log.action_types import AddAction, RemoveAction
 
 WRITE_SERIALIZABLE = "WriteSerializable"
 SERIALIZABLE = "Serializable"
 ISOLATION_LEVELS = (WRITE_SERIALIZABLE, SERIALIZABLE)
+#: per added file of a winning commit: does it match what the transaction read
+FileMatches = Callable[[list[AddAction]], list[bool]]
 
 #: domains whose concurrent updates are merged by the writer rather than conflicting
 SYSTEM_MERGED_DOMAINS = frozenset({"delta.rowTracking"})
@@ -50,12 +54,12 @@ class WinningCommit:
     is_blind_append: bool = False
     app_ids: set[str] = field(default_factory=set)
     domains: dict[str, dict[str, Any]] = field(default_factory=dict)
-    added: list[dict[str, Any]] = field(default_factory=list)  # add actions with dataChange
+    added: list[AddAction] = field(default_factory=list)  # add actions with dataChange
     removed_paths: set[str] = field(default_factory=set)  # every remove action's path
     commit_info: dict[str, Any] = field(default_factory=dict)
     #: every add / remove action (also dataChange=false), for the loser's version checksum
-    all_adds: list[dict[str, Any]] = field(default_factory=list)
-    all_removes: list[dict[str, Any]] = field(default_factory=list)
+    all_adds: list[AddAction] = field(default_factory=list)
+    all_removes: list[RemoveAction] = field(default_factory=list)
 
     @classmethod
     def parse(cls, version: int, raw: bytes) -> WinningCommit:
@@ -112,7 +116,7 @@ def check_conflicts(
     app_ids: set[str],
     domains: set[str],
     changes_metadata: bool,
-    file_matches: Any = None,
+    file_matches: FileMatches | None = None,
 ) -> None:
     """Raise the CommitConflictError subclass Delta raises, or return if the transaction may rebase.
 
@@ -166,10 +170,10 @@ def check_conflicts(
         )
 
 
-def partition_matches(predicates: list[Any], snapshot: Any) -> Any:
+def partition_matches(predicates: list[Any], snapshot: Any) -> FileMatches:
     """A `file_matches` function evaluating read predicates on added files' partition values and stats."""
 
-    def run(adds: list[dict[str, Any]]) -> list[bool]:
+    def run(adds: list[AddAction]) -> list[bool]:
         from ..scan.skipping import file_skipping_mask
         from ..schema.column_mapping import physical_name
 

@@ -19,7 +19,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from ...errors import (
     StorageError,
 )
 from ...storage.base import Storage
+from ..log.action_types import AddAction, CdcAction, CommitInfoAction, RemoveAction
 from ..log.actions import Metadata, Protocol, Txn
 from ..log.segment import commit_key
 from ..protocol.features import check_write_supported
@@ -99,9 +100,9 @@ class Transaction:
         self.isolation_level = level
         self.engine_info = engine_info
         self.read_set = ReadSet()
-        self.adds: list[dict[str, Any]] = []
-        self.removes: list[dict[str, Any]] = []
-        self.cdcs: list[dict[str, Any]] = []
+        self.adds: list[AddAction] = []
+        self.removes: list[RemoveAction] = []
+        self.cdcs: list[CdcAction] = []
         self.new_metadata: Metadata | None = None
         self.new_protocol: Protocol | None = None
         self.app_txns: dict[str, Txn] = {}
@@ -135,13 +136,13 @@ class Transaction:
         self.read_set.files.update(paths)
 
     # ------------------------------------------------------------------ what is written
-    def add_files(self, adds: list[dict[str, Any]]) -> None:
+    def add_files(self, adds: Iterable[AddAction]) -> None:
         self.adds.extend(adds)
 
-    def remove_files(self, removes: list[dict[str, Any]]) -> None:
+    def remove_files(self, removes: Iterable[RemoveAction]) -> None:
         self.removes.extend(removes)
 
-    def add_cdc_files(self, cdcs: list[dict[str, Any]]) -> None:
+    def add_cdc_files(self, cdcs: Iterable[CdcAction]) -> None:
         self.cdcs.extend(cdcs)
 
     def update_metadata(self, metadata: Metadata) -> None:
@@ -246,7 +247,7 @@ class Transaction:
         proto = self.protocol
         conf = md.configuration
         now = int(time.time() * 1000)
-        info: dict[str, Any] = {"timestamp": now}
+        info: CommitInfoAction = {"timestamp": now}
         ict_on = _true(conf, "delta.enableInCommitTimestamps")
         if ict_on:
             ict = now if prev_ict is None else max(now, prev_ict + 1)
@@ -271,10 +272,9 @@ class Transaction:
         user_params = extras.pop("operationParameters", None)
         if user_params:  # deltalake adds the user's keys; the operation's own keys win
             info["operationParameters"] = {**user_params, **info["operationParameters"]}
-        info.update(extras)
-        info["txnId"] = self.txn_id
+        commit_info: dict[str, Any] = {**info, **extras, "txnId": self.txn_id}  # the user's keys are untyped
 
-        actions: list[dict[str, Any]] = [{"commitInfo": info}]
+        actions: list[dict[str, Any]] = [{"commitInfo": commit_info}]
         if self.new_protocol is not None:
             actions.append({"protocol": self.new_protocol.to_json()})
         if self.new_metadata is not None:
@@ -282,7 +282,7 @@ class Transaction:
         for t in self.app_txns.values():
             actions.append({"txn": {"appId": t.app_id, "version": t.version,
                                     "lastUpdated": t.last_updated if t.last_updated is not None else now}})
-        adds = [dict(a) for a in self.adds]
+        adds = [a.copy() for a in self.adds]
         domains = dict(self.domains)
         if proto.has_feature("rowTracking"):
             next_id = hwm + 1
@@ -546,7 +546,7 @@ def commit_info_extras(custom: dict[Any, Any] | None) -> dict[str, Any]:
 DEFAULT_CHECKPOINT_INTERVAL = 100
 
 
-def _num_records(add: dict[str, Any]) -> int | None:
+def _num_records(add: AddAction) -> int | None:
     stats = add.get("stats")
     if not stats:
         return None

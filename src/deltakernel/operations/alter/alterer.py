@@ -18,8 +18,9 @@ from typing import Protocol as TypingProtocol
 
 from ...errors import ConstraintViolationError, DeltaError, SchemaError, UnsupportedFeatureError
 from ...kernel.expressions.sql import parse_sql, quote_column_identifiers, referenced_columns
+from ...kernel.log.action_types import AddAction
 from ...kernel.log.actions import Protocol
-from ...kernel.protocol.features import LEGACY_FEATURES, READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
+from ...kernel.protocol.features import READER_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
 from ...kernel.protocol.select import (
     features_in_effect,
     minimal_protocol,
@@ -31,13 +32,13 @@ from ...kernel.row_tracking import with_materialized_names
 from ...kernel.scan.scan import Scan
 from ...kernel.schema.column_mapping import ID_KEY, MODE_KEY, PHYSICAL_NAME_KEY
 from ...kernel.schema.evolution import schema_has_type
-from ...kernel.schema.types import ArrayType, DataType, MapType, StructField, StructType, _parse_field, schema_to_json
+from ...kernel.schema.types import ArrayType, DataType, MapType, StructField, StructType, parse_field, schema_to_json
 from ...kernel.snapshot import Snapshot
 from ...sqleval import evaluate
 from ..commit_options import CommitProperties, PostCommitHookProperties
 from ..write.enforcement import CONSTRAINT_PREFIX, GENERATION_EXPRESSION, check_constraints, sample_row
 from .metadata import AlterBase, CommitOptions, commit_options, resolve_path
-from .table_properties import PROPERTY_FEATURES, validate_properties
+from .table_properties import PROPERTY_FEATURES, feature_name, validate_properties
 
 
 class TableHandle(TypingProtocol):
@@ -50,22 +51,6 @@ class TableHandle(TypingProtocol):
 
 MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
 
-#: feature names as deltalake's `TableFeatures` enum spells them -> protocol names
-_FEATURE_NAMES = {n.lower(): n for n in SUPPORTED_WRITER_FEATURES | set(LEGACY_FEATURES)}
-_FEATURE_NAMES.update({"timestampwithouttimezone": "timestampNtz", "varianttypepreview": "variantType-preview",
-                       "typewideningpreview": "typeWidening-preview", "icebergcompatv1": "icebergCompatV1",
-                       "timestampnanos": "timestampNanos"})
-
-
-def feature_name(feature: Any) -> str:
-    """A protocol feature name from a string or a deltalake `TableFeatures` member."""
-    text = str(getattr(feature, "name", None) or feature).rsplit(".", 1)[-1]
-    key = text.replace("_", "").replace("-", "").lower()
-    for cand in (text.lower(), key):
-        if cand in _FEATURE_NAMES:
-            return _FEATURE_NAMES[cand]
-    raise DeltaError(f"unknown table feature {feature!r}")
-
 
 class TableAlterer(AlterBase):
     """Schema, constraint, property and protocol changes of one DeltaTable."""
@@ -75,7 +60,8 @@ class TableAlterer(AlterBase):
 
     @property
     def _protocol(self) -> Protocol:
-        return self._table.snapshot.protocol
+        protocol: Protocol = self._table.snapshot.protocol
+        return protocol
 
     def _mode(self) -> str:
         mode = self._metadata.configuration.get(MODE_KEY, "none").strip().lower()
@@ -288,7 +274,7 @@ class TableAlterer(AlterBase):
             conf["delta.inCommitTimestampEnablementVersion"] = str(snap.version + 1)
             conf["delta.inCommitTimestampEnablementTimestamp"] = str(ts)
             max_retries = 0  # the enablement version must be the version this commit lands at
-        backfill: list[dict[str, Any]] = []
+        backfill: list[AddAction] = []
         rt = "delta.enableRowTracking"
         if conf.get(rt, "false").lower() == "true" and md.configuration.get(rt, "false").lower() != "true":
             conf = with_materialized_names(conf)
@@ -386,7 +372,7 @@ def _as_field(f: Any) -> StructField:
     to_json = getattr(f, "to_json", None)
     if callable(to_json):  # deltalake.schema.Field
         raw = to_json()
-        return _parse_field(json.loads(raw) if isinstance(raw, str) else raw)
+        return parse_field(json.loads(raw) if isinstance(raw, str) else raw)
     raise DeltaError(f"add_columns needs StructField values, got {type(f).__name__}")
 
 
@@ -493,7 +479,7 @@ def _drop(struct: StructType, path: tuple[str, ...]) -> StructType:
 __all__ = ["TableAlterer", "feature_name"]
 
 
-def _row_id_backfill(snap: Any) -> list[dict[str, Any]]:
+def _row_id_backfill(snap: Any) -> list[AddAction]:
     """Enabling row tracking on a table with data: every live file without a baseRowId is re-added
     (dataChange=false) so that the commit assigns it one (PROTOCOL.md "Row Tracking": all files of a table
     with `delta.enableRowTracking=true` have base row ids). One action per existing file, once."""
@@ -503,10 +489,10 @@ def _row_id_backfill(snap: Any) -> list[dict[str, Any]]:
     import pyarrow.compute as pc
 
     missing = files.filter(pc.is_null(files.column("base_row_id")))
-    out: list[dict[str, Any]] = []
+    out: list[AddAction] = []
     for r in missing.select(["path", "size", "modification_time", "partition_values", "stats",
                              "deletion_vector", "tags"]).to_pylist():
-        add: dict[str, Any] = {"path": r["path"], "partitionValues": dict(r["partition_values"] or {}),
+        add: AddAction = {"path": r["path"], "partitionValues": dict(r["partition_values"] or {}),
                                "size": r["size"], "modificationTime": r["modification_time"], "dataChange": False,
                                "stats": r["stats"]}
         if r["deletion_vector"]:

@@ -31,6 +31,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from ...errors import DeltaError, FeatureDropWaitError, UnsupportedFeatureError
+from ...kernel.log.action_types import AddAction
 from ...kernel.log.actions import Protocol
 from ...kernel.log.replay import read_commits
 from ...kernel.log.retention import interval_conf
@@ -45,6 +46,7 @@ from ...kernel.protocol.select import (
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import Transaction
 from ...storage import Storage
+from .table_properties import feature_name
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +85,6 @@ def _commit_txn(txn: Transaction) -> Any:
 
 
 def _name(f: Any) -> str:
-    from .alterer import feature_name
-
     return str(feature_name(f))
 
 
@@ -228,7 +228,7 @@ def _purge_deletion_vectors(storage: Storage, snap: Snapshot, custom: dict[str, 
                     yield from rewriter.output.materialize(data).to_batches()
 
         rewriter.output.write(batches())
-        adds = [{**a, "dataChange": False} for a in rewriter.output.finish()]
+        adds: list[AddAction] = [{**a, "dataChange": False} for a in rewriter.output.finish()]
         txn.remove_files([remove_action(r, now, data_change=False) for r in rows])
         txn.add_files(adds)
         txn.operation_metrics.update({"numRemovedFiles": len(rows), "numAddedFiles": len(adds),

@@ -1,4 +1,4 @@
-"""Validation of `delta.*` table properties, and which protocol features each one turns on.
+"""Validation of `delta.*` table properties, which protocol features each one turns on, and feature names.
 
 Why validate: a typo such as `delta.enableChangeDatafeed` would otherwise be stored silently and the
 feature never enabled, and a bad value (`delta.checkpointInterval=abc`) breaks every later writer.
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ...errors import DeltaError
+from ...kernel.protocol.features import LEGACY_FEATURES, SUPPORTED_WRITER_FEATURES
 
 _BOOL = ("true", "false")
 _INTERVAL = re.compile(r"^\s*interval\s+\d+\s+(nanosecond|microsecond|millisecond|second|minute|hour|day|week)s?"
@@ -94,12 +96,27 @@ PROPERTY_FEATURES: dict[str, tuple[str, Callable[[str], bool]]] = {
 }
 
 
+#: feature names as deltalake's `TableFeatures` enum spells them -> protocol names
+_FEATURE_NAMES = {n.lower(): n for n in SUPPORTED_WRITER_FEATURES | set(LEGACY_FEATURES)}
+_FEATURE_NAMES.update({"timestampwithouttimezone": "timestampNtz", "varianttypepreview": "variantType-preview",
+                       "typewideningpreview": "typeWidening-preview", "icebergcompatv1": "icebergCompatV1",
+                       "timestampnanos": "timestampNanos"})
+
+
+def feature_name(feature: Any) -> str:
+    """A protocol feature name from a string or a deltalake `TableFeatures` member."""
+    text = str(getattr(feature, "name", None) or feature).rsplit(".", 1)[-1]
+    key = text.replace("_", "").replace("-", "").lower()
+    for cand in (text.lower(), key):
+        if cand in _FEATURE_NAMES:
+            return _FEATURE_NAMES[cand]
+    raise DeltaError(f"unknown table feature {feature!r}")
+
+
 def validate_properties(
     props: dict[str, str], current: dict[str, str], raise_if_not_exists: bool = True
 ) -> tuple[dict[str, str], set[str], tuple[int, int] | None]:
     """(properties to store, features requested by `delta.feature.*`, requested (reader, writer) or None)."""
-    from .alterer import feature_name
-
     stored: dict[str, str] = {}
     explicit: set[str] = set()
     reader = writer = 0
@@ -137,8 +154,6 @@ def split_protocol_requests(conf: dict[str, str]) -> tuple[dict[str, str], set[s
     """(configuration to store, features asked for by `delta.feature.*`, (reader, writer) asked for by
     `delta.minReaderVersion` / `delta.minWriterVersion`). Protocol requests are not table properties:
     Spark strips them from the configuration, and so does every deltakernel writer (create and ALTER)."""
-    from .alterer import feature_name
-
     stored: dict[str, str] = {}
     feats: set[str] = set()
     versions = {"delta.minreaderversion": 0, "delta.minwriterversion": 0}

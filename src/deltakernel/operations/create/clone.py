@@ -30,10 +30,11 @@ import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ...errors import DeltaError, FileAlreadyExistsError, TableNotFoundError
 from ...kernel.deletion_vectors import DeletionVectorDescriptor
+from ...kernel.log.action_types import AddAction, RemoveAction
 from ...kernel.log.actions import Metadata
 from ...kernel.paths import is_absolute, resolve_file, resolve_key
 from ...kernel.protocol.select import features_in_effect, minimal_protocol, with_min_versions
@@ -63,15 +64,7 @@ def clone_table(
 ) -> tuple[dict[str, Any], int]:
     """Clone `source` into `target`; returns (delta-spark's CLONE metrics, the target's committed version)."""
     target_storage = storage_for_uri(target, storage_options)
-    if target_storage.root_uri.rstrip("/") == source_storage.root_uri.rstrip("/"):
-        raise DeltaError(f"cannot clone {source_storage.root_uri} onto itself")
-    try:
-        existing: Snapshot | None = Snapshot.load(target_storage)
-    except TableNotFoundError:
-        existing = None
-    if existing is not None and not replace:
-        raise DeltaError(f"a Delta table already exists at {target_storage.root_uri}; pass replace=True to "
-                         "replace it")
+    existing = check_clone_target(source_storage, target_storage, replace)
     start = time.perf_counter()
     files = source.files
     sizes = files.column("size").to_pylist()
@@ -96,8 +89,44 @@ def clone_table(
     return metrics, txn.committed_version
 
 
+def check_clone_target(source_storage: Storage, target_storage: Storage, replace: bool) -> Snapshot | None:
+    """The Delta table already at the clone target (None when there is none), after the checks every clone
+    makes before copying anything: the target is not the source, and a table there is replaced only with
+    `replace`. Shared by `clone_table` and Spark's deep clone."""
+    if target_storage.root_uri.rstrip("/") == source_storage.root_uri.rstrip("/"):
+        raise DeltaError(f"cannot clone {source_storage.root_uri} onto itself")
+    try:
+        existing: Snapshot | None = Snapshot.load(target_storage)
+    except TableNotFoundError:
+        existing = None
+    if existing is not None and not replace:
+        raise DeltaError(f"a Delta table already exists at {target_storage.root_uri}; pass replace=True to "
+                         "replace it")
+    return existing
+
+
+def copy_destination(source: Storage, path: str) -> tuple[Storage, str, str]:
+    """(storage, key, target key) of a deep clone's copy of the data file at log path `path`: the file keeps its
+    path relative to the source root, a file outside the root lands under its file name."""
+    src, key = resolve_file(source, path)
+    try:
+        dst = resolve_key(source.root_uri, path) if src is source else posixpath.basename(key)
+    except DeltaError:
+        dst = posixpath.basename(key)
+    return src, key, dst
+
+
+def dv_source(source: Storage, dv: DeletionVectorDescriptor) -> tuple[Storage, str]:
+    """(storage, key) of a stored (not inline) deletion vector's file, for copying it."""
+    if dv.storage_type == "u":
+        return source, dv.relative_key()
+    if is_absolute(dv.path_or_inline_dv):
+        return resolve_file(source, dv.path_or_inline_dv)
+    return source, dv.relative_key(source.root_uri)
+
+
 def clone_transaction(source_storage: Storage, source: Snapshot, target_storage: Storage, existing: Snapshot | None,
-                      adds: list[dict[str, Any]], properties: Mapping[str, str | None] | None, *, shallow: bool,
+                      adds: list[AddAction], properties: Mapping[str, str | None] | None, *, shallow: bool,
                       source_size: int, engine_info: str | None = None) -> tuple[Transaction, dict[str, Any]]:
     """The CLONE commit (not yet committed) and delta-spark's metrics: the source's metadata and protocol, the
     target's files removed when replaced, domain metadata carried over, the row-id high-water mark never going
@@ -110,7 +139,7 @@ def clone_transaction(source_storage: Storage, source: Snapshot, target_storage:
     txn.update_metadata(md)
     if existing is None or protocol != existing.protocol:
         txn.update_protocol(protocol)
-    removes: list[dict[str, Any]] = []
+    removes: list[RemoveAction] = []
     if existing is not None:
         txn.read_whole_table()
         removes = [remove_action(r, now) for r in existing.files.to_pylist()]
@@ -125,7 +154,8 @@ def clone_transaction(source_storage: Storage, source: Snapshot, target_storage:
         txn.set_domain_metadata(ROW_TRACKING_DOMAIN, json.dumps({"rowIdHighWaterMark": max(
             row_id_high_water_mark(source), row_id_high_water_mark(existing))}, separators=(",", ":")))
     if ROW_TRACKING_DOMAIN not in source.domain_metadata and any(a.get("baseRowId") is not None for a in adds):
-        adds = [{k: v for k, v in a.items() if k not in ("baseRowId", "defaultRowCommitVersion")} for a in adds]
+        adds = [cast(AddAction, {k: v for k, v in a.items() if k not in ("baseRowId", "defaultRowCommitVersion")})
+                for a in adds]
     txn.add_files(adds)
     metrics = {
         "sourceTableSize": source_size,
@@ -141,7 +171,7 @@ def clone_transaction(source_storage: Storage, source: Snapshot, target_storage:
 
 def metadata_and_protocol(source: Snapshot, existing: Snapshot | None,
                            properties: Mapping[str, str | None] | None) -> tuple[Metadata, Any]:
-    from ..write.api import required_features
+    from ..write.plan import required_features
 
     smd = source.metadata
     conf = dict(smd.configuration)
@@ -207,9 +237,10 @@ def _data_file_path(storage: Storage, key: str) -> str:
     return uri_encode_path(full) if full.startswith("/") else _absolute_uri(storage, key)
 
 
-def base_add(row: Mapping[str, Any], path: str) -> dict[str, Any]:
-    add: dict[str, Any] = {"path": path, "partitionValues": dict(row.get("partition_values") or {}),
-                           "size": row["size"], "modificationTime": row["modification_time"], "dataChange": True}
+def base_add(row: Mapping[str, Any], path: str) -> AddAction:
+    """The `add` of a cloned file at `path`: the source row's size, time, stats, tags and row-tracking fields."""
+    add: AddAction = {"path": path, "partitionValues": dict(row.get("partition_values") or {}),
+                      "size": row["size"], "modificationTime": row["modification_time"], "dataChange": True}
     if row.get("stats"):
         add["stats"] = row["stats"]
     if row.get("tags"):
@@ -226,7 +257,7 @@ def _dv(row: Mapping[str, Any]) -> DeletionVectorDescriptor | None:
     return DeletionVectorDescriptor.from_dict(d) if d else None
 
 
-def _shallow_add(storage: Storage, row: Mapping[str, Any]) -> dict[str, Any]:
+def _shallow_add(storage: Storage, row: Mapping[str, Any]) -> AddAction:
     target, key = resolve_file(storage, row["path"])
     add = base_add(row, _data_file_path(target, key))
     dv = _dv(row)
@@ -276,12 +307,8 @@ class _DeepCopier:
                 self.in_flight -= need
                 self.budget.notify_all()
 
-    def _one(self, row: Mapping[str, Any], copied: list[str]) -> dict[str, Any]:
-        src, key = resolve_file(self.source, row["path"])
-        try:
-            dst = resolve_key(self.source.root_uri, row["path"]) if src is self.source else posixpath.basename(key)
-        except DeltaError:
-            dst = posixpath.basename(key)
+    def _one(self, row: Mapping[str, Any], copied: list[str]) -> AddAction:
+        src, key, dst = copy_destination(self.source, row["path"])
         dst = self._copy(src, key, dst, int(row["size"]), copied)
         add = base_add(row, uri_encode_path(dst))
         dv = _dv(row)
@@ -292,12 +319,7 @@ class _DeepCopier:
     def _copy_dv(self, dv: DeletionVectorDescriptor, copied: list[str]) -> DeletionVectorDescriptor:
         if dv.is_inline:
             return dv
-        if dv.storage_type == "u":
-            src, key = self.source, dv.relative_key()
-        elif is_absolute(dv.path_or_inline_dv):
-            src, key = resolve_file(self.source, dv.path_or_inline_dv)
-        else:
-            src, key = self.source, dv.relative_key(self.source.root_uri)
+        src, key = dv_source(self.source, dv)
         ident = (src.root_uri, key)
         with self.dv_lock:
             known = self.dv_files.get(ident)
@@ -313,12 +335,12 @@ class _DeepCopier:
             self._copy(src, key, out.relative_key(), src.head(key).size, copied, rename=False)
         return out
 
-    def run(self, rows: list[dict[str, Any]], copied: list[str]) -> list[dict[str, Any]]:
+    def run(self, rows: list[dict[str, Any]], copied: list[str]) -> list[AddAction]:
         total = len(rows)
         done = 0
         lock = threading.Lock()
 
-        def one(row: dict[str, Any]) -> dict[str, Any]:
+        def one(row: dict[str, Any]) -> AddAction:
             nonlocal done
             add = self._one(row, copied)
             if self.progress is not None:
@@ -333,4 +355,4 @@ class _DeepCopier:
             return list(pool.map(one, rows))
 
 
-__all__ = ["clone_table"]
+__all__ = ["check_clone_target", "clone_table", "clone_transaction", "copy_destination", "dv_source"]

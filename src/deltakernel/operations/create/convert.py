@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...errors import DeltaError, SchemaError, UnsupportedFeatureError
+from ...kernel.log.action_types import AddAction
 from ...kernel.log.actions import Format, Metadata
 from ...kernel.log.segment import LOG_DIR
 from ...kernel.scan.partition_values import parse_partition_value
@@ -103,10 +104,10 @@ def convert_to_deltalake(
     schema = _table_schema(footers, files, parts)
     part_names = [f.name for f in parts.fields] if parts else []
     stats_plan = _StatsPlan(schema, part_names, conf) if collect_stats else None
-    adds = []
+    adds: list[AddAction] = []
     for f, pv, stats in zip(files, values, footers.stats(stats_plan)):
-        add: dict[str, Any] = {"path": uri_encode_path(f.key), "partitionValues": pv, "size": f.size,
-                               "modificationTime": f.last_modified_ms, "dataChange": True}
+        add: AddAction = {"path": uri_encode_path(f.key), "partitionValues": pv, "size": f.size,
+                          "modificationTime": f.last_modified_ms, "dataChange": True}
         if stats is not None:
             add["stats"] = stats
         adds.append(add)
@@ -295,10 +296,10 @@ class _StatsPlan:
 
 # ----------------------------------------------------------------------------- commit
 def _commit(storage: Storage, schema: StructType, part_names: list[str], conf: dict[str, str], name: str | None,
-            description: str | None, adds: list[dict[str, Any]], collect_stats: bool,
+            description: str | None, adds: list[AddAction], collect_stats: bool,
             commit_properties: CommitProperties | None,
             post_commithook_properties: PostCommitHookProperties | None) -> None:
-    from ..write.api import protocol_for, required_features
+    from ..write.plan import protocol_for, required_features
 
     props = commit_properties or CommitProperties()
     md = Metadata(id=str(uuid.uuid4()), schema_string=schema_to_json(schema), partition_columns=tuple(part_names),

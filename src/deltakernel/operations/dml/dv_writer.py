@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...kernel.deletion_vectors import DeletionVectorDescriptor, encode_dv_file, serialize_roaring_bitmap_array
+from ...kernel.log.action_types import AddAction
 from ...storage import Storage
 
 _PREFIX_CHARS = string.ascii_letters + string.digits
@@ -102,9 +103,9 @@ def loose_stats(stats: str | None) -> str | None:
     return json.dumps(doc, separators=(",", ":"))
 
 
-def dv_add_action(row: Mapping[str, Any], descriptor: DeletionVectorDescriptor) -> dict[str, Any]:
+def dv_add_action(row: Mapping[str, Any], descriptor: DeletionVectorDescriptor) -> AddAction:
     """The `add` re-adding file-table `row` with its new deletion vector (row-tracking fields kept)."""
-    out: dict[str, Any] = {
+    out: AddAction = {
         "path": row["path"],
         "partitionValues": dict(row.get("partition_values") or {}),
         "size": row["size"],

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from ...errors import DeltaError
 from ...kernel import row_tracking as rt
 from ...kernel.arrow_build import scalar
+from ...kernel.log.action_types import AddAction, RemoveAction
 from ...kernel.scan.scan import Scan
 from ...kernel.schema.types import StructType
 from ...kernel.snapshot import Snapshot, SnapshotView
@@ -40,10 +41,10 @@ FILE_COLUMNS = ["path", "size", "partition_values", "deletion_vector", "base_row
 _FALSE = scalar(False)  # Arrow scalars: Python literals in compute calls make pyarrow import pandas
 
 
-def remove_action(row: Mapping[str, Any], now: int, data_change: bool = True) -> dict[str, Any]:
+def remove_action(row: Mapping[str, Any], now: int, data_change: bool = True) -> RemoveAction:
     """The `remove` for a file-table row (keeps baseRowId / defaultRowCommitVersion, as the protocol asks)."""
     pv = row.get("partition_values") or {}
-    out: dict[str, Any] = {
+    out: RemoveAction = {
         "path": row["path"],
         "deletionTimestamp": now,
         "dataChange": data_change,
@@ -101,8 +102,8 @@ def live_pieces(path: str, pieces: Iterable[pa.Table], live: int,
 
 @dataclass
 class RewriteResult:
-    adds: list[dict[str, Any]] = field(default_factory=list)
-    removes: list[dict[str, Any]] = field(default_factory=list)
+    adds: list[AddAction] = field(default_factory=list)
+    removes: list[RemoveAction] = field(default_factory=list)
     removed_rows: int = 0
     copied_rows: int = 0
 

@@ -1,7 +1,7 @@
 """UPDATE (deltalake's `DeltaTable.update`, delta-spark's UpdateCommand semantics).
 
-1. Plan the SET list (:func:`plan_assignments`: target columns resolved, SQL expressions parsed and
-   type-checked on an empty batch, identity columns refused) and the predicate
+1. Plan the SET list (:func:`plan_assignments`: target columns resolved by `assignments.SetTargets`, shared
+   with Spark's UPDATE; SQL expressions parsed and type-checked on an empty batch) and the predicate
    (`touched_rows.plan_predicate`): bad input raises before anything is written.
 2. Candidate files: partition pruning + stats skipping; a partition-only predicate is decided exactly on
    each file's partition values. The matching physical rows are found reading only the predicate's
@@ -38,7 +38,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import (
-    ConstraintViolationError,
     InvalidFilterError,
     InvalidNewValueError,
     InvalidUpdatesError,
@@ -57,7 +56,8 @@ from ...storage import Storage
 from ..commit_options import CommitProperties, PostCommitHookProperties
 from ..files.change_data import ChangeDataWriter
 from ..files.dml_output import DataFileOutput
-from ..write.enforcement import GENERATION_EXPRESSION, IDENTITY_START, IDENTITY_STEP, Enforcer, cast_for_column
+from ..write.enforcement import GENERATION_EXPRESSION, Enforcer, cast_for_column
+from .assignments import SetTargets
 from .commit import FileChangeMetrics, ms_since, run_and_commit
 from .dv_writer import DeletionVectorWriter, deletion_vectors_writable
 from .rewrite import FILE_COLUMNS, PIECE_ROWS, live_pieces, remove_action, row_tracking_configuration
@@ -81,8 +81,6 @@ class UpdateMetrics(FileChangeMetrics):
     num_updated_rows: int = 0
 
     ROW_COUNTER: ClassVar[tuple[str, str]] = ("num_updated_rows", "numUpdatedRows")
-
-
 
 
 # ----------------------------------------------------------------------------- the SET list
@@ -118,19 +116,12 @@ def plan_assignments(snapshot: Snapshot, updates: Mapping[str, str] | None,
     if not isinstance(given, Mapping) or not given:
         raise InvalidFilterError(f"update needs a non-empty mapping of column -> value, got {given!r}")
     schema = snapshot.schema
-    by_lower = {f.name.lower(): f for f in schema.fields}
+    targets = SetTargets(schema, quotes='`"')  # deltalake quotes names as "fooBar"
     out: dict[str, Assignment] = {}
     for key, value in given.items():
         if not isinstance(key, str):
             raise SchemaError(f"update target must be a column name (str), got {key!r}")
-        name = key[1:-1] if len(key) > 1 and key[0] == key[-1] and key[0] in '`"' else key  # deltalake: "fooBar"
-        field = by_lower.get(name.lower())
-        if field is None:
-            raise SchemaError(f"cannot update column {key!r}: no such column (columns: {list(schema.names)})")
-        if field.name in out:
-            raise SchemaError(f"column {field.name!r} is assigned more than once")
-        if IDENTITY_START in field.metadata or IDENTITY_STEP in field.metadata:
-            raise ConstraintViolationError(f"column {field.name!r} is an IDENTITY column: UPDATE cannot change it")
+        field = targets.resolve(key)
         if updates is not None:
             if not isinstance(value, str):
                 raise InvalidFilterError(f"updates values must be SQL text; column {key!r} got {value!r} "

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from ...kernel.arrow_build import scalar
+from ...kernel.log.action_types import AddAction, CdcAction
 from ...kernel.schema.arrow import to_arrow_schema
 from ...kernel.schema.types import PrimitiveType, StructField, StructType
 from ...storage import Storage
@@ -34,7 +35,7 @@ def cdf_enabled(configuration: Mapping[str, str]) -> bool:
     return str(configuration.get(CDF_PROPERTY, "false")).strip().lower() == "true"
 
 
-def cdc_action(add: Mapping[str, Any]) -> dict[str, Any]:
+def cdc_action(add: Mapping[str, Any]) -> CdcAction:
     """The `cdc` action for a file the file writer produced (no stats; dataChange is always false)."""
     return {"path": add["path"], "partitionValues": dict(add.get("partitionValues") or {}),
             "size": int(add["size"]), "dataChange": False}
@@ -82,7 +83,7 @@ class ChangeDataWriter:
         self.buffer: list[pa.Table] = []
         self.buffered = 0
         self.rows = {t: 0 for t in CHANGE_TYPES}
-        self.written: list[dict[str, Any]] = []
+        self.written: list[AddAction] = []
 
     @classmethod
     def for_commit(cls, storage: Storage, metadata: Any, column_mapping_mode: str, configuration: Mapping[str, str],
@@ -132,7 +133,7 @@ class ChangeDataWriter:
         )
         self.written += adds
 
-    def actions(self) -> list[dict[str, Any]]:
+    def actions(self) -> list[CdcAction]:
         self.flush()
         return [cdc_action(a) for a in self.written]
 

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from ...kernel import row_tracking as rt
+from ...kernel.log.action_types import AddAction
 from ...kernel.paths import resolve_key
 from ...kernel.schema.types import PrimitiveType, StructField, StructType
 from ...kernel.snapshot import Snapshot
@@ -55,7 +56,7 @@ class DataFileOutput:
         self.hidden = rt.columns_to_write(snapshot.protocol, snapshot.configuration, self.configuration,
                                           storage.root_uri)
         self.row_tracking = self.hidden is not None
-        self.adds: list[dict[str, Any]] = []
+        self.adds: list[AddAction] = []
 
     # ------------------------------------------------------------------ rows
     def materialize(self, rows: pa.Table) -> pa.Table:
@@ -77,18 +78,19 @@ class DataFileOutput:
         return StructType((*self.schema.fields, StructField(self.hidden[0], long), StructField(self.hidden[1], long)))
 
     # ------------------------------------------------------------------ writing
-    def write(self, batches: Iterator[pa.RecordBatch]) -> list[dict[str, Any]]:
+    def write(self, batches: Iterator[pa.RecordBatch]) -> list[AddAction]:
         """Write a stream of (materialized) batches as new files; returns their adds."""
         from .parquet_writer import write_data_files
-        adds = write_data_files(self.storage, batches, schema=self.write_schema(),
-                                partition_columns=self.partition_columns, column_mapping_mode=self.mode,
-                                configuration=self.configuration, writer_properties=self.writer_properties)
+        written = write_data_files(self.storage, batches, schema=self.write_schema(),
+                                   partition_columns=self.partition_columns, column_mapping_mode=self.mode,
+                                   configuration=self.configuration, writer_properties=self.writer_properties)
+        adds = written
         if self.hidden is not None:
             adds = [without_stats_of(a, self.hidden) for a in adds]
         self.adds.extend(adds)
         return adds
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> list[AddAction]:
         """Every add written."""
         return list(self.adds)
 
@@ -98,7 +100,7 @@ class DataFileOutput:
         self.adds = []
 
 
-def without_stats_of(add: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
+def without_stats_of(add: AddAction, columns: tuple[str, ...]) -> AddAction:
     """Statistics describe table columns only: drop those of the hidden materialized columns."""
     raw = add.get("stats")
     if not raw:

@@ -16,6 +16,9 @@ Why it looks like this:
 - paths, partition directories and the physical file schema: `data_layout.py`; timestamps are INT64
   microseconds (UTC-adjusted for `timestamp`, not for `timestamp_ntz`).
 - nothing here commits: on failure every file written so far is deleted (best effort) and the error re-raised.
+- one writer for every data file: appends, overwrites, DML rewrites and OPTIMIZE (`one_file_per_partition` and
+  `partition_values` give OPTIMIZE one file per bin, in the bin's row order, under the bin's logged partition
+  values), so row groups, encodings and stats are the same whichever operation wrote a file.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from ...kernel.log.action_types import AddAction
 from ...kernel.schema.types import StructType
 from ...kernel.stats.collect import StatsCollector
 from ...storage.base import Storage
@@ -52,14 +56,16 @@ from .layout import (
     to_physical,
     uri_encode_path,
 )
-from .writer_options import _EXTENSIONS, WriterProperties
+from .writer_options import COMPRESSION_EXTENSIONS, WriterProperties
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024  # deltalake's default; Spark's delta.targetFileSize default is 100 MiB too
 MAX_OPEN_FILES = 64
 MEMORY_BUDGET = 256 * 1024 * 1024  # uncompressed bytes buffered across all partitions
-MAX_ROW_GROUP_BYTES = 128 * 1024 * 1024  # uncompressed bytes of one buffered row group
+#: uncompressed (Arrow) bytes of one buffered row group: pyarrow encodes a row group from one Arrow table, so this
+#: bounds a row group's memory when `max_row_group_size` rows are wide (parquet-mr's default block is 128 MB too)
+MAX_ROW_GROUP_BYTES = 128 * 1024 * 1024
 _DICT_SAMPLE_ROWS = 32768  # rows looked at to decide dictionary encoding per column
 _DICT_SAMPLE_MIN_ROWS = 16384  # smaller row groups do not decide (their file keeps dictionary everywhere)
 _PARALLEL_STATS_ROWS = 65536  # below this a thread hand-off costs more than it hides
@@ -140,7 +146,7 @@ def dictionary_options(options: dict[str, Any], sample: pa.Table | pa.RecordBatc
     so a dictionary of 8-byte values (or longer strings) would overflow in a row group of ordinary size
     anyway. (A 32k sample costs ~15 ms on the first batch; 64k cost twice that.) Only when the caller left
     dictionary encoding on for all columns, only for top-level primitive columns, and not when a dotted field
-    name makes Parquet column paths ambiguous. Shared by the write path and OPTIMIZE's bin writer.
+    name makes Parquet column paths ambiguous.
     """
     if options.get("use_dictionary") is not True or sample.num_rows < _DICT_SAMPLE_MIN_ROWS \
             or has_dotted_name(layout.physical_arrow):
@@ -164,7 +170,8 @@ def dictionary_options(options: dict[str, Any], sample: pa.Table | pa.RecordBatc
 class _FileWriter:
     def __init__(self, storage: Storage, layout: Layout, mode: str, configuration: Mapping[str, str],
                  props: WriterProperties, target_file_size: int, max_rows_per_file: int | None,
-                 data_change: bool, path_prefix: str, tight_bounds: bool | None) -> None:
+                 data_change: bool, path_prefix: str, tight_bounds: bool | None,
+                 one_file_per_partition: bool = False) -> None:
         self.storage = storage
         self.fs, self.base = storage.arrow_filesystem()
         self.layout = layout
@@ -172,7 +179,9 @@ class _FileWriter:
         self.configuration = configuration
         self.props = props
         self.options = props.parquet_options(layout)
-        self.target = max(1, target_file_size)
+        # one file per partition (OPTIMIZE's bins): no rolling at the target size and no second lane
+        self.target: int | None = None if one_file_per_partition else max(1, target_file_size)
+        self.lanes = 1 if one_file_per_partition else LANES
         self.max_rows = max_rows_per_file if max_rows_per_file and max_rows_per_file > 0 else None
         self.rg_rows = max(1, props.max_row_group_size)
         self.data_change = data_change
@@ -187,7 +196,7 @@ class _FileWriter:
         self.open: OrderedDict[tuple[tuple[str | None, ...], int], _OpenFile] = OrderedDict()
         self.lane: dict[tuple[str | None, ...], int] = {}  # the lane a partition's next rows go to
         self.created_keys: list[str] = []
-        self.adds: list[dict[str, Any]] = []
+        self.adds: list[AddAction] = []
         self.buffered_total = 0
         self.ratio = 1.0  # encoded bytes per buffered (Arrow) byte, learned from flushed row groups
         self.counter = 0
@@ -196,7 +205,7 @@ class _FileWriter:
         self.encode_workers = max(2, os.cpu_count() or 2)
         self.encode_pool = ThreadPoolExecutor(max_workers=self.encode_workers, thread_name_prefix="deltakernel-encode")
         self.in_flight: deque[Future[None]] = deque()
-        ext = _EXTENSIONS[self.options["compression"]]
+        ext = COMPRESSION_EXTENSIONS[self.options["compression"]]
         self.suffix = f"-c000.{ext}parquet"
 
     # -------------------------------------------------------------- encoding choice
@@ -357,22 +366,22 @@ class _FileWriter:
             f.buffered_bytes += nbytes
             self.buffered_total += nbytes
             full_file = self.max_rows is not None and f.rows + f.buffered_rows >= self.max_rows
-            near_target = f.estimated_size(self.ratio) >= self.target
+            near_target = self.target is not None and f.estimated_size(self.ratio) >= self.target
             if full_file or f.buffered_rows >= self.rg_rows or f.buffered_bytes >= MAX_ROW_GROUP_BYTES \
                     or near_target:
                 flushed = f.buffered_rows
                 self._flush(f)
-                if full_file or f.estimated_size(self.ratio) >= self.target:
+                if full_file or (self.target is not None and f.estimated_size(self.ratio) >= self.target):
                     self._roll(f)
                 elif flushed >= _LANE_MIN_ROWS:
-                    self.lane[values] = (lane + 1) % LANES
+                    self.lane[values] = (lane + 1) % self.lanes
         while self.buffered_total > MEMORY_BUDGET and self.open:
             largest = max(self.open.values(), key=lambda o: o.buffered_bytes)
             if not largest.buffered_bytes:
                 break
             self._flush(largest)
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> list[AddAction]:
         # hand every file's last row group to the encode pool before waiting on any: closing file by
         # file (flush, wait, close) would encode the tails of a partitioned write one at a time
         for f in list(self.open.values()):
@@ -417,13 +426,19 @@ def write_data_files(
     path_prefix: str = "",
     tight_bounds: bool | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> list[dict[str, Any]]:
+    partition_values: Mapping[str, str | None] | None = None,
+    one_file_per_partition: bool = False,
+) -> list[AddAction]:
     """Write `batches` (logical schema, table types) as Parquet data files; return their `add` actions.
 
     `target_file_size` (bytes) defaults to `delta.targetFileSize`, else 100 MiB; files also roll at
     `max_rows_per_file`. `tight_bounds` as in `StatsCollector` (None: from `delta.enableDeletionVectors`).
     `progress(rows, files)` is called on the calling thread after every input batch and once at the end
     with the rows taken so far and the files completed so far.
+    `partition_values` (serialized, keyed by physical partition column name): every row belongs to that
+    partition, taken as given instead of read from the rows (OPTIMIZE keeps a bin's values as logged).
+    `one_file_per_partition`: each partition's rows go to one file in input order (no second encoding lane, no
+    rolling at `target_file_size`; `max_rows_per_file` still applies) — OPTIMIZE's one file per bin.
     Nothing is committed; on error the files written so far are deleted and the error re-raised.
     """
     mode = column_mapping_mode or "none"
@@ -432,9 +447,11 @@ def write_data_files(
         raw = (configuration or {}).get("delta.targetFileSize")
         target_file_size = int(raw) if raw is not None and str(raw).strip().isdigit() else DEFAULT_TARGET_FILE_SIZE
     writer = _FileWriter(storage, layout, mode, configuration or {}, WriterProperties.coerce(writer_properties),
-                         target_file_size, max_rows_per_file, data_change, path_prefix, tight_bounds)
+                         target_file_size, max_rows_per_file, data_change, path_prefix, tight_bounds,
+                         one_file_per_partition)
+    fixed = None if partition_values is None else tuple(partition_values.get(p) for p in layout.partition_physical)
     splitter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltakernel-split") \
-        if layout.partition_fields else None
+        if layout.partition_fields and fixed is None else None
     ahead: deque[Future[list[tuple[tuple[str | None, ...], pa.RecordBatch]]]] = deque()
     rows = 0
     try:
@@ -445,7 +462,7 @@ def write_data_files(
             if progress is not None:
                 progress(rows, len(writer.adds))
             if splitter is None:
-                writer.add((), conform(raw_batch, layout))
+                writer.add(fixed or (), conform(raw_batch, layout))
                 continue
             # split the next batch by partition on another thread (pyarrow's take and numpy's sort release
             # the GIL) while this one is buffered and encoded; one batch ahead bounds the extra memory

@@ -20,7 +20,9 @@ from ...kernel.stats.collect import DEFAULT_STRING_PREFIX_LENGTH
 
 logger = logging.getLogger(__name__)
 
-_EXTENSIONS = {"snappy": "snappy.", "zstd": "zstd.", "gzip": "gz.", "brotli": "br.", "lz4": "lz4.", "none": ""}
+#: the codec part of a data file's name (`part-...-c000.snappy.parquet`), by codec
+COMPRESSION_EXTENSIONS = {"snappy": "snappy.", "zstd": "zstd.", "gzip": "gz.", "brotli": "br.", "lz4": "lz4.",
+                          "none": ""}
 _COMPRESSION_ALIASES = {"uncompressed": "none", "lz4_raw": "lz4", "gz": "gzip"}
 #: deltalake's valid compression levels (`Compression.get_level_range`)
 _LEVELS = {"gzip": (0, 10), "brotli": (0, 11), "zstd": (1, 22)}
@@ -170,7 +172,7 @@ class WriterProperties:
     def codec(self) -> str:
         name = str(self.compression).strip().lower()
         name = _COMPRESSION_ALIASES.get(name, name)
-        if name not in _EXTENSIONS:
+        if name not in COMPRESSION_EXTENSIONS:
             raise ValueError(f"unsupported Parquet compression {self.compression!r}")
         return name
 
@@ -268,4 +270,4 @@ def _logical_name(parquet_path: str) -> str:
     return ".".join(out)
 
 
-__all__ = ["BloomFilterProperties", "ColumnProperties", "WriterProperties"]
+__all__ = ["COMPRESSION_EXTENSIONS", "BloomFilterProperties", "ColumnProperties", "WriterProperties"]

@@ -17,7 +17,7 @@ import datetime as dt
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,13 +25,14 @@ import pyarrow.compute as pc
 from ...errors import MissingFileError, RestoreError, VersionNotFoundError
 from ...kernel.arrow_build import broadcast, int_scalar, scalar
 from ...kernel.log.action_tables import file_keys
+from ...kernel.log.action_types import AddAction, RemoveAction
 from ...kernel.log.time_travel import parse_timestamp
 from ...kernel.protocol.select import features_in_effect, minimal_protocol
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import Transaction
 from ...storage import Storage
 from ..commit_options import CommitProperties, PostCommitHookProperties, commit_with
-from ..write.api import required_features
+from ..write.plan import required_features
 from .vacuum import row_dv_keys, row_path_keys, strings
 
 log = logging.getLogger(__name__)
@@ -176,8 +177,8 @@ def restore(storage: Storage, snapshot: Snapshot, target: int | dt.datetime | st
     txn = Transaction(storage, snapshot, operation="RESTORE", operation_parameters=params)
     txn.read_whole_table()
     now = int(time.time() * 1000)
-    txn.add_files(_actions(to_add, "add", now))
-    txn.remove_files(_actions(to_remove, "remove", now))
+    txn.add_files(cast(list[AddAction], _actions(to_add, "add", now)))
+    txn.remove_files(cast(list[RemoveAction], _actions(to_remove, "remove", now)))
     new_protocol = _protocol(snapshot, restored, protocol_downgrade_allowed)
     if new_protocol != snapshot.protocol:
         txn.update_protocol(new_protocol)

@@ -390,7 +390,7 @@ def advanced_snapshot(storage: Storage, snapshot: Snapshot, version: int) -> Sna
     seg = snapshot.segment
     meta = storage.head(commit_key(version))
     segment = dataclasses.replace(seg, version=version, commits=[*seg.commits, meta], checksum=None)
-    return Snapshot(storage, segment, snapshot._result)
+    return Snapshot(storage, segment, snapshot.replay_result)
 
 
 __all__ = ["MIN_UNREFERENCED_AGE_PROPERTY", "VacuumPlan", "VacuumRetentionError", "advanced_snapshot", "dv_file_keys",

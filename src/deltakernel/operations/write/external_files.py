@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import DeltaError
+from ...kernel.log.action_types import AddAction as AddFileAction
 from ...kernel.scan.scan import Scan
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import Transaction
@@ -34,7 +35,7 @@ class AddAction:
     stats: str
 
 
-def _add_json(a: Any) -> dict[str, Any]:
+def _add_json(a: Any) -> AddFileAction:
     """The `add` action of a deltalake or deltakernel AddAction (duck-typed: both have the same fields)."""
     try:
         return {

@@ -78,7 +78,8 @@ def _as_batches(item: Any) -> list[pa.RecordBatch]:
     if isinstance(item, pa.RecordBatch):
         return [item]
     if isinstance(item, pa.Table):
-        return item.to_batches()
+        batches: list[pa.RecordBatch] = item.to_batches()
+        return batches
     raise DeltaError(f"expected record batches in the iterable, got {type(item).__name__}")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...kernel.log.action_types import AddAction
 from ...kernel.schema.column_mapping import physical_name
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
@@ -28,7 +29,7 @@ from ..files.change_data import ChangeDataWriter
 def plan_overwrite(
     txn: KernelTransaction,
     snapshot: Snapshot,
-    adds: list[dict[str, Any]],
+    adds: list[AddAction],
     predicate: str | None,
     sql_pred: Any,
     partition_overwrite_mode: str,
@@ -72,7 +73,7 @@ def plan_overwrite(
     _rewrite_matching(txn, snapshot, adds, rows, sql_pred, storage, writer_properties, now)
 
 
-def _rewrite_matching(txn: KernelTransaction, snapshot: Snapshot, adds: list[dict[str, Any]],
+def _rewrite_matching(txn: KernelTransaction, snapshot: Snapshot, adds: list[AddAction],
                       rows: list[dict[str, Any]], sql_pred: Any, storage: Storage, writer_properties: Any,
                       now: int) -> None:
     """Data predicate: fully matched files are removed, partly matched ones rewritten without the matches."""

@@ -177,7 +177,8 @@ def load_target(spark: Any, path: str, alias: str | None, storage_options: dict[
 
 def native_readable(target: Target) -> bool:
     """Whether Spark's Parquet plan can scan the table (else the embedded engine runs the DML on the driver)."""
-    from ..reader import hadoop_can_read, native_supported
+    from ..filesystems import hadoop_can_read
+    from ..reader import native_supported
 
     return native_supported(target.snapshot) and hadoop_can_read(target.spark, target.storage)
 

@@ -31,7 +31,7 @@ from .._errors import marked
 from ..session import Shared
 from .frame import Target, executor_storage
 from .merge_plan import ACTION as CLAUSE
-from .output import Written, _cast, _collect, _with_hidden, write_task_files
+from .output import Written, cast_table, collect_written, with_hidden_columns, write_task_files
 
 
 @dataclass(frozen=True)
@@ -85,13 +85,13 @@ class _MergeTask:
             if keep is not None:
                 new = new.select(list(keep))
             new = enforcer.prepare(new).select(self.names)
-        return _cast(new, self.target)
+        return cast_table(new, self.target)
 
     def _pre_image(self, part: pa.Table) -> pa.Table:
         pre = part.select(self.names)
         for k, carrier in enumerate(self.plan.old):
             pre = pre.set_column(k, pre.schema.field(k).with_type(part.column(carrier).type), part.column(carrier))
-        return _cast(pre, self.target)
+        return cast_table(pre, self.target)
 
     def batches(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         hidden = self.plan.hidden
@@ -103,12 +103,12 @@ class _MergeTask:
             for i in np.unique(which):
                 part = table.filter(pa.array(which == i))
                 if i < 0:
-                    data = _cast(part.select(self.names), self.target)
+                    data = cast_table(part.select(self.names), self.target)
                 else:
                     kind = self.plan.clauses[int(i)].kind
                     if kind == "delete":
                         if self.cdc is not None:
-                            self.cdc.add(_cast(part.select(self.names), self.target), "delete")
+                            self.cdc.add(cast_table(part.select(self.names), self.target), "delete")
                         continue
                     data = self._new(int(i), part)
                     if self.cdc is not None:
@@ -117,7 +117,7 @@ class _MergeTask:
                             self.cdc.add(data, "update_postimage")
                         else:
                             self.cdc.add(data, "insert")
-                data = _with_hidden(data, part, hidden)
+                data = with_hidden_columns(data, part, hidden)
                 self.rows += data.num_rows
                 yield from data.to_batches()
 
@@ -139,7 +139,7 @@ def write_merge_rows(target: Target, frame: Any, plan: MergeRowsPlan,
     """Write `frame` (logical columns, hidden row-tracking columns, `__dk_clause`, pre-image carriers)."""
     bc = Shared(target.spark, plan)
     try:
-        written = _collect(frame, _task(bc))
+        written = collect_written(frame, _task(bc))
     finally:
         bc.destroy()
     on_written(written)

@@ -45,7 +45,7 @@ from ...operations.write.enforcement import (
 from .._errors import marked, task_errors
 from ..native_write import WRITE_PATH_OPTION, native_or_fallback, write_native, write_path_choice
 from ..session import Shared
-from ..writer import ARROW_BATCH_ROWS, _arrow_batch_rows
+from ..writer import ARROW_BATCH_ROWS, arrow_batch_rows
 from .frame import Target, executor_storage
 from .touched import to_arrow
 
@@ -148,8 +148,9 @@ class RowsPlan:
     change_data: bool = False
 
 
-def _cast(table: pa.Table, target: pa.Schema) -> pa.Table:
-    from ...operations.write.api import cast_batch
+def cast_table(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """`table` cast to the table's `target` schema (`cast_batch`'s rules; every field nullable)."""
+    from ...operations.write.data_files import cast_batch
 
     schema = pa.schema([f.with_nullable(True) for f in target])  # `cast_batch`'s output: nullable fields
     if table.num_rows == 0:
@@ -157,7 +158,8 @@ def _cast(table: pa.Table, target: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([cast_batch(b, target) for b in table.combine_chunks().to_batches()], schema)
 
 
-def _with_hidden(rows: pa.Table, source: pa.Table, hidden: tuple[str, str] | None) -> pa.Table:
+def with_hidden_columns(rows: pa.Table, source: pa.Table, hidden: tuple[str, str] | None) -> pa.Table:
+    """`rows` with the hidden row-tracking columns `hidden` taken (as int64) from `source`."""
     if hidden is None:
         return rows
     for name in hidden:
@@ -189,15 +191,15 @@ class _RowsTask:
                 new = new.drop_columns(list(plan.regenerate))
             new = self.enforcer.prepare(new)
             new = new.select(self.names)
-        new = _cast(new, self.target)
+        new = cast_table(new, self.target)
         if self.cdc is not None:
             pre = old.select(self.names)
             for column, carrier in plan.old_values:
                 i = pre.schema.get_field_index(column)
                 pre = pre.set_column(i, pre.schema.field(i).with_type(old.column(carrier).type), old.column(carrier))
-            self.cdc.add(_cast(pre, self.target), "update_preimage")
+            self.cdc.add(cast_table(pre, self.target), "update_preimage")
             self.cdc.add(new, "update_postimage")
-        return _with_hidden(new, old, plan.hidden)
+        return with_hidden_columns(new, old, plan.hidden)
 
     def batches(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         plan = self.plan
@@ -211,7 +213,7 @@ class _RowsTask:
             else:
                 mask = pc.fill_null(table.column(plan.updated), _FALSE)
                 upd, copied = table.filter(mask), table.filter(pc.invert(mask))
-            for part in (_with_hidden(_cast(copied.select(self.names), self.target), copied, plan.hidden)
+            for part in (with_hidden_columns(cast_table(copied.select(self.names), self.target), copied, plan.hidden)
                          if copied.num_rows else None,
                          self._updated(upd) if upd.num_rows else None):
                 if part is not None and part.num_rows:
@@ -267,8 +269,9 @@ def _rows_task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.Reco
     return run
 
 
-def _collect(frame: Any, task: Any) -> Written:
-    with _arrow_batch_rows(frame.sparkSession, ARROW_BATCH_ROWS), task_errors():
+def collect_written(frame: Any, task: Any) -> Written:
+    """Run `task` over `frame` (mapInArrow, big Arrow batches) and gather the files it wrote."""
+    with arrow_batch_rows(frame.sparkSession, ARROW_BATCH_ROWS), task_errors():
         out = to_arrow(frame.mapInArrow(task, OUTPUT))
     kinds = out.column("kind").to_pylist()
     actions = out.column("action").to_pylist()
@@ -308,7 +311,7 @@ def write_rows(target: Target, frame: Any, plan: RowsPlan, on_written: Callable[
     control += [carrier for _, carrier in plan.old_values]
     bc = Shared(spark, plan)
     try:
-        written = _collect(frame.select(*logical, *control), _rows_task(bc))
+        written = collect_written(frame.select(*logical, *control), _rows_task(bc))
     finally:
         bc.destroy()
     on_written(written)
@@ -337,7 +340,7 @@ def _change_task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.Re
             try:
                 for batch in batches:
                     if batch.num_rows:
-                        cdc.add(_cast(pa.Table.from_batches([batch]).select(names), target), plan.change_type)
+                        cdc.add(cast_table(pa.Table.from_batches([batch]).select(names), target), plan.change_type)
                 actions = cdc.actions()
             except BaseException:
                 cdc.abort()
@@ -353,12 +356,12 @@ def write_change_data(target: Target, rows: Any, metadata: Metadata, change_type
     names = [f.name for f in metadata.schema.fields]
     bc = Shared(target.spark, ChangePlan(target.uri, target.storage_options, metadata, change_type))
     try:
-        written = _collect(rows.select(*names), _change_task(bc))
+        written = collect_written(rows.select(*names), _change_task(bc))
     finally:
         bc.destroy()
     on_written(written)
     return written
 
 
-__all__ = ["ChangePlan", "RowsPlan", "UpdateRules", "Written", "plain_metadata", "update_rules",
-           "write_change_data", "write_rows"]
+__all__ = ["ChangePlan", "RowsPlan", "UpdateRules", "Written", "cast_table", "collect_written", "plain_metadata",
+           "update_rules", "with_hidden_columns", "write_change_data", "write_rows"]

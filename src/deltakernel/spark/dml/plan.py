@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import ConstraintViolationError, DeltaError, InvalidFilterError, SchemaError
+from ...errors import DeltaError, InvalidFilterError
 from ...kernel.expressions import predicate as ex
 from ...kernel.snapshot import Snapshot
+from ...operations.dml.assignments import SetTargets
 from ...operations.dml.touched_rows import DmlPredicate, plan_predicate
-from ...operations.write.enforcement import IDENTITY_START, IDENTITY_STEP
 from .._schema import to_spark_schema
 from ..session import has_jvm
 
@@ -188,24 +188,13 @@ def plan_assignments(spark: Any, snapshot: Snapshot, set_: Any, empty: Any) -> d
     if not isinstance(set_, Mapping):
         raise TypeError(f"'set' must be a dict, found {type(set_).__name__}")
     # an empty dict is accepted, as delta-spark does: the matched rows are rewritten unchanged
-    schema = snapshot.schema
-    spark_schema = to_spark_schema(schema)
-    by_lower = {f.name.lower(): f for f in schema.fields}
+    spark_schema = to_spark_schema(snapshot.schema)
+    targets = SetTargets(snapshot.schema, quotes="`", nested_hint=", e.g. with named_struct")
     out: dict[str, Assignment] = {}
     for key, value in set_.items():
         if not isinstance(key, str):
             raise TypeError(f"keys of 'set' must be column names (str), found {key!r}")
-        name = key[1:-1] if len(key) > 1 and key[0] == key[-1] == "`" else key
-        field = by_lower.get(name.lower())
-        if field is None:
-            if "." in name and name.split(".", 1)[0].lower() in by_lower:
-                raise SchemaError(f"cannot update nested field {key!r}: deltakernel's Spark UPDATE sets "
-                                  "top-level columns (assign the whole struct, e.g. with named_struct)")
-            raise SchemaError(f"cannot update column {key!r}: no such column (columns: {list(schema.names)})")
-        if field.name in out:
-            raise SchemaError(f"column {field.name!r} is assigned more than once")
-        if IDENTITY_START in field.metadata or IDENTITY_STEP in field.metadata:
-            raise ConstraintViolationError(f"column {field.name!r} is an IDENTITY column: UPDATE cannot change it")
+        field = targets.resolve(key)
         if isinstance(value, Column):
             col = value
         elif isinstance(value, str):

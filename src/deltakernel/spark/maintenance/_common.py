@@ -148,7 +148,7 @@ class SnapshotState:
 
     @classmethod
     def of(cls, snapshot: Snapshot, uri: str, storage_options: dict[str, str] | None) -> SnapshotState:
-        full = snapshot._result
+        full = snapshot.replay_result
         light = dataclasses.replace(full, files=full.files.slice(0, 0), tombstones=full.tombstones.slice(0, 0),
                                     txns={}, commit_infos={})
         return cls(uri, storage_options, snapshot.version, light)

@@ -24,12 +24,18 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import DeltaError, MissingFileError, StorageError, TableNotFoundError
+from ...errors import DeltaError, MissingFileError, StorageError
 from ...kernel.deletion_vectors import DeletionVectorDescriptor
-from ...kernel.paths import is_absolute, resolve_file, resolve_key
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import Transaction
-from ...operations.create.clone import base_add, clone_table, clone_transaction
+from ...operations.create.clone import (
+    base_add,
+    check_clone_target,
+    clone_table,
+    clone_transaction,
+    copy_destination,
+    dv_source,
+)
 from ...operations.files.dml_output import delete_quietly
 from ...operations.files.layout import uri_encode_path
 from ...storage import Storage, storage_for_uri
@@ -118,14 +124,6 @@ def _copy_task(target_uri: str, options: dict[str, str] | None) -> Any:
     return run
 
 
-def _dv_source(source: Storage, dv: DeletionVectorDescriptor) -> tuple[Storage, str]:
-    if dv.storage_type == "u":
-        return source, dv.relative_key()
-    if is_absolute(dv.path_or_inline_dv):
-        return resolve_file(source, dv.path_or_inline_dv)
-    return source, dv.relative_key(source.root_uri)
-
-
 def _plan_copies(source: Storage, rows: list[dict[str, Any]]) -> tuple[list[tuple[int, str, str, str, bool]],
                                                                        dict[int, DeletionVectorDescriptor]]:
     """The copy items (row index or -1-k for the k-th DV file, source root, key, target key, may rename) and
@@ -134,11 +132,7 @@ def _plan_copies(source: Storage, rows: list[dict[str, Any]]) -> tuple[list[tupl
     new_dvs: dict[int, DeletionVectorDescriptor] = {}
     dv_files: dict[tuple[str, str], uuid.UUID] = {}
     for i, row in enumerate(rows):
-        src, key = resolve_file(source, row["path"])
-        try:
-            dst = resolve_key(source.root_uri, row["path"]) if src is source else posixpath.basename(key)
-        except DeltaError:
-            dst = posixpath.basename(key)
+        src, key, dst = copy_destination(source, row["path"])
         items.append((i, src.root_uri, key, dst, True))
         raw = row.get("deletion_vector")
         if not raw:
@@ -147,7 +141,7 @@ def _plan_copies(source: Storage, rows: list[dict[str, Any]]) -> tuple[list[tupl
         if dv.is_inline:
             new_dvs[i] = dv
             continue
-        dv_storage, dv_key = _dv_source(source, dv)
+        dv_storage, dv_key = dv_source(source, dv)
         ident = (dv_storage.root_uri, dv_key)
         fresh = ident not in dv_files
         if fresh:
@@ -182,14 +176,7 @@ def deep_clone(spark: Any, source_storage: Storage, source: Snapshot, target_uri
                properties: dict[str, str] | None, storage_options: dict[str, str] | None) -> int:
     """Copy the files with a Spark job, then commit; returns the target's version."""
     target = storage_for_uri(target_uri, storage_options)
-    if target.root_uri.rstrip("/") == source_storage.root_uri.rstrip("/"):
-        raise DeltaError(f"cannot clone {source_storage.root_uri} onto itself")
-    try:
-        existing: Snapshot | None = Snapshot.load(target)
-    except TableNotFoundError:
-        existing = None
-    if existing is not None and not replace:
-        raise DeltaError(f"a Delta table already exists at {target.root_uri}; pass replace=True to replace it")
+    existing = check_clone_target(source_storage, target, replace)
     start = time.perf_counter()
     rows = source.files.to_pylist()
     items, new_dvs = _plan_copies(source_storage, rows)

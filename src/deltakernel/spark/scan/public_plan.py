@@ -15,7 +15,6 @@ Spark checks that each kept file exists when it analyses the plan (docs/decision
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pyarrow as pa
@@ -30,6 +29,7 @@ from .deleted_rows import drop_deleted_rows
 from .hive_layout import base_path, hive_discoverable
 from .layout import ScanLayout, quote, row_tracking_columns
 from .paths import file_uris
+from .report import note_scan
 
 _DISCOVERY_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 PATH_COL = fc.PATH_COL
@@ -59,7 +59,7 @@ def parquet_scan(spark: Any, snapshot: Snapshot, read_schema: Any, files: pa.Tab
     if base is not None:
         reader = reader.option("basePath", base)
     df = reader.parquet(*located)  # Spark lists them when it analyses the plan: see keep_file_listing_on_driver
-    _note_scan(storage, snapshot)
+    note_scan(storage, snapshot)
     return drop_deleted_rows(spark, df, storage, file_uris(storage, files.column("path")),
                              files.column("deletion_vector"))
 
@@ -142,33 +142,6 @@ def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_t
         select += row_tracking_columns(snapshot.metadata.configuration, fc.BASE_ROW_ID, "__dk_row",
                                        fc.DEFAULT_VERSION)
     return df.select(*select)
-
-
-_PLANNED: dict[str, tuple[str, int, int]] = {}  # file URI prefix of a table root -> (root URI, version, files)
-_SCAN_RE = re.compile(r"FileScan parquet .*?Location: InMemoryFileIndex\((\d+) paths?\)\[([^,\]]*)")
-
-
-def _note_scan(storage: Any, snapshot: Snapshot) -> None:
-    """Remember which table a scan's files belong to (for `connect_scan_report`)."""
-    from .paths import file_uri
-
-    _PLANNED[file_uri(storage, "x")[:-1]] = (storage.root_uri, snapshot.version, snapshot.num_files)
-
-
-def connect_scan_report(df: Any) -> list[Any]:
-    """`scan_report` over Spark Connect: one entry per Parquet scan of a Delta table planned here, from the
-    physical plan's text (files kept = the scan's path count; tables whose files were all skipped have no scan)."""
-    from .report import ScanReport
-
-    text = df._explain_string(extended=False)
-    out = []
-    for count, first in _SCAN_RE.findall(text):
-        roots = [r for r in _PLANNED if first.startswith(r)]
-        if not roots:
-            continue
-        root, version, total = _PLANNED[max(roots, key=len)]
-        out.append(ScanReport(root, version, total, int(count), None))
-    return out
 
 
 def _connect_base() -> type:

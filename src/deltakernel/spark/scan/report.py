@@ -8,15 +8,18 @@ action shows the files kept in the scan's `Location`. After an action, `files_re
 
 Over Spark Connect there is no JVM plan to walk: the report reads the physical plan's text (each Parquet scan's
 `InMemoryFileIndex(N paths)[<first file>...]`) and matches the first file to the Delta tables this process
-planned (`public_plan.connect_scan_report`); `files_read` is None there.
+planned (`connect_scan_report`; `public_plan.py` notes each table it plans); `files_read` is None there.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...kernel.snapshot import Snapshot
 from .file_index import DeltaFileIndex, find
+from .paths import file_uri
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,6 @@ def scan_report(df: Any, *, list_files: bool = True) -> list[ScanReport]:
     from ..session import is_connect
 
     if is_connect(df.sparkSession):
-        from .public_plan import connect_scan_report
-
         return connect_scan_report(df)
     reports = []
     for node, index in delta_scans(df):
@@ -95,4 +96,27 @@ def scan_report(df: Any, *, list_files: bool = True) -> list[ScanReport]:
     return reports
 
 
-__all__ = ["ScanReport", "delta_scans", "scan_report"]
+_PLANNED: dict[str, tuple[str, int, int]] = {}  # file URI prefix of a table root -> (root URI, version, files)
+_SCAN_RE = re.compile(r"FileScan parquet .*?Location: InMemoryFileIndex\((\d+) paths?\)\[([^,\]]*)")
+
+
+def note_scan(storage: Any, snapshot: Snapshot) -> None:
+    """Remember which table a scan's files belong to (for `connect_scan_report`)."""
+    _PLANNED[file_uri(storage, "x")[:-1]] = (storage.root_uri, snapshot.version, snapshot.num_files)
+
+
+def connect_scan_report(df: Any) -> list[ScanReport]:
+    """`scan_report` over Spark Connect: one entry per Parquet scan of a Delta table planned here, from the
+    physical plan's text (files kept = the scan's path count; tables whose files were all skipped have no scan)."""
+    text = df._explain_string(extended=False)
+    out = []
+    for count, first in _SCAN_RE.findall(text):
+        roots = [r for r in _PLANNED if first.startswith(r)]
+        if not roots:
+            continue
+        root, version, total = _PLANNED[max(roots, key=len)]
+        out.append(ScanReport(root, version, total, int(count), None))
+    return out
+
+
+__all__ = ["ScanReport", "connect_scan_report", "delta_scans", "note_scan", "scan_report"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import DeltaError, SchemaError, UnsupportedFeatureError
 from ..error_classes import ALTER_CHANGE_COLUMN_OP, classed
-from .grammar import Statement, TableName, Token
+from .syntax import Statement, TableName, Token
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ from ...errors import UnsupportedFeatureError
 from ..catalog import TableSpec, create, path_of, resolve
 from . import text_plans as T
 from .commands import empty_frame
-from .ddl import _is_delta_provider, like_spec
+from .ddl import is_delta_provider, like_spec
 from .grammar import DeltaSqlError, head
 
 
-def _value(node: Any) -> str:
+def node_value(node: Any) -> str:
+    """A sqlglot literal / identifier / column as its plain text (a property key or value, a provider...)."""
     from sqlglot import exp
 
     if isinstance(node, exp.Literal):
@@ -41,26 +42,26 @@ def _properties(tree: Any) -> dict[str, Any]:
     props = tree.args.get("properties")
     for p in props.expressions if props is not None else []:
         if isinstance(p, exp.FileFormatProperty):
-            out["provider"] = _value(p.this)
+            out["provider"] = node_value(p.this)
         elif isinstance(p, exp.LocationProperty):
-            out["location"] = _value(p.this)
+            out["location"] = node_value(p.this)
         elif isinstance(p, exp.SchemaCommentProperty):
-            out["comment"] = _value(p.this)
+            out["comment"] = node_value(p.this)
         elif isinstance(p, exp.PartitionedByProperty):
             cols = p.this.expressions if isinstance(p.this, (exp.Schema, exp.Tuple)) else [p.this]
             for c in cols:
                 if not isinstance(c, (exp.Identifier, exp.Column)):
                     raise UnsupportedFeatureError("partition transforms", f"PARTITIONED BY {T.sql_text(c)}: Delta "
                                                   "tables are partitioned by columns only")
-                out["partition_by"].append(_value(c))
+                out["partition_by"].append(node_value(c))
         elif isinstance(p, exp.ClusterProperty):
-            out["cluster_by"] = [_value(c) for c in p.expressions]
+            out["cluster_by"] = [node_value(c) for c in p.expressions]
         elif isinstance(p, exp.OptionsProperty):
-            out["options"].update({_value(q.this): _value(q.args["value"]) for q in p.expressions})
+            out["options"].update({node_value(q.this): node_value(q.args["value"]) for q in p.expressions})
         elif isinstance(p, exp.LikeProperty):
             out["like"] = p.this
         elif isinstance(p, exp.Property):
-            out["properties"][_value(p.this)] = _value(p.args["value"])
+            out["properties"][node_value(p.this)] = node_value(p.args["value"])
         elif isinstance(p, exp.TemporaryProperty):
             out["temporary"] = True  # CREATE TEMPORARY TABLE ... USING: a temporary view, Spark's own
         elif isinstance(p, exp.ExternalProperty):
@@ -70,7 +71,7 @@ def _properties(tree: Any) -> dict[str, Any]:
     return out
 
 
-def _fields(spark: Any, columns: list[Any]) -> Any:
+def columns_schema(spark: Any, columns: list[Any]) -> Any:
     """Kernel schema of sqlglot ColumnDefs: types parsed by Spark, constraints as Delta metadata."""
     from sqlglot import exp
 
@@ -87,15 +88,15 @@ def _fields(spark: Any, columns: list[Any]) -> Any:
             if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
                 piece += " NOT NULL"
             elif isinstance(kind, exp.CommentColumnConstraint):
-                meta["comment"] = _value(kind.this)
+                meta["comment"] = node_value(kind.this)
             elif isinstance(kind, exp.ComputedColumnConstraint):
                 meta["delta.generationExpression"] = T.sql_text(kind.this)
             elif isinstance(kind, exp.DefaultColumnConstraint):
                 meta["CURRENT_DEFAULT"] = T.sql_text(kind.this)
             elif isinstance(kind, exp.GeneratedAsIdentityColumnConstraint):
                 start, step = kind.args.get("start"), kind.args.get("increment")
-                meta["delta.identity.start"] = int(_value(start)) if start is not None else 1
-                meta["delta.identity.step"] = int(_value(step)) if step is not None else 1
+                meta["delta.identity.start"] = int(node_value(start)) if start is not None else 1
+                meta["delta.identity.step"] = int(node_value(step)) if step is not None else 1
                 meta["delta.identity.allowExplicitInsert"] = not bool(kind.this)
             else:
                 raise UnsupportedFeatureError("column constraint", f"column {col.name}: {T.sql_text(c)} is not "
@@ -131,7 +132,7 @@ def run_create(ctx: Any, text: str, tree: Any, mode_override: str | None = None)
     if "like" in props:
         return _create_like(ctx, tree, parts, props)
     provider = props.get("provider")
-    if not _is_delta_provider(spark, provider) and not (path_of(parts) is not None and provider is None):
+    if not is_delta_provider(spark, provider) and not (path_of(parts) is not None and provider is None):
         return None
     ctx.delta_statement()
     if "unsupported" in props:
@@ -144,7 +145,7 @@ def run_create(ctx: Any, text: str, tree: Any, mode_override: str | None = None)
         raise DeltaSqlError("CLUSTER BY and PARTITIONED BY cannot be used together")
     columns = [c for c in tree.this.expressions if isinstance(c, exp.ColumnDef)] \
         if isinstance(tree.this, exp.Schema) else []
-    schema = _fields(spark, columns) if columns else None
+    schema = columns_schema(spark, columns) if columns else None
     df = None
     query = tree.args.get("expression")
     if query is not None:
@@ -171,7 +172,7 @@ def _create_like(ctx: Any, tree: Any, parts: list[str], props: dict[str, Any]) -
     src_parts = T.table_parts(props["like"]) or []
     src = resolve(spark, src_parts) if src_parts else None
     provider = props.get("provider")
-    if not (_is_delta_provider(spark, provider) if provider is not None else src is not None):
+    if not (is_delta_provider(spark, provider) if provider is not None else src is not None):
         return None
     ctx.delta_statement()
     spec = like_spec(spark, src, src_parts, dict(props["properties"]), props.get("location"))
@@ -179,4 +180,4 @@ def _create_like(ctx: Any, tree: Any, parts: list[str], props: dict[str, Any]) -
     return empty_frame(spark)
 
 
-__all__ = ["run_create"]
+__all__ = ["columns_schema", "node_value", "run_create"]

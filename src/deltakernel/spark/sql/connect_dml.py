@@ -16,7 +16,16 @@ from ...operations.sql_statement import merge_inserts
 from ..catalog import DeltaRef, resolve, sync_schema
 from . import text_plans as T
 from .commands import method, spark_table
-from .dml import _columns, _int, _qualifiers, _version, column_path, commit_metrics, metrics_frame, positional_frame
+from .dml import (
+    column_path,
+    commit_metrics,
+    metric_int,
+    metrics_frame,
+    positional_frame,
+    table_columns,
+    table_version,
+    target_qualifiers,
+)
 from .grammar import DeltaSqlError, DeltaSqlSyntaxError, head, tokenize
 
 
@@ -104,12 +113,12 @@ def run_delete(ctx: Any, text: str, tree: Any) -> Any:
     ref, alias = found
     _refuse(tree, ("using", "returning", "limit", "order"), "DELETE ... USING / RETURNING / LIMIT", text)
     where = tree.args.get("where")
-    columns = {c.lower() for c in _columns(ref)}
-    condition = _condition(where.this, _qualifiers(ref, alias), columns, "DELETE") if where is not None else None
-    before = _version(ref)
+    columns = {c.lower() for c in table_columns(ref)}
+    condition = _condition(where.this, target_qualifiers(ref, alias), columns, "DELETE") if where is not None else None
+    before = table_version(ref)
     method(spark_table(ctx.spark, ref), "delete", "DELETE")(condition)
     metrics = commit_metrics(ref, before, ("DELETE",))
-    return metrics_frame(ctx.spark, num_affected_rows=_int(metrics, "numDeletedRows"))
+    return metrics_frame(ctx.spark, num_affected_rows=metric_int(metrics, "numDeletedRows"))
 
 
 def run_update(ctx: Any, text: str, tree: Any) -> Any:
@@ -118,17 +127,17 @@ def run_update(ctx: Any, text: str, tree: Any) -> Any:
         return None
     ref, alias = found
     _refuse(tree, ("from", "from_", "returning", "limit", "order"), "UPDATE ... FROM / RETURNING", text)
-    columns = {c.lower() for c in _columns(ref)}
-    quals = _qualifiers(ref, alias)
+    columns = {c.lower() for c in table_columns(ref)}
+    quals = target_qualifiers(ref, alias)
     updates = _assignments(tree.expressions, quals, columns, "UPDATE", strip_values=True)
     if not updates:
         raise DeltaSqlSyntaxError(f"UPDATE needs SET column = expression (in: {head(text)})")
     where = tree.args.get("where")
     condition = _condition(where.this, quals, columns, "UPDATE") if where is not None else None
-    before = _version(ref)
+    before = table_version(ref)
     method(spark_table(ctx.spark, ref), "update", "UPDATE")(condition, updates)
     metrics = commit_metrics(ref, before, ("UPDATE",))
-    return metrics_frame(ctx.spark, num_affected_rows=_int(metrics, "numUpdatedRows"))
+    return metrics_frame(ctx.spark, num_affected_rows=metric_int(metrics, "numUpdatedRows"))
 
 
 # ----------------------------------------------------------------------------- MERGE
@@ -162,7 +171,7 @@ def run_merge(ctx: Any, text: str, tree: Any, evolution: bool) -> Any:
             or whens is None or not whens.expressions:
         raise DeltaSqlSyntaxError(f"syntax error: MERGE INTO t USING source ON condition WHEN ... THEN ... "
                                   f"(in: {head(text)})")
-    columns = {c.lower() for c in _columns(ref)}
+    columns = {c.lower() for c in table_columns(ref)}
     t_quals: set[tuple[str, ...]] = {(t_alias,)} if t_alias else set()
     table = spark_table(ctx.spark, ref)
     if t_alias:
@@ -175,13 +184,14 @@ def run_merge(ctx: Any, text: str, tree: Any, evolution: bool) -> Any:
         builder = _clause(builder, when, t_quals, columns)
     if evolution:
         builder = method(builder, "withSchemaEvolution", "MERGE WITH SCHEMA EVOLUTION")()
-    before = _version(ref)
+    before = table_version(ref)
     result = builder.execute()
     sync_schema(ctx.spark, ref)
     if result is not None and hasattr(result, "columns") and "num_affected_rows" in result.columns:
         return result
     m = commit_metrics(ref, before, ("MERGE",))
-    u, d, i = (_int(m, "numTargetRowsUpdated"), _int(m, "numTargetRowsDeleted"), _int(m, "numTargetRowsInserted"))
+    u, d, i = (metric_int(m, "numTargetRowsUpdated"), metric_int(m, "numTargetRowsDeleted"),
+               metric_int(m, "numTargetRowsInserted"))
     return metrics_frame(ctx.spark, num_affected_rows=u + d + i, num_updated_rows=u, num_deleted_rows=d,
                          num_inserted_rows=i)
 
@@ -255,14 +265,14 @@ def run_insert(ctx: Any, text: str, tree: Any) -> Any:
         from .dml import static_condition
 
         replace_where = static_condition(ref, static)
-    before = _version(ref)
+    before = table_version(ref)
     from ..writer import write
 
     opts = {"replaceWhere": replace_where, "partitionOverwriteMode": "static"} if replace_where is not None else {}
     write(frame, ref.location, mode="overwrite" if overwrite or replace_where is not None else "append", **opts)
     sync_schema(ctx.spark, ref)
     metrics = commit_metrics(ref, before, ())
-    rows = _int(metrics, "numOutputRows")
+    rows = metric_int(metrics, "numOutputRows")
     return metrics_frame(ctx.spark, num_affected_rows=rows, num_inserted_rows=rows)
 
 

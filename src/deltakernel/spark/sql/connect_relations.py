@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import UnsupportedFeatureError
-from ..catalog import CatalogEntry, DeltaRef, delta_ref, lookup, path_of
+from ..catalog import DeltaRef, delta_ref, lookup, path_of
+from ..catalog_entry import CatalogEntry
 from . import text_plans as T
 from .commands import evaluate_timestamp
 from .grammar import DeltaSqlError

@@ -40,7 +40,7 @@ class ConnectStatement:
 
     def delta_statement(self) -> None:
         """The statement is about a Delta table: parameter markers are refused (as on classic sessions)."""
-        self.router._no_parameters(self.text)
+        self.router.refuse_parameters(self.text)
 
 
 def execute(router: Any, text: str) -> Any:
@@ -60,7 +60,7 @@ def execute(router: Any, text: str) -> Any:
     try:
         tree = T.parse(parse_text)
     except DeltaSqlSyntaxError:
-        if router._about_delta(text):
+        if router.about_delta(text):
             raise
         return router.passthrough(text)
     if isinstance(tree, exp.Command):
@@ -151,9 +151,9 @@ def _alter(ctx: Any, text: str, tree: Any) -> Any:
                 kt.alter.drop_columns(names)
         elif isinstance(action, exp.AlterSet) and action.expressions and \
                 isinstance(action.expressions[0], exp.Properties):
-            from .connect_ddl import _value
+            from .connect_ddl import node_value
 
-            kt.alter.set_table_properties({_value(p.this): _value(p.args["value"])
+            kt.alter.set_table_properties({node_value(p.this): node_value(p.args["value"])
                                            for p in action.expressions[0].expressions})
         else:
             raise UnsupportedFeatureError(f"ALTER TABLE ({type(action).__name__})", "this ALTER TABLE form is not "
@@ -166,7 +166,7 @@ def _added_field(spark: Any, col: Any) -> Any:
     """A ColumnDef of ADD COLUMNS as a kernel field (nested `a.b.c` wrapped in its parent structs)."""
     from sqlglot import exp
 
-    from .connect_ddl import _fields
+    from .connect_ddl import columns_schema
 
     if col.args.get("position") is not None:
         raise UnsupportedFeatureError("ADD COLUMNS ... FIRST / AFTER", "column positions are not supported")
@@ -180,7 +180,7 @@ def _added_field(spark: Any, col: Any) -> Any:
     path.insert(0, node.name)
     leaf = col.copy()
     leaf.set("this", exp.to_identifier(path[-1]))
-    field = _fields(spark, [leaf]).fields[0]
+    field = columns_schema(spark, [leaf]).fields[0]
     if len(path) == 1:
         return field
     import json

@@ -29,7 +29,8 @@ _CHAR = ("char(", "varchar(")
 
 
 # ----------------------------------------------------------------------------- CREATE / REPLACE
-def _is_delta_provider(spark: Any, provider: str | None) -> bool:
+def is_delta_provider(spark: Any, provider: str | None) -> bool:
+    """Whether `USING provider` (or, without one, the session's default source) is delta."""
     if provider is None:
         try:
             provider = spark.conf.get("spark.sql.sources.default", None)
@@ -99,7 +100,7 @@ def run_create(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
         return None
     from ..catalog import path_of
 
-    if not _is_delta_provider(spark, provider):
+    if not is_delta_provider(spark, provider):
         if path_of(parts) is not None and provider is None:
             pass  # CREATE TABLE delta.`/p` (...) without USING: a Delta path table
         else:
@@ -144,7 +145,7 @@ def run_create_like(spark: Any, plan: Any) -> Any:
     provider = P.opt(plan.provider())
     src_parts = P.identifier_parts(plan.source())
     src = resolve(spark, src_parts) if src_parts is not None else None
-    if not (_is_delta_provider(spark, provider) if provider is not None else src is not None):
+    if not (is_delta_provider(spark, provider) if provider is not None else src is not None):
         return None
     parts = P.identifier_parts(plan.name())
     if parts is None:
@@ -381,5 +382,6 @@ def properties_frame(spark: Any, ref: DeltaRef, key: str | None) -> Any:
     return spark.createDataFrame(rows, schema)
 
 
-__all__ = ["describe_frame", "like_spec", "properties_frame", "run_alter", "run_create", "run_create_like",
-           "run_describe", "run_show_properties", "run_truncate", "table_properties", "unset_properties"]
+__all__ = ["describe_frame", "is_delta_provider", "like_spec", "properties_frame", "run_alter", "run_create",
+           "run_create_like", "run_describe", "run_show_properties", "run_truncate", "table_properties",
+           "unset_properties"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import UnsupportedFeatureError
-from ..catalog import DeltaRef, resolve, sync_schema
+from ..catalog import DeltaRef, resolve, resolve_name, sync_schema
 from . import plans as P
 from .commands import method, spark_table
 from .grammar import DeltaSqlError, head, tokenize
@@ -75,14 +75,16 @@ def strip_qualifier(text: str, qualifiers: set[tuple[str, ...]], columns: set[st
     return "".join(out)
 
 
-def _columns(ref: DeltaRef) -> list[str]:
+def table_columns(ref: DeltaRef) -> list[str]:
+    """The table's top-level column names (latest version)."""
     from ...table import DeltaTable as KernelTable
     from .._schema import table_uri
 
     return [f.name for f in KernelTable(table_uri(ref.location)).snapshot.schema.fields]
 
 
-def _version(ref: DeltaRef) -> int:
+def table_version(ref: DeltaRef) -> int:
+    """The table's latest version (before a statement, for `commit_metrics`)."""
     from ...table import DeltaTable as KernelTable
     from .._schema import table_uri
 
@@ -112,7 +114,8 @@ def metrics_frame(spark: Any, **values: int) -> Any:
     return spark.createDataFrame([tuple(int(v) for v in values.values())], schema)
 
 
-def _int(metrics: dict[str, str], key: str) -> int:
+def metric_int(metrics: dict[str, str], key: str) -> int:
+    """An operation metric as an int (0 when absent or not a number)."""
     try:
         return int(metrics.get(key) or 0)
     except ValueError:
@@ -143,7 +146,8 @@ def column_path(parts: list[str], qualifiers: set[tuple[str, ...]], columns: set
     return ".".join(parts)
 
 
-def _qualifiers(ref: DeltaRef, alias: str | None) -> set[tuple[str, ...]]:
+def target_qualifiers(ref: DeltaRef, alias: str | None) -> set[tuple[str, ...]]:
+    """The prefixes a column of the target may be written with (its alias, or its name's parts)."""
     if alias:
         return {(alias,)}
     if ref.table:
@@ -161,13 +165,13 @@ def run_delete(spark: Any, text: str, plan: Any) -> Any:
     cond = plan.condition()
     condition = None
     if not (P.name(cond) == "Literal" and str(cond.sql()).upper() == "TRUE"):
-        columns = {c.lower() for c in _columns(ref)}
-        condition = strip_qualifier(P.expr_text(spark, text, cond), _qualifiers(ref, alias), columns)
-    before = _version(ref)
+        columns = {c.lower() for c in table_columns(ref)}
+        condition = strip_qualifier(P.expr_text(spark, text, cond), target_qualifiers(ref, alias), columns)
+    before = table_version(ref)
     table = spark_table(spark, ref)
     method(table, "delete", "DELETE")(condition)
     metrics = commit_metrics(ref, before, ("DELETE",))
-    return metrics_frame(spark, num_affected_rows=_int(metrics, "numDeletedRows"))
+    return metrics_frame(spark, num_affected_rows=metric_int(metrics, "numDeletedRows"))
 
 
 def run_update(spark: Any, text: str, plan: Any) -> Any:
@@ -176,8 +180,8 @@ def run_update(spark: Any, text: str, plan: Any) -> Any:
         return None
     ref, alias = found
     _no_subquery(plan, "UPDATE")
-    columns = {c.lower() for c in _columns(ref)}
-    quals = _qualifiers(ref, alias)
+    columns = {c.lower() for c in table_columns(ref)}
+    quals = target_qualifiers(ref, alias)
     updates: dict[str, str] = {}
     for a in P.seq(plan.assignments()):
         key = _assignment_key(a.key(), quals, columns)
@@ -186,10 +190,10 @@ def run_update(spark: Any, text: str, plan: Any) -> Any:
         updates[key] = strip_qualifier(P.expr_text(spark, text, a.value()), quals, columns)
     cond = P.opt(plan.condition())
     condition = strip_qualifier(P.expr_text(spark, text, cond), quals, columns) if cond is not None else None
-    before = _version(ref)
+    before = table_version(ref)
     method(spark_table(spark, ref), "update", "UPDATE")(condition, updates)
     metrics = commit_metrics(ref, before, ("UPDATE",))
-    return metrics_frame(spark, num_affected_rows=_int(metrics, "numUpdatedRows"))
+    return metrics_frame(spark, num_affected_rows=metric_int(metrics, "numUpdatedRows"))
 
 
 # ----------------------------------------------------------------------------- MERGE
@@ -221,7 +225,7 @@ def run_merge(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
     ref, t_alias = found
     if t_alias is None and ref.table:
         t_alias = ref.table
-    columns = {c.lower() for c in _columns(ref)}
+    columns = {c.lower() for c in table_columns(ref)}
     t_quals: set[tuple[str, ...]] = {(t_alias,)} if t_alias else set()
     table = spark_table(spark, ref)
     if t_alias:
@@ -275,13 +279,14 @@ def run_merge(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
             raise DeltaSqlError(f"MERGE: unsupported WHEN NOT MATCHED BY SOURCE action {kind}")
     if _schema_evolution(plan):
         builder = method(builder, "withSchemaEvolution", "MERGE WITH SCHEMA EVOLUTION")()
-    before = _version(ref)
+    before = table_version(ref)
     result = builder.execute()
     sync_schema(spark, ref)
     if result is not None and hasattr(result, "columns") and "num_affected_rows" in result.columns:
         return result
     m = commit_metrics(ref, before, ("MERGE",))
-    u, d, i = (_int(m, "numTargetRowsUpdated"), _int(m, "numTargetRowsDeleted"), _int(m, "numTargetRowsInserted"))
+    u, d, i = (metric_int(m, "numTargetRowsUpdated"), metric_int(m, "numTargetRowsDeleted"),
+               metric_int(m, "numTargetRowsInserted"))
     return metrics_frame(spark, num_affected_rows=u + d + i, num_updated_rows=u, num_deleted_rows=d,
                          num_inserted_rows=i)
 
@@ -398,20 +403,37 @@ def run_insert(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
     frame = positional_frame(df, ref, cols, by_name=bool(plan.byName()), static=static)
     if overwrite and static and replace_where is None:
         replace_where = static_condition(ref, static)
-    before = _version(ref)
+    before = table_version(ref)
     from ..writer import write
 
     opts = {"replaceWhere": replace_where, "partitionOverwriteMode": "static"} if replace_where is not None else {}
     write(frame, ref.location, mode="overwrite" if overwrite or replace_where is not None else "append", **opts)
     sync_schema(spark, ref)
     metrics = commit_metrics(ref, before, ())
-    rows = _int(metrics, "numOutputRows")
+    rows = metric_int(metrics, "numOutputRows")
     return metrics_frame(spark, num_affected_rows=rows, num_inserted_rows=rows)
+
+
+def insert_into(df: Any, name: str, overwrite: bool) -> bool:
+    """`df.write.insertInto(name)` for a Delta table: columns by position, append or overwrite. False when
+    `name` is not a Delta table (Spark inserts as before)."""
+    spark = df.sparkSession
+    ref = resolve_name(spark, name)
+    if ref is None:
+        return False
+    from ..writer import write
+
+    frame = positional_frame(df, ref, None)
+    write(frame, ref.location, mode="overwrite" if overwrite else "append")
+    sync_schema(spark, ref)
+    return True
 
 
 __all__ = [
     "column_path",
     "commit_metrics",
+    "insert_into",
+    "metric_int",
     "metrics_frame",
     "positional_frame",
     "run_delete",
@@ -420,5 +442,8 @@ __all__ = [
     "run_update",
     "static_condition",
     "strip_qualifier",
+    "table_columns",
+    "table_version",
     "target",
+    "target_qualifiers",
 ]

@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any
 
+from ..catalog_entry import SESSION_CATALOG, CatalogEntry
+
 _KEY = re.compile(r"^([A-Z][A-Za-z ]*?): ?(.*)$")
 _KEYS = {"Catalog", "Database", "Namespace", "Table", "Owner", "Created Time", "Last Access", "Created By", "Type",
          "Provider", "Comment", "Collation", "Table Properties", "Statistics", "Location", "Serde Library",
@@ -41,7 +43,7 @@ def sql_string(value: str) -> str:
 
 def split_name(name: str) -> list[str]:
     """`a.b`.`c` as Spark splits a multipart identifier; ValueError when it is not one."""
-    from .grammar import tokenize
+    from .syntax import tokenize
 
     toks = tokenize(name)
     parts: list[str] = []
@@ -136,10 +138,8 @@ def run_ddl(spark: Any, text: str) -> None:
 
 
 # ----------------------------------------------------------------------------- entries
-def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...]) -> Any:
+def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...]) -> CatalogEntry | None:
     """`catalog.lookup` over Spark Connect: the CatalogEntry a name denotes, or None."""
-    from ..catalog import SESSION_CATALOG, CatalogEntry
-
     parts = list(parts)
     if len(parts) == 3:
         if parts[0].lower() != SESSION_CATALOG:
@@ -169,21 +169,18 @@ def catalog_columns(spark: Any, name: str) -> list[Any]:
 def sync_columns(spark: Any, ref: Any) -> None:
     """`catalog.sync_schema` over Spark Connect, where the catalog's columns can only grow (`ALTER TABLE ADD
     COLUMNS`): new top-level columns are added; other changes live in the log only, and
-    `spark.catalog.listColumns` answers from the log for Delta tables (routing.py)."""
+    `spark.catalog.listColumns` answers from the log for Delta tables (routing.py). A failure raises: the caller
+    logs it (the log is the truth)."""
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
-    from ..catalog import _first_line, _log, catalog_schema_json
+    from .._schema import catalog_schema_json, table_uri
 
-    try:
-        want = json.loads(catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema))["fields"]
-        name = ref.quoted_name or ""
-        have = {c.name.lower() for c in catalog_columns(spark, name)}
-        new = [f for f in want if f["name"].lower() not in have]
-        if new and len(have) + len(new) == len(want):
-            ddl = columns_ddl(json.dumps({"type": "struct", "fields": new}))
-            run_ddl(spark, f"ALTER TABLE {name} ADD COLUMNS ({ddl})")
-    except Exception as e:  # the log is the truth; a stale display schema must not fail a committed write
-        _log.warning("deltakernel: could not update the catalog schema of %s: %s", ref.label, _first_line(e))
+    want = json.loads(catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema))["fields"]
+    name = ref.quoted_name or ""
+    have = {c.name.lower() for c in catalog_columns(spark, name)}
+    new = [f for f in want if f["name"].lower() not in have]
+    if new and len(have) + len(new) == len(want):
+        ddl = columns_ddl(json.dumps({"type": "struct", "fields": new}))
+        run_ddl(spark, f"ALTER TABLE {name} ADD COLUMNS ({ddl})")
 
 
 __all__ = ["catalog_columns", "columns_ddl", "current_database", "entry_info", "lookup_entry", "original_sql",

@@ -54,7 +54,7 @@ class Router:
     def execute(self, text: str) -> Any:
         stmt = parse_delta_statement(text)
         if stmt is not None:
-            self._no_parameters(text)
+            self.refuse_parameters(text)
             from .commands import run
 
             out = run(self.spark, stmt, self.passthrough)
@@ -66,7 +66,7 @@ class Router:
         try:
             plan = P.parse_plan(self.spark, text)
         except P.parse_error_types() as e:
-            if self._about_delta(text):
+            if self.about_delta(text):
                 raise DeltaSqlSyntaxError(f"syntax error: {_first_line(e)} (in: {head(text)})") from e
             return self.passthrough(text)
         out = self._dispatch(text, plan)
@@ -110,16 +110,17 @@ class Router:
             # only a statement about a Delta table is refused; others pass (handler returns None first)
             probe = _Probe(self, text, plan, kind)
             if probe.is_delta():
-                self._no_parameters(text)
+                self.refuse_parameters(text)
             return None
         return handler()
 
-    def _no_parameters(self, text: str) -> None:
+    def refuse_parameters(self, text: str) -> None:
+        """A statement about a Delta table with parameter markers (args=...) is refused."""
         if self.args:
             raise UnsupportedFeatureError("parameterized Delta statements", "parameter markers (args=...) are not "
                                           f"supported in Delta statements; inline the values (in: {head(text)})")
 
-    def _about_delta(self, text: str) -> bool:
+    def about_delta(self, text: str) -> bool:
         """Is an unparsable statement visibly about a Delta table?"""
         try:
             toks = tokenize(text)

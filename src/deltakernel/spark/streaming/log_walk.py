@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from ...errors import DeltaError
 from ...kernel.log.actions import Metadata, Protocol
-from ...kernel.log.replay import _physical_partition_names, read_commits
+from ...kernel.log.replay import physical_partition_names, read_commits
 from ...kernel.protocol.features import check_read_supported
 from ...kernel.schema.arrow import to_arrow_schema
 from ...kernel.schema.types import StructType
@@ -99,12 +99,13 @@ class LogWalk:
         self.metadata: Metadata = snap.metadata
         self.protocol: Protocol = snap.protocol
         self.table_id = snap.metadata.id
-        self._hint = _physical_partition_names(snap.metadata.to_json())
+        self._hint = physical_partition_names(snap.metadata.to_json())
         self._commits: dict[int, ObjectMeta] = {}
         self._listed_to = -1  # versions <= this were listed
         self._changes: dict[int, VersionChanges] = {}
         self._snapshots: dict[int, tuple[pa.Table, int]] = {}  # version -> (files in delivery order, ts)
-        self._latest_snapshot = snap
+        #: the table's latest snapshot when the walk started
+        self.latest_snapshot = snap
 
     @property
     def uri(self) -> str:
@@ -139,7 +140,7 @@ class LogWalk:
         hit = self._snapshots.get(version)
         if hit is not None:
             return hit
-        snap = self._latest_snapshot if self._latest_snapshot.version == version else Snapshot.load(self.storage,
+        snap = self.latest_snapshot if self.latest_snapshot.version == version else Snapshot.load(self.storage,
                                                                                                   version)
         check_read_supported(snap.protocol)
         self._check_metadata(version, snap.metadata)

@@ -127,7 +127,7 @@ def _delta_table_for_stream(writer: Any, name: str, fmt: str | None, partition_b
     table does not exist); None when `name` is not a Delta table and the format is not delta."""
     from .._schema import from_spark_schema
     from ..catalog import TableSpec, create, resolve_name, split_name
-    from ..writer import _nullable
+    from ..writer import as_nullable
 
     spark = owner_session(writer)
     ref = resolve_name(spark, name)
@@ -135,7 +135,7 @@ def _delta_table_for_stream(writer: Any, name: str, fmt: str | None, partition_b
         return ref
     df = _frame(writer)
     parts = _columns(partition_by) or getattr(writer, "_dk_stream_partitions", None)
-    spec = TableSpec(schema=_nullable(from_spark_schema(df.schema)), partition_by=parts)
+    spec = TableSpec(schema=as_nullable(from_spark_schema(df.schema)), partition_by=parts)
     return create(spark, split_name(spark, name), spec, "ignore")
 
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter
 
 from ...errors import CommitConflictError, DeltaError
-from .._schema import Options, table_uri
+from .._schema import Options, table_path, table_uri
 
 _log = logging.getLogger(__name__)
 OPERATION = "STREAMING UPDATE"
@@ -36,16 +36,15 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     """One micro-batch's write; see the module docstring. `overwrite` is Spark's flag for outputMode complete."""
 
     def __init__(self, opts: Options, schema: Any, overwrite: bool) -> None:
-        from ..datasource import _path, _plan
-        from ..writer import WritePlan, table_arrow_schema, write_arguments
+        from ..writer import WritePlan, plan_write, table_arrow_schema, write_arguments
 
         self.opts = opts
         self.complete = bool(overwrite)
         plain = Options({k: v for k, v in opts.items() if k not in {t.lower() for t in _TXN_OPTIONS}})
         parts = _partition_columns(opts)
-        self.kwargs = write_arguments(None, _path(opts), "overwrite" if overwrite else "append", parts, plain)
+        self.kwargs = write_arguments(None, table_path(opts), "overwrite" if overwrite else "append", parts, plain)
         self.arrow_schema = table_arrow_schema(schema)
-        self.metadata, protocol = _plan(self.kwargs, self.arrow_schema)
+        self.metadata, protocol = plan_write(self.kwargs, self.arrow_schema)
         k = self.kwargs
         self.plan = WritePlan(table_uri(k["table_or_uri"]), k.get("storage_options"), self.metadata, protocol,
                               None, k.get("max_rows_per_file"), None)
@@ -53,7 +52,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     # ------------------------------------------------------------------ executors
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Any:
         from .._errors import marked
-        from ..datasource import DeltaCommitMessage
+        from ..task_payloads import DeltaCommitMessage
         from ..writer import write_batches
 
         with marked():
@@ -83,8 +82,9 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         from ...kernel.transaction.transaction import Transaction as KernelTransaction
         from ...operations.commit_options import CommitProperties, Transaction, commit_with
         from ...operations.files.dml_output import delete_quietly
-        from ...operations.write.api import load_snapshot, plan_metadata
         from ...operations.write.overwrite import plan_overwrite
+        from ...operations.write.pipeline import load_snapshot
+        from ...operations.write.plan import plan_metadata
         from ..writer import ENGINE_INFO
 
         adds = [a for m in messages if m is not None for a in m.adds]
@@ -144,7 +144,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     def abort(self, messages: list[Any], batchId: int) -> None:
         """Delete the batch's files unless the batch is in the table (a commit that raised may have landed)."""
         from ...operations.files.dml_output import delete_quietly
-        from ...operations.write.api import load_snapshot
+        from ...operations.write.pipeline import load_snapshot
 
         paths = [a["path"] for m in messages if m is not None for a in m.adds]
         if not paths:

@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from .._schema import Options
+from .._schema import Options, storage_options, table_path
 from .offsets import (
     BASE_INDEX,
     DEFAULT_MAX_FILES,
@@ -57,11 +57,9 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _log(self) -> Any:
         if self._walk is None:
             from ...storage import storage_for_uri
-            from ..datasource import _path
-            from ..reader import storage_options
             from .log_walk import LogWalk
 
-            storage = storage_for_uri(_path(self.opts), storage_options(self.opts))
+            storage = storage_for_uri(table_path(self.opts), storage_options(self.opts))
             self._walk = LogWalk(storage, self.options)
         return self._walk
 
@@ -88,7 +86,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             target = parse_timestamp(text)
         except Exception as e:
             raise StreamingSourceError(f"invalid startingTimestamp {text!r}: {e}") from e
-        stamps = commit_timestamps(walk.storage, walk._latest_snapshot.ict_enablement_version)
+        stamps = commit_timestamps(walk.storage, walk.latest_snapshot.ict_enablement_version)
         later = [v for v, ts in stamps.items() if ts >= target]
         return min(later) if later else (max(stamps) + 1 if stamps else 0)
 
@@ -178,7 +176,6 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def _header(walk: Any, opts: Options) -> dict[str, Any]:
     from ...kernel.schema.column_mapping import column_mapping_mode
-    from ..reader import storage_options
 
     md = walk.metadata
     return {"uri": walk.storage.root_uri, "storage_options": storage_options(opts),
@@ -221,15 +218,15 @@ def _read(value: dict[str, Any], spark_schema: Any) -> Iterator[pa.RecordBatch]:
 
     from ...kernel.log.actions import Metadata
     from ...kernel.scan.scan import Scan
-    from ..datasource import _LiteSnapshot
+    from ..task_payloads import LiteSnapshot
 
     target = to_arrow_schema(spark_schema, timezone="UTC")
     h = value["header"]
     md = Metadata.from_json(h["metadata"])
     from ...kernel.schema.types import schema_to_json
 
-    snap = _LiteSnapshot(h["uri"], h["storage_options"], schema_to_json(md.schema), h["mode"],
-                         list(md.partition_columns), h["version"])
+    snap = LiteSnapshot(h["uri"], h["storage_options"], schema_to_json(md.schema), h["mode"],
+                        list(md.partition_columns), h["version"])
     scan = Scan(snap)  # type: ignore[arg-type]
     for task in value["tasks"]:
         if task["kind"] == "cdf":

@@ -343,8 +343,8 @@ class MergeRun:
             if uniq.size != acted.size and not only_delete:
                 raise MergeDuplicateMatchError(duplicate_match_message(
                     int((counts > 1).sum()), file["path"], int(uniq[counts > 1][0])))
-            keep = acted[first]
-            act_pos, act_src, which = pos[keep], src_rows[keep], which[keep]
+            chosen = acted[first]
+            act_pos, act_src, which = pos[chosen], src_rows[chosen], which[chosen]
             for_delete = np.array([i >= 0 and self.clauses[i].is_delete for i in range(len(self.clauses))] + [False])
             is_del = for_delete[which]
             is_upd = ~is_del

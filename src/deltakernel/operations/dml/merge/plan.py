@@ -14,7 +14,7 @@ a MERGE is refused with a typed error (documented in docs/decisions.md).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,14 +146,20 @@ class Names:
         return name
 
 
-def _map_columns(e: Any, fn: Any) -> Any:
+def _map_columns(e: SqlExpr, fn: Callable[[tuple[str, ...]], SqlExpr]) -> SqlExpr:
     """Rebuild an expression tree with `fn(path)` replacing every column reference."""
+    out: SqlExpr = _map_tree(e, fn)
+    return out
+
+
+def _map_tree(e: Any, fn: Callable[[tuple[str, ...]], SqlExpr]) -> Any:
+    """`_map_columns` over any node of the tree (expressions, tuples of them, plain field values)."""
     if isinstance(e, Col):
         return fn(e.path)
     if isinstance(e, tuple):
-        return tuple(_map_columns(x, fn) for x in e)
+        return tuple(_map_tree(x, fn) for x in e)
     if dataclasses.is_dataclass(e) and not isinstance(e, type):
-        changes = {f.name: _map_columns(getattr(e, f.name), fn) for f in dataclasses.fields(e)}
+        changes = {f.name: _map_tree(getattr(e, f.name), fn) for f in dataclasses.fields(e)}
         return dataclasses.replace(e, **changes)
     return e
 

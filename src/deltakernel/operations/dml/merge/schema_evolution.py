@@ -85,7 +85,7 @@ def _plain(t: DataType) -> DataType:
 def evolved_metadata(metadata: Metadata, source: pa.Schema, clauses: Iterable[Clause],
                      target_alias: str = "target") -> Metadata | None:
     """The table metadata after MERGE schema evolution, or None when the schema does not change."""
-    from ...write.api import schema_merge_options
+    from ...write.plan import schema_merge_options
 
     incoming = _plain(from_arrow_schema(migration_schema(source, clauses, target_alias)))
     assert isinstance(incoming, StructType)
@@ -109,7 +109,7 @@ def evolved_metadata(metadata: Metadata, source: pa.Schema, clauses: Iterable[Cl
 def evolve_schema(txn: KernelTransaction, source: pa.Schema, clauses: Iterable[Clause],
                   target_alias: str | None = None) -> None:
     """merge_schema=True: put the evolved metadata (and the protocol it needs) into `txn`."""
-    from ...write.api import protocol_for, required_features
+    from ...write.plan import protocol_for, required_features
 
     md = evolved_metadata(txn.metadata, source, clauses, target_alias or "target")
     if md is None:

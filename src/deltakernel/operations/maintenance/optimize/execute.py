@@ -8,8 +8,9 @@
    - Z-order (and clustering) reads the whole bin, sorts it by the Z-order key (`zorder.py`) and writes it as
      `max(1, bin bytes // target size)` files of equal row counts — memory is bounded by the bin size.
    Rows keep their row ids (`_row_id` / `_row_commit_version` written into the materialized columns).
-   Files are written here, not by `file_writer` (whose two encoding lanes would interleave row groups of one
-   bin over two files and break both the one-file-per-bin result and the sort order).
+   Files are written by the shared data-file writer (`files/parquet_writer`) with one file per bin (its two
+   encoding lanes would interleave row groups of one bin over two files and break both the one-file-per-bin
+   result and the sort order) and the bin's partition values as logged.
 3. Commit: removes and adds with `dataChange=false`, operation OPTIMIZE with delta-spark's / deltalake's
    parameters and deltalake's metrics. The transaction records the files it rewrites as read, so a concurrent
    delete/update of one of them conflicts (ConcurrentDeleteReadError), while concurrent appends do not.
@@ -26,42 +27,31 @@ import logging
 import os
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from ....errors import DeltaError
 from ....kernel import row_tracking as rt
+from ....kernel.log.action_types import AddAction, RemoveAction
 from ....kernel.log.actions import Metadata
 from ....kernel.paths import is_absolute, resolve_file
 from ....kernel.scan.scan import Scan
 from ....kernel.snapshot import Snapshot
-from ....kernel.stats.collect import StatsCollector
 from ....kernel.transaction.transaction import Transaction
 from ....storage import Storage
 from ...commit_options import CommitProperties, PostCommitHookProperties, commit_with
 from ...dml.rewrite import remove_action
 from ...files.dml_output import DataFileOutput, delete_quietly, without_stats_of
-from ...files.layout import (
-    conform,
-    has_dotted_name,
-    make_layout,
-    partition_dir,
-    random_prefix,
-    random_prefix_length,
-    to_physical,
-    uri_encode_path,
-)
-from ...files.parquet_writer import DEFAULT_TARGET_FILE_SIZE, dictionary_options
-from ...files.writer_options import _EXTENSIONS, WriterProperties
+from ...files.layout import make_layout
+from ...files.parquet_writer import DEFAULT_TARGET_FILE_SIZE, write_data_files
+from ...files.writer_options import WriterProperties
 from . import clustering as cl
 from .plan import Bin, OptimizePlan, plan_compaction, plan_sorted
 from .zorder import check_zorder_type, zorder_split
@@ -72,7 +62,6 @@ log = logging.getLogger(__name__)
 DEFAULT_SORT_MEMORY = 2 * 1024 * 1024 * 1024
 #: Arrow bytes per Parquet byte assumed when turning that memory into a bin size (files compress ~2-5x)
 ARROW_EXPANSION = 4
-_ROW_GROUP_BYTES = 64 * 1024 * 1024  # Arrow bytes buffered per row group written
 _READ_THREADS = 2  # threads decoding a bin's files (2 cores: 2 measured best, 3-4 no better)
 _READ_AHEAD_BYTES = 32 * 1024 * 1024  # Parquet bytes read ahead of the encoder (small files: many of them)
 
@@ -116,7 +105,7 @@ class OptimizeMetrics:
         }
 
 
-def commit_metrics(m: OptimizeMetrics, adds: list[dict[str, Any]], removes: list[dict[str, Any]],
+def commit_metrics(m: OptimizeMetrics, adds: list[AddAction], removes: list[RemoveAction],
                     dvs_removed: int) -> dict[str, str]:
     """One commit's operationMetrics: deltalake's keys plus delta-spark's byte counts (all strings)."""
     part = OptimizeMetrics(m.zorder, _Sizes([int(a["size"]) for a in adds]),
@@ -130,132 +119,56 @@ def commit_metrics(m: OptimizeMetrics, adds: list[dict[str, Any]], removes: list
 
 
 # ----------------------------------------------------------------------------- writing
-class _Writer:
-    """Writes one bin's rows as Parquet data files (physical names, field ids, stats, row-tracking columns)."""
+class BinWriter:
+    """Writes one bin's rows (or one Z-order cut) as one Parquet data file through the shared data-file writer
+    (`files/parquet_writer.write_data_files`: same row groups, encodings and stats as a write), with
+    `one_file_per_partition` (no second encoding lane, which would interleave a bin's rows over two files) and the
+    bin's partition values as logged; row-tracking columns materialized, `dataChange=false`, clustering fields."""
 
     def __init__(self, snapshot: Snapshot, storage: Storage, configuration: dict[str, str],
                  writer_properties: Any, extra_add: dict[str, Any]) -> None:
         self.storage = storage
         self.mode = snapshot.column_mapping_mode
         self.configuration = configuration
-        self.output = DataFileOutput(snapshot, storage, snapshot.schema, snapshot.partition_columns,
+        self.partition_columns = list(snapshot.partition_columns)
+        self.output = DataFileOutput(snapshot, storage, snapshot.schema, self.partition_columns,
                                      configuration, writer_properties)
         self.hidden = self.output.hidden
-        self.layout = make_layout(self.output.write_schema(), list(snapshot.partition_columns), self.mode)
-        props = WriterProperties.coerce(writer_properties)
-        self.options = props.parquet_options()
-        self.rg_rows = max(1, props.max_row_group_size)
-        self.string_prefix = props.stats_string_prefix()  # WriterProperties.statistics_truncate_length
-        self.suffix = f"-c000.{_EXTENSIONS[self.options['compression']]}parquet"
-        self.footer_stats = self.options["write_statistics"] is True and not has_dotted_name(self.layout.physical_arrow)
-        self.fs, self.base = storage.arrow_filesystem()
-        self.prefix_length = random_prefix_length(self.mode, configuration)
+        self.schema = self.output.write_schema()
+        self.layout = make_layout(self.schema, self.partition_columns, self.mode)
+        # the caller's properties as given (DataFileOutput's default is DML's smaller row groups)
+        self.properties = WriterProperties.coerce(writer_properties)
         self.extra_add = extra_add
-        self.written: list[str] = []  # every key created, for abort
+        self.written: list[str] = []  # the log path of every file written, for abort
         self._lock = threading.Lock()
 
-    def _key(self, partition: dict[str, str | None]) -> str:
-        if self.prefix_length is not None:
-            directory = random_prefix(self.prefix_length)
-        else:
-            directory = partition_dir([(p, partition.get(p)) for p in self.layout.partition_physical])
-        return f"{directory}part-00000-{uuid.uuid4()}{self.suffix}"
+    def _batches(self, tables: Iterable[pa.Table]) -> Iterator[pa.RecordBatch]:
+        for table in tables:
+            yield from self.output.materialize(table).to_batches()
 
-    def write_file(self, partition: dict[str, str | None], tables: Iterable[pa.Table]) -> dict[str, Any] | None:
+    def write_file(self, partition: dict[str, str | None], tables: Iterable[pa.Table]) -> AddAction | None:
         """Write `tables` (logical rows read by the scan, row-tracking columns included) as one file."""
-        key = self._key(partition)
-        path = f"{self.base.rstrip('/')}/{key}" if self.base else key
-        directory = path.rsplit("/", 1)[0] if "/" in path else ""
-        if isinstance(self.fs, pafs.LocalFileSystem) and directory:
-            self.fs.create_dir(directory, recursive=True)
+        adds = write_data_files(self.storage, self._batches(tables), schema=self.schema,
+                                partition_columns=self.partition_columns, column_mapping_mode=self.mode,
+                                configuration=self.configuration, writer_properties=self.properties,
+                                data_change=False, partition_values=partition, one_file_per_partition=True)
         with self._lock:
-            self.written.append(key)
-        stats = StatsCollector(self.layout.data_schema, self.mode, self.configuration,
-                               footer_min_max=self.footer_stats, string_prefix_length=self.string_prefix)
-        rows = 0
-        writer: pq.ParquetWriter | None = None
-        # Row groups encode on their own thread (pyarrow releases the GIL) while this thread goes on collecting
-        # the next one from the readers; at most one is encoding, so memory stays two row groups.
-        encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltakernel-optimize-encode")
-        encoding: Future[None] | None = None
-        with self.fs.open_output_stream(path) as sink:
-            buffer: list[pa.RecordBatch] = []
-            buffered_rows = buffered_bytes = 0
-
-            def flush() -> None:
-                nonlocal buffer, buffered_rows, buffered_bytes, writer, encoding
-                if not buffer:
-                    return
-                logical = pa.Table.from_batches(buffer, schema=self.layout.logical_arrow)
-                physical = pa.Table.from_batches([to_physical(b, self.layout) for b in buffer],
-                                                 schema=self.layout.physical_arrow)
-                if writer is None:  # opened on the first row group: its rows choose the dictionary columns
-                    options = dictionary_options(self.options, physical, self.layout)
-                    writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **options)
-                stats.update(logical)
-                if encoding is not None:
-                    encoding.result()
-                encoding = encoder.submit(writer.write_table, physical,
-                                          row_group_size=max(self.rg_rows, physical.num_rows))
-                buffer, buffered_rows, buffered_bytes = [], 0, 0
-
-            try:
-                for table in tables:
-                    for batch in self.output.materialize(table).to_batches():
-                        if batch.num_rows == 0:
-                            continue
-                        batch = conform(batch, self.layout)
-                        while batch.num_rows:
-                            take = min(batch.num_rows, self.rg_rows - buffered_rows)
-                            part = batch.slice(0, take)
-                            batch = batch.slice(take)
-                            buffer.append(part)
-                            buffered_rows += take
-                            buffered_bytes += part.nbytes
-                            rows += take
-                            if buffered_rows >= self.rg_rows or buffered_bytes >= _ROW_GROUP_BYTES:
-                                flush()
-                flush()
-                if encoding is not None:
-                    encoding.result()
-            finally:
-                encoder.shutdown(wait=True)
-                if writer is not None:
-                    writer.close()
-            size = _position(sink)
-        if size < 0:  # a stream that cannot tell (Python-backed object store streams)
-            size = int(self.storage.head(key).size)
-        if rows == 0 or writer is None:
-            self.storage.delete(key)
+            self.written.extend(a["path"] for a in adds)
+        if not adds:
             return None
-        stats.fold_parquet_footer(writer.writer.metadata)
-        add: dict[str, Any] = {
-            "path": uri_encode_path(key),
-            "partitionValues": {p: partition.get(p) for p in self.layout.partition_physical},
-            "size": size,
-            "modificationTime": int(time.time() * 1000),
-            "dataChange": False,
-            "stats": stats.to_json(),
-            **self.extra_add,
-        }
+        (add,) = adds
+        add = cast(AddAction, {**add, **self.extra_add})
         return without_stats_of(add, self.hidden) if self.hidden is not None else add
 
     def abort(self, keep: set[str]) -> None:
-        delete_quietly(self.storage, [k for k in self.written if uri_encode_path(k) not in keep])
-
-
-def _position(sink: Any) -> int:
-    try:
-        return int(sink.tell())
-    except (OSError, AttributeError, NotImplementedError, pa.ArrowNotImplementedError):
-        return -1
+        delete_quietly(self.storage, [p for p in self.written if p not in keep])
 
 
 # ----------------------------------------------------------------------------- execution
 @dataclass
 class _BinResult:
     bin: Bin
-    adds: list[dict[str, Any]]
+    adds: list[AddAction]
     batches: int
 
 
@@ -269,7 +182,7 @@ class BinRunner:
         self.zorder_columns = zorder_columns
         self.plan = plan
         self.target_size = target_size
-        self.writer = _Writer(snapshot, storage, configuration, writer_properties, extra_add)
+        self.writer = BinWriter(snapshot, storage, configuration, writer_properties, extra_add)
         self.scan = Scan(snapshot, row_tracking=self.writer.hidden is not None)
         self.workers = max(1, workers)
         self.progress = progress
@@ -277,7 +190,7 @@ class BinRunner:
     def _plain(self) -> bool:
         """Whether files can be read as they are (no column mapping, row tracking or type widening): then a
         file whose Parquet schema has every data column is read directly, without the kernel reader's per-file
-        schema work (a third of compaction's CPU on 1,000 small files); `_Writer` conforms the types."""
+        schema work (a third of compaction's CPU on 1,000 small files); the writer conforms the types."""
         snap = self.snapshot
         return self.writer.hidden is None and snap.column_mapping_mode == "none" \
             and not snap.protocol.has_feature("typeWidening") and not snap.protocol.has_feature("typeWidening-preview")
@@ -328,7 +241,7 @@ class BinRunner:
 
     def run_bin(self, b: Bin) -> _BinResult:
         counter = [0]
-        adds: list[dict[str, Any]] = []
+        adds: list[AddAction] = []
         if self.zorder_columns is None:
             add = self.writer.write_file(b.partition, self._read(b, counter))
             adds = [add] if add is not None else []
@@ -506,8 +419,8 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
     committed: set[str] = set()
     version: int | None = None
     now = int(time.time() * 1000)
-    pending_adds: list[dict[str, Any]] = []
-    pending_removes: list[dict[str, Any]] = []
+    pending_adds: list[AddAction] = []
+    pending_removes: list[RemoveAction] = []
     last_commit = time.monotonic()
 
     def commit(final: bool) -> None:
