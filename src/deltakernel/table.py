@@ -147,7 +147,7 @@ class DeltaTable(TableOperations):
     # ------------------------------------------------------------------ metadata
     def schema(self) -> Schema:
         """deltalake's `Schema` (JSON string `to_json()`, Arrow export); `snapshot.schema` is the kernel's."""
-        return Schema._of(self._snapshot.schema)  # type: ignore[no-any-return]
+        return Schema._of(self._snapshot.schema)
 
     def metadata(self) -> Metadata:
         """deltalake's `Metadata` (partition_columns a list); kernel metaData attributes stay reachable."""

@@ -32,8 +32,16 @@ class TableOperations:
     _storage: Storage
     _snapshot: Snapshot
 
+    # provided by DeltaTable (the read half)
+    @property
+    def snapshot(self) -> Snapshot:
+        raise NotImplementedError
+
+    def update_incremental(self) -> None:
+        raise NotImplementedError
+
     def _partition_filter(self, partition_filters: FilterLike | None) -> Any:
-        raise NotImplementedError  # DeltaTable's: deltalake partition filters -> a kernel predicate
+        raise NotImplementedError  # deltalake partition filters -> a kernel predicate
 
     @property
     def alter(self) -> TableAlterer:
@@ -98,7 +106,7 @@ class TableOperations:
                                                                      post_commithook_properties)
         written, predicate = predicate, self._spark_sql(predicate)
         if updates is not None:
-            updates = {k: self._spark_sql(v) if isinstance(v, str) else v for k, v in updates.items()}
+            updates = {k: (self._spark_sql(v) or "") if isinstance(v, str) else v for k, v in updates.items()}
         metrics, version = update(self._storage, self._snapshot, updates, new_values, predicate,
                                   writer_properties=writer_properties, error_on_type_mismatch=error_on_type_mismatch,
                                   commit_properties=commit_properties,
@@ -294,7 +302,8 @@ class TableOperations:
                                       reference=self._snapshot)
         _, _ = clone_table(self._storage, source, target, shallow=shallow, replace=replace, properties=properties,
                            storage_options=storage_options, progress=progress)
-        return type(self)(target, storage_options=storage_options)
+        table_class: Any = type(self)  # DeltaTable
+        return table_class(target, storage_options=storage_options)
 
     def compact_logs(self, start_version: int | None = None, end_version: int | None = None) -> str | None:
         """Write `_delta_log/<start>.<end>.compacted.json` (PROTOCOL.md "Log Compaction Files"): the reconciled
