@@ -175,7 +175,7 @@ class TableOperations:
         min_unreferenced_age_hours: float | None = None,
     ) -> list[str]:
         """Delete files no longer referenced by any retained version; returns their paths relative to the
-        table root (those that would be deleted on a dry run). See `operations/vacuum.py` for lite / full.
+        table root (those that would be deleted on a dry run). See `operations/maintenance/vacuum.py` for lite / full.
 
         `min_unreferenced_age_hours` (ours; deltalake has none): full mode deletes a file that no log entry
         names (possibly a concurrent writer's uncommitted data) only once it is older than this, whatever

@@ -415,7 +415,7 @@ def _find(schema: pa.Schema, name: str) -> int | None:
 def parse_sql_predicate(text: str, schema: pa.Schema) -> pc.Expression:
     """A SQL boolean expression (deltalake's `load_cdf(predicate=...)`) as a pyarrow filter over `schema`.
 
-    Parsed by `sql.py` with double quotes as identifiers (deltalake/DataFusion style); literals are
+    Parsed by `expressions/sql` with double quotes as identifiers (deltalake/DataFusion style); literals are
     typed by the column they are compared with.
     """
     from .expressions.sql import to_pyarrow_filter

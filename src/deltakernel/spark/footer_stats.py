@@ -2,7 +2,7 @@
 
 Why footers: Spark's Parquet writer (parquet-java) already computed exact per-row-group null counts and
 min/max while encoding; reading them back costs one footer read per file instead of a second pass over the
-data. The document has the shape `kernel.stats_collect.StatsCollector` writes (same columns, truncation,
+data. The document has the shape `kernel/stats/collect.StatsCollector` writes (same columns, truncation,
 number/date/timestamp formats), so both write paths produce the same stats for the same data.
 
 What parquet-java's statistics mean, and how they map:

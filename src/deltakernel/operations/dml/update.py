@@ -10,7 +10,7 @@
    to the column's type (strictly unless `error_on_type_mismatch=False`, then a value that does not fit
    becomes NULL); generated columns not set explicitly are recomputed and every rule of the table
    (NOT NULL, CHECK, invariants, generated columns) is enforced on the updated rows
-   (`constraints.Enforcer`). Updated rows are written through the ordinary file writer, so an updated
+   (`write/enforcement.Enforcer`). Updated rows are written through the ordinary file writer, so an updated
    partition column moves the row to its partition.
 4. Then either
    - deletion vectors (`dv_writer.deletion_vectors_writable`): the old rows are marked deleted in their

@@ -1,19 +1,19 @@
 """Write data files for a commit: Parquet files plus their `add` actions (path, partition values, stats).
 
 Why it looks like this:
-- streaming with bounded memory: batches are split by partition (`data_layout.split_by_partition`, one
+- streaming with bounded memory: batches are split by partition (`layout.split_by_partition`, one
   vectorized sort per batch, one batch ahead on a helper thread), buffered per partition up to one row
   group, then encoded on a small pool (row groups of different files encode concurrently: pyarrow releases
   the GIL); the total buffered bytes and the number of open Parquet writers are capped, so input larger
   than memory works. Buffering matters because each pyarrow `write_table` call starts new row groups.
   A partition with more than one full row group is written as two files (lanes) so its row groups encode
   on two cores; the buffering thread never waits for the encoder except on back-pressure and rolling.
-- stats: null counts and NaN flags from the data (`kernel.stats_collect`), min/max folded from the footer
+- stats: null counts and NaN flags from the data (`kernel/stats/collect.py`), min/max folded from the footer
   of each file written (the encoder computes them anyway).
 - dictionary encoding is chosen per column from a sample of the first row group flushed (nearly-unique columns
   are written plain instead of overflowing a dictionary in every column chunk); a file's Parquet writer opens at
   its first flush, once that choice is made.
-- paths, partition directories and the physical file schema: `data_layout.py`; timestamps are INT64
+- paths, partition directories and the physical file schema: `layout.py`; timestamps are INT64
   microseconds (UTC-adjusted for `timestamp`, not for `timestamp_ntz`).
 - nothing here commits: on failure every file written so far is deleted (best effort) and the error re-raised.
 - one writer for every data file: appends, overwrites, DML rewrites and OPTIMIZE (`one_file_per_partition` and

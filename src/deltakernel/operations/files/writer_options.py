@@ -195,7 +195,7 @@ class WriterProperties:
         return None
 
     def parquet_options(self, layout: Any = None) -> dict[str, Any]:
-        """pyarrow `ParquetWriter` keywords; per-column settings need `layout` (operations/data_layout.Layout)."""
+        """pyarrow `ParquetWriter` keywords; per-column settings need `layout` (`files/layout.Layout`)."""
         opts: dict[str, Any] = {
             "compression": self.codec(),
             "use_dictionary": self.dictionary_enabled,

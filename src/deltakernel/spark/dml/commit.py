@@ -1,6 +1,6 @@
 """One Spark DML run and committed on the driver: the shared skeleton of DELETE, UPDATE (and MERGE later).
 
-The operation records what it read and every file it wrote; `run_and_commit` (operations/dml_commit.py,
+The operation records what it read and every file it wrote; `run_and_commit` (operations/dml/commit.py,
 shared with the embedded engine) commits one kernel transaction — Delta's conflict rules against every
 winning commit, rebase or a typed `CommitConflictError` — and deletes the files written (data, change data,
 deletion-vector files) only when the commit is known absent. Files a failed Spark job's successful tasks

@@ -3,8 +3,8 @@
 1. Driver: the clauses are checked by Spark's analyzer on an empty target joined with the source (bad
    columns, target columns in NOT MATCHED clauses, source columns in NOT MATCHED BY SOURCE ones, unknown
    assignment keys: typed errors before any job); `withSchemaEvolution()` evolves the table schema first
-   (`operations/merge_schema.py`, the embedded MERGE's rules). The join condition's equi-keys and target-only
-   conjuncts are found in Spark's analyzed plan (`merge_plan.py`).
+   (`operations/dml/merge/schema_evolution.py`, the embedded MERGE's rules). The join condition's equi-keys
+   and target-only conjuncts are found in Spark's analyzed plan (`merge_plan.py`).
 2. A one-row aggregate job on the source: its row count and, per key, min / max (distinct values for a
    partition key) cast to the target's type; with the target-only conjuncts they prune the target files
    (partition values + stats, the embedded MERGE's predicate; none with NOT MATCHED BY SOURCE clauses).

@@ -14,7 +14,7 @@ each deleting its share in bulk), else on the driver (bulk deletes, a few reques
   removed_files_size, restored_files_size) read back from the commit's operationMetrics.
 - `convertToDelta(spark, "parquet.`/path`", partitionSchema)`: footers read on the driver (threads), which is
   fine for thousands of files; a directory of millions of files would want a Spark job reading them.
-- `generate("symlink_format_manifest")`: `operations/manifest.py`.
+- `generate("symlink_format_manifest")`: `operations/maintenance/manifest.py`.
 - `dropFeatureSupport(name, truncateHistory)`: `operations/drop_feature.py`.
 """
 

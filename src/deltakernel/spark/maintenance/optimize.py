@@ -1,14 +1,15 @@
 """OPTIMIZE on Spark: delta-spark's `DeltaOptimizeBuilder` (`where`, `executeCompaction`, `executeZOrderBy`).
 
 Distributed, one Spark task per bin (delta-spark also writes each bin with one task):
-1. the driver plans the bins exactly as the embedded engine does (`operations/optimize_plan.py`: compaction
+1. the driver plans the bins exactly as the embedded engine does (`operations/maintenance/optimize/plan.py`: compaction
    bins of small files per partition in insertion order, files purged of many deleted rows, Z-order / clustering
    bins), from the partition filter of `where(...)` evaluated on the typed partition values;
 2. one Spark job runs every bin as its own task (`_common.map_partitions`): the task reads the bin's files
    with the kernel's reader (deletion vectors applied, column mapping, row ids kept) one file at a time,
    writes them as one file (compaction, insertion order kept) or sorts the bin along the Z-order curve
-   (`operations/zorder.py`'s key, computed on the executor) and cuts it into files of about the target size,
-   with the kernel's OPTIMIZE writer (same stats, same layout as the embedded engine). Tasks return only add
+   (`operations/maintenance/optimize/zorder.py`'s key, computed on the executor) and cuts it into files of
+   about the target size, with the kernel's OPTIMIZE `BinWriter` (the one Parquet writer: same stats, same
+   layout as the embedded engine). Tasks return only add
    actions; no shuffle, nothing through the driver but actions;
 3. the driver commits one transaction: removes (`dataChange=false`) + adds, operation OPTIMIZE with the
    embedded engine's parameters and metrics; the rewritten files are the read set, so a concurrent DELETE of

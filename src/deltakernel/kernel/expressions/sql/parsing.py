@@ -2,10 +2,10 @@
 
 Delta stores CHECK constraints, invariants, generated-column expressions and column defaults as Spark
 SQL text, and deltalake's `predicate=` / `replaceWhere` / DML strings are SQL too. The text is parsed
-by sqlglot's Spark dialect (`sql_parse.py`, imported on first use; `docs/decisions.md`, "SQL parsing:
-sqlglot") and translated into the tiny immutable AST below, which `sql_eval.py` evaluates vectorized with
-`pyarrow.compute` with Spark's (non-ANSI) semantics, and which translates, when it can do so exactly,
-into the kernel predicate AST (`predicate.py`) for partition pruning and data skipping.
+by `fast_parse.py` when it is one of the simplest forms, else by sqlglot's Spark dialect (`sqlglot_parse.py`,
+imported on first use; `docs/decisions.md`, "SQL parsing: sqlglot"), into the immutable AST of `ast.py`, which
+`deltakernel.sqleval` evaluates with Spark's (non-ANSI) semantics and `translate.py` turns, when it can do so
+exactly, into the kernel predicate AST (`expressions/predicate`) for partition pruning and data skipping.
 
 Accepted: OR / AND / NOT (`!`); comparisons = == != <> < <= > >= <=>, IS [NOT] DISTINCT FROM,
 IS [NOT] NULL / TRUE / FALSE / UNKNOWN, [NOT] IN (...), [NOT] BETWEEN, [NOT] LIKE / ILIKE [ESCAPE 'c'],
@@ -19,7 +19,7 @@ written, upper-cased: the evaluator dispatches on it); CAST / TRY_CAST / `x::typ
 Double-quoted text is a string literal as in Spark unless `double_quoted_identifiers=True`
 (deltalake / DataFusion style). What sqlglot parses but has no exact meaning here (an INTERVAL on its
 own, subqueries, lambdas, slices, ...) raises InvalidFilterError, as do syntax errors. The functions are
-in `sql_functions.py` / `sql_temporal.py`, explicit casts in `sql_casts.py`.
+in `deltakernel/sqleval/functions/`, explicit casts in `sqleval/casts.py`.
 """
 
 from __future__ import annotations

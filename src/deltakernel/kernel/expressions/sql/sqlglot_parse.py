@@ -1,6 +1,6 @@
-"""Spark SQL text -> the expression AST of `sql.py`, through sqlglot's Spark dialect.
+"""Spark SQL text -> the expression AST of `ast.py`, through sqlglot's Spark dialect.
 
-Kept apart from `sql.py` (the AST, its helpers and the translation to kernel predicates) because it is the
+Kept apart from `ast.py` / `parsing.py` / `translate.py` (the AST, the entry point, the translation) as the
 only part that imports sqlglot, and only when first called: `import deltakernel` stays free of it. A small
 dialect subclass keeps Spark's surface as written (function names, typed literals, numeric suffixes, `||`
 precedence); `_Translator` maps sqlglot's tree onto the AST with Spark's literal typing, and raises

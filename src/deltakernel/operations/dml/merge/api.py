@@ -97,7 +97,7 @@ def merge_parameters(predicate: str, clauses: list[Clause]) -> dict[str, Any]:
 def _evolve_schema(txn: KernelTransaction, source: pa.Schema, clauses: list[Clause],
                    target_alias: str | None) -> None:
     """merge_schema=True: the target schema evolved by the source columns the clauses write (nested fields,
-    type widening; `merge_schema.py`)."""
+    type widening; `schema_evolution.py`)."""
     from .schema_evolution import evolve_schema
 
     evolve_schema(txn, source, clauses, target_alias)

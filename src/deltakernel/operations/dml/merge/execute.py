@@ -1,4 +1,4 @@
-"""Executing a MERGE (see `merge.py` for the API and the commit).
+"""Executing a MERGE (see `api.py` for the API and the commit).
 
 Execution (see docs/decisions.md, "MERGE execution"):
 1. Plan (`merge_plan`): aliases resolved, clauses parsed and type-checked on empty tables, the join

@@ -9,7 +9,7 @@ What the protocol asks and where it happens:
   them as its own clustered files; it may recluster them as it sees fit). We also tag them with the columns
   they were clustered by (`deltakernel.clusteredBy`), so the next OPTIMIZE only clusters new files.
 Creating a clustered table: `DeltaTable.create(..., cluster_by=[...])` (`creation_domain`). Clustering itself
-is OPTIMIZE on such a table (`operations/optimize.py`: a Z-order by the clustering columns).
+is OPTIMIZE on such a table (`optimize/execute.py`: a Z-order by the clustering columns).
 Changing the columns: `DeltaTable.alter.cluster_by(columns)` (`alter_clustering`), delta-spark's
 `ALTER TABLE ... CLUSTER BY (cols)` / `CLUSTER BY NONE`: a "CLUSTER BY" commit that rewrites the domain (and
 makes an unpartitioned, unclustered table clustered); no data is rewritten, the next OPTIMIZE reclusters the

@@ -1,6 +1,6 @@
 """OPTIMIZE: compaction and Z-order (deltalake's `DeltaTable.optimize`, delta-spark's OptimizeTableCommand).
 
-1. Plan (`optimize_plan.py`): the live files matching the partition filters, grouped into bins per partition.
+1. Plan (`plan.py`): the live files matching the partition filters, grouped into bins per partition.
 2. Execute each bin on a small thread pool (`max_concurrent_tasks`; Parquet decoding and encoding release the
    GIL), results taken in plan order with at most that many bins in flight:
    - compaction streams the bin: its files are read one at a time (deletion vectors applied, so deleted
