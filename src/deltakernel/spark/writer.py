@@ -61,20 +61,13 @@ class WritePlan:
 
 def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[list[dict[str, Any]], int]:
     """One task's share: conform, check and write `batches`; returns (add actions, rows written)."""
-    from ..operations.files.parquet_writer import write_data_files
-    from ..operations.write.data_files import conform_batches
+    from ..operations.write.data_files import write_data
 
     storage = storage_for_uri(plan.table_uri, plan.storage_options)
-    conformed = conform_batches(batches, plan.metadata, plan.protocol, plan.predicate or None,
-                                evolve_hint="use mergeSchema")
-    adds = write_data_files(
-        storage, conformed.batches, schema=plan.metadata.schema,
-        partition_columns=list(plan.metadata.partition_columns),
-        column_mapping_mode=plan.metadata.configuration.get("delta.columnMapping.mode", "none"),
-        configuration=plan.metadata.configuration, target_file_size=plan.target_file_size,
-        max_rows_per_file=plan.max_rows_per_file,
-    )
-    return adds, conformed.rows
+    adds, rows, _ = write_data(storage, batches, plan.metadata, plan.protocol, predicate=plan.predicate or None,
+                               target_file_size=plan.target_file_size, max_rows_per_file=plan.max_rows_per_file,
+                               evolve_hint="use mergeSchema")
+    return adds, rows
 
 
 def _task(plan: WritePlan) -> Any:

@@ -9,8 +9,9 @@ conforming step on the executors (`conform_batches`), so both engines write iden
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +26,6 @@ from ...sqleval import evaluate
 from ...storage import Storage
 from ..files import parquet_writer
 from .enforcement import Enforcer
-from .request import WriteRequest
 
 
 def match_columns(batch: pa.RecordBatch, schema: StructType) -> pa.RecordBatch:
@@ -107,10 +107,14 @@ def conform_batches(batches: Iterator[pa.RecordBatch], metadata: Metadata, proto
     return out
 
 
-def write_data(storage: Storage, reader: pa.RecordBatchReader, metadata: Metadata, protocol: Protocol,
-               request: WriteRequest) -> tuple[list[AddAction], int, dict[str, int]]:
-    """Write the reader's rows as data files: (add actions, rows written, identity high-water marks)."""
-    conformed = conform_batches(iter(reader), metadata, protocol, request.predicate)
+def write_data(storage: Storage, batches: Iterator[pa.RecordBatch], metadata: Metadata, protocol: Protocol, *,
+               predicate: str | None = None, target_file_size: int | None = None, writer_properties: Any = None,
+               max_rows_per_file: int | None = None, progress: Callable[[int, int], None] | None = None,
+               evolve_hint: str = "pass schema_mode='merge'") -> tuple[list[AddAction], int, dict[str, int]]:
+    """Conform `batches` and write them as data files: (add actions, rows written, identity high-water marks).
+    The embedded write and Spark's write tasks both come here. `target_file_size` None: `delta.targetFileSize`,
+    else the writer's default (resolved by the writer)."""
+    conformed = conform_batches(batches, metadata, protocol, predicate, evolve_hint=evolve_hint)
     conf = metadata.configuration
     adds = parquet_writer.write_data_files(
         storage,
@@ -119,22 +123,14 @@ def write_data(storage: Storage, reader: pa.RecordBatchReader, metadata: Metadat
         partition_columns=list(metadata.partition_columns),
         column_mapping_mode=conf.get("delta.columnMapping.mode", "none"),
         configuration=conf,
-        target_file_size=request.target_file_size or _conf_int(conf, "delta.targetFileSize"),
-        writer_properties=request.writer_properties,
-        max_rows_per_file=request.max_rows_per_file,
-        progress=request.progress,
+        target_file_size=target_file_size,
+        writer_properties=writer_properties,
+        max_rows_per_file=max_rows_per_file,
+        progress=progress,
     )
     enforcer = conformed.enforcer
     marks = enforcer.identity_updates() if enforcer is not None else {}
     return adds, conformed.rows, marks
-
-
-def _conf_int(conf: dict[str, str], key: str) -> int | None:
-    v = conf.get(key)
-    try:
-        return int(v) if v is not None else None
-    except ValueError:
-        return None
 
 
 __all__ = ["Conformed", "cast_batch", "check_replace_where", "conform_batches", "enforcer_for", "match_columns",

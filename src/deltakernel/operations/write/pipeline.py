@@ -129,7 +129,10 @@ def execute_write(table_or_uri: Any, data: Any, request: WriteRequest, *, schema
         adds, rows = written[0], written[1]
         marks = dict(written[2]) if len(written) > 2 else {}
     else:
-        adds, rows, marks = write_data(storage, reader, metadata, protocol, request)
+        adds, rows, marks = write_data(
+            storage, iter(reader), metadata, protocol, predicate=request.predicate,
+            target_file_size=request.target_file_size, writer_properties=request.writer_properties,
+            max_rows_per_file=request.max_rows_per_file, progress=request.progress)
     try:
         commit_write(txn, storage, snapshot, metadata, request, adds, rows, marks)
     finally:
