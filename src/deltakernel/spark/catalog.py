@@ -15,8 +15,10 @@ Design (see docs/decisions.md, "Catalog tables on Spark"):
   behind a catalog table), so the routing in `routing.py` / `spark/sql` must see every access (classic
   sessions also put the native plan in the relation cache, `table_frames.py`, so Spark resolves the name in
   permanent views and SQL it runs by itself).
-- **Spark Connect** sessions have no py4j: entries are read with `SHOW TABLE EXTENDED`, registered and dropped
-  with the session's own (un-routed) `sql` (`sql/public_catalog.py`), names split by the Delta SQL tokenizer.
+- **The two session kinds differ only in how the catalog is asked** (`kinds/`: `CatalogAccess`): a classic session
+  asks the JVM's `SessionCatalog` over py4j (`kinds/classic.py`); a Spark Connect session reads entries with
+  `SHOW TABLE EXTENDED`, registers and drops them with the session's own (un-routed) `sql` and splits names with
+  the Delta SQL tokenizer (`kinds/connect.py`, `sql/public_catalog.py`).
   There is no relation cache to fill, so over Connect a Delta catalog table is readable only through the
   router (`spark.sql` rewrites it to a temporary view), `spark.table` / `spark.read.table` and
   `DeltaTable.forName`; a permanent view over one is refused.
@@ -38,8 +40,8 @@ from typing import Any
 from ..errors import DeltaError, TableNotFoundError
 from ..kernel.schema.types import StructType
 from ._schema import catalog_schema_json, table_uri, to_spark_schema
-from .catalog_entry import SESSION_CATALOG, CatalogEntry
-from .session import has_jvm, require_jvm
+from .catalog_entry import SESSION_CATALOG, CatalogEntry, session_table
+from .kinds import kind_of
 
 SOURCE_NAME = "delta"
 _log = logging.getLogger(__name__)
@@ -74,37 +76,12 @@ def _q(part: str) -> str:
     return "`" + part.replace("`", "``") + "`"
 
 
-def _jvm(spark: Any) -> Any:
-    return spark._jvm
-
-
-def _session_catalog(spark: Any) -> Any:
-    return spark._jsparkSession.sessionState().catalog()
-
-
-def _ident(spark: Any, db: str, table: str) -> Any:
-    jvm = _jvm(spark)
-    return jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(db))
-
-
 def split_name(spark: Any, name: str) -> list[str]:
     """A table name as Spark reads it (backquotes, dots); a malformed name is a DeltaError."""
-    if not has_jvm(spark):
-        from .sql.public_catalog import split_name as split_public
-
-        try:
-            return split_public(name)
-        except Exception as e:
-            raise CatalogTableError(f"invalid table name {name!r}: {_first_line(e)}") from e
     try:
-        parser = spark._jsparkSession.sessionState().sqlParser()
-        it = parser.parseMultipartIdentifier(name).iterator()
+        return kind_of(spark).catalog.split_name(name)
     except Exception as e:
         raise CatalogTableError(f"invalid table name {name!r}: {_first_line(e)}") from e
-    parts = []
-    while it.hasNext():
-        parts.append(str(it.next()))
-    return parts
 
 
 def path_of(parts: list[str] | tuple[str, ...]) -> str | None:
@@ -117,62 +94,21 @@ def path_of(parts: list[str] | tuple[str, ...]) -> str | None:
 
 def _db_table(spark: Any, parts: list[str] | tuple[str, ...]) -> tuple[str, str] | None:
     """(database, table) in the session catalog for a name, None for names of other catalogs / temp views."""
-    parts = list(parts)
-    if len(parts) == 3:
-        if parts[0].lower() != SESSION_CATALOG:
-            return None
-        parts = parts[1:]
-    if len(parts) == 1:
-        if not has_jvm(spark):
-            from .sql.public_catalog import current_database
-
-            return current_database(spark), parts[0]
-        cat = _session_catalog(spark)
-        if cat.isTempView(spark._jvm.PythonUtils.toSeq(parts)):
-            return None
-        return str(cat.getCurrentDatabase()), parts[0]
-    if len(parts) == 2:
-        if parts[0].lower() == "global_temp":
-            return None
-        return parts[0], parts[1]
-    return None
-
-
-def _metadata(spark: Any, parts: list[str] | tuple[str, ...]) -> Any:
-    """The session catalog's CatalogTable for a name (one JVM lookup), or None."""
-    dt = _db_table(spark, parts)
-    if dt is None:
-        return None
-    cat = _session_catalog(spark)
-    ident = _ident(spark, *dt)
-    try:
-        return cat.getTableMetadata(ident) if cat.tableExists(ident) else None
-    except Exception:  # no such database
-        return None
+    return session_table(parts, kind_of(spark).catalog.unqualified)
 
 
 def catalog_table(spark: Any, parts: list[str] | tuple[str, ...]) -> Any:
-    """The session catalog's CatalogTable (table or permanent view) for a name, or None (temp views too)."""
-    return _metadata(spark, parts)
+    """The JVM's CatalogTable (table or permanent view) for a name, or None (temp views too): classic sessions
+    only (the classic relation rewriter reads a view's plan from it)."""
+    from .kinds.classic import ClassicCatalog
 
-
-def _entry(md: Any) -> CatalogEntry:
-    ident = md.identifier()
-    provider = md.provider()
-    loc = md.storage().locationUri()
-    return CatalogEntry(str(ident.database().get()) if ident.database().isDefined() else "default",
-                        str(ident.table()), str(provider.get()) if provider.isDefined() else "",
-                        str(loc.get().toString()) if loc.isDefined() else None, str(md.tableType().name()) == "MANAGED")
+    dt = _db_table(spark, parts)
+    return ClassicCatalog(spark).table_metadata(*dt) if dt is not None else None
 
 
 def lookup(spark: Any, parts: list[str] | tuple[str, ...]) -> CatalogEntry | None:
     """The session-catalog entry a name denotes (any provider, tables and permanent views), or None."""
-    if not has_jvm(spark):
-        from .sql.public_catalog import lookup_entry
-
-        return lookup_entry(spark, parts)
-    md = _metadata(spark, parts)
-    return _entry(md) if md is not None else None
+    return kind_of(spark).catalog.lookup(list(parts))
 
 
 def resolve(spark: Any, parts: list[str] | tuple[str, ...], label: str | None = None) -> DeltaRef | None:
@@ -211,8 +147,7 @@ def resolve_name(spark: Any, name: str) -> DeltaRef | None:
 
 
 def default_location(spark: Any, db: str, table: str) -> str:
-    require_jvm(spark, "the default location of a managed table")
-    return table_uri(str(_session_catalog(spark).defaultTablePath(_ident(spark, db, table)).toString()))
+    return table_uri(kind_of(spark).catalog.default_location(db, table))
 
 
 def _first_line(e: BaseException) -> str:
@@ -224,12 +159,7 @@ def _first_line(e: BaseException) -> str:
 def register(spark: Any, db: str, table: str, schema_json: str, location: str | None,
              comment: str | None = None) -> None:
     """Record `db.table` in the session catalog (managed when `location` is None)."""
-    if has_jvm(spark):
-        ddl = str(spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema_json).toDDL())
-    else:
-        from .sql.public_catalog import columns_ddl
-
-        ddl = columns_ddl(schema_json)
+    ddl = kind_of(spark).catalog.columns_ddl(schema_json)
     text = f"CREATE TABLE {_q(SESSION_CATALOG)}.{_q(db)}.{_q(table)} ({ddl}) USING {SOURCE_NAME}"
     if location is not None:
         text += f" LOCATION {_sql_string(location)}"
@@ -246,13 +176,8 @@ def unregister(spark: Any, db: str, table: str) -> None:
 
 
 def _run_ddl(spark: Any, text: str) -> None:
-    """A catalog statement below the Delta SQL router: the JVM session (classic) or the session's own `sql`."""
-    if has_jvm(spark):
-        spark._jsparkSession.sql(text)
-    else:
-        from .sql.public_catalog import run_ddl
-
-        run_ddl(spark, text)
+    """A catalog statement below the Delta SQL router."""
+    kind_of(spark).catalog.run_ddl(text)
 
 
 def _sql_string(value: str) -> str:
@@ -266,20 +191,8 @@ def sync_schema(spark: Any, ref: DeltaRef) -> None:
     from ..table import DeltaTable as KernelTable
 
     try:
-        if not has_jvm(spark):
-            from .sql.public_catalog import sync_columns
-
-            sync_columns(spark, ref)
-            return
-        want = json.loads(catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema))
-        cat = _session_catalog(spark)
-        ident = _ident(spark, ref.db or "default", ref.table or "")
-        have = json.loads(str(cat.getTableMetadata(ident).schema().json()))
-        if have != want:  # the external catalog's call: SessionCatalog's refuses to drop columns
-            external = spark._jsparkSession.sharedState().externalCatalog()
-            external.alterTableDataSchema(ref.db or "default", ref.table or "",
-                                          spark._jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(want)))
-            cat.refreshTable(ident)
+        want = catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema)
+        kind_of(spark).catalog.sync_columns(ref, want)
     except Exception as e:  # the log is the truth; a stale display schema must not fail a committed write
         _log.warning("deltakernel: could not update the catalog schema of %s: %s", ref.label, _first_line(e))
 

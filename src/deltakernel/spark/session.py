@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import UnsupportedFeatureError
+from .kinds import is_connect_session, kind_of
 
 
 def is_connect(spark: Any) -> bool:
     """A Spark Connect session (pyspark.sql.connect), including `spark.api.mode=connect`."""
-    cls = type(spark)
-    return cls.__module__.startswith("pyspark.sql.connect")
+    return is_connect_session(spark)
 
 
 def has_jvm(spark: Any) -> bool:
@@ -34,24 +34,13 @@ def require_jvm(spark: Any, feature: str) -> None:
                      "over Spark Connect")
 
 
-def dataframe_class(spark: Any) -> type:
-    """The DataFrame class of `spark`'s kind."""
-    if is_connect(spark):
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
-
-        return ConnectFrame
-    from pyspark.sql.classic.dataframe import DataFrame
-
-    return DataFrame  # type: ignore[no-any-return]
-
-
 class Shared:
     """A value read by tasks: a broadcast variable on classic sessions (shipped once per executor), the value
     itself captured in the task's closure over Connect (which has no broadcast variables). Tasks read `.value`
     either way."""
 
     def __init__(self, spark: Any, value: Any) -> None:
-        self._bc = spark.sparkContext.broadcast(value) if has_jvm(spark) else None
+        self._bc = kind_of(spark).tasks.broadcast(value)
         self._value = None if self._bc is not None else value
 
     def __getstate__(self) -> dict[str, Any]:
@@ -73,21 +62,8 @@ class Shared:
 
 
 def default_parallelism(spark: Any) -> int:
-    """Spark's default parallelism; over Connect, `spark.default.parallelism` if set, else the shuffle
-    partitions (the server's core count is not visible to a client)."""
-    if has_jvm(spark):
-        return int(spark.sparkContext.defaultParallelism)
-    for key in ("spark.default.parallelism", "spark.sql.shuffle.partitions"):
-        try:
-            value = spark.conf.get(key, None)
-        except Exception:
-            value = None
-        if value:
-            try:
-                return max(1, int(value))
-            except ValueError:
-                continue
-    return 2
+    """Spark's default parallelism as far as the session's kind can see it (`kinds/`: `TaskShipping`)."""
+    return kind_of(spark).tasks.default_parallelism()
 
 
 def class_pairs(classic: str, connect: str, names: tuple[str, str]) -> list[tuple[type, type]]:
@@ -115,5 +91,5 @@ def owner_session(obj: Any) -> Any:
     raise AttributeError(f"no session on {type(obj).__name__}")
 
 
-__all__ = ["Shared", "class_pairs", "dataframe_class", "default_parallelism", "has_jvm", "is_connect", "owner_session",
+__all__ = ["Shared", "class_pairs", "default_parallelism", "has_jvm", "is_connect", "owner_session",
            "require_jvm"]

@@ -1,4 +1,4 @@
-"""Spark's session catalog through public SQL only: the Spark Connect side of `spark/catalog.py`.
+"""Spark's session catalog through public SQL only: what `kinds/connect.py` (`ConnectCatalog`) asks with.
 
 A Connect client has no py4j handle on the session catalog, so what classic sessions ask the JVM for is asked
 with statements every Spark answers:
@@ -166,22 +166,5 @@ def catalog_columns(spark: Any, name: str) -> list[Any]:
     return list(getattr(method, "_dk_original", method)(spark.catalog, name))
 
 
-def sync_columns(spark: Any, ref: Any) -> None:
-    """`catalog.sync_schema` over Spark Connect, where the catalog's columns can only grow (`ALTER TABLE ADD
-    COLUMNS`): new top-level columns are added; other changes live in the log only, and
-    `spark.catalog.listColumns` answers from the log for Delta tables (routing.py). A failure raises: the caller
-    logs it (the log is the truth)."""
-    from ...table import DeltaTable as KernelTable
-    from .._schema import catalog_schema_json, table_uri
-
-    want = json.loads(catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema))["fields"]
-    name = ref.quoted_name or ""
-    have = {c.name.lower() for c in catalog_columns(spark, name)}
-    new = [f for f in want if f["name"].lower() not in have]
-    if new and len(have) + len(new) == len(want):
-        ddl = columns_ddl(json.dumps({"type": "struct", "fields": new}))
-        run_ddl(spark, f"ALTER TABLE {name} ADD COLUMNS ({ddl})")
-
-
 __all__ = ["catalog_columns", "columns_ddl", "current_database", "entry_info", "lookup_entry", "original_sql",
-           "quote", "run_ddl", "split_name", "sql_string", "sync_columns"]
+           "quote", "run_ddl", "split_name", "sql_string"]

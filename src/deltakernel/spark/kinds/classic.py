@@ -1,0 +1,113 @@
+"""The classic side of the seam: the driver JVM over py4j (Spark's parser, the session catalog, broadcasts)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..catalog_entry import CatalogEntry
+
+
+def _first_line(e: BaseException) -> str:
+    s = str(e).strip()
+    return s.splitlines()[0] if s else type(e).__name__
+
+
+class ClassicCatalog:
+    """`CatalogAccess` through the JVM's `SessionCatalog`: one py4j call per question, exact as Spark answers."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+
+    def _catalog(self) -> Any:
+        return self._spark._jsparkSession.sessionState().catalog()
+
+    def _ident(self, db: str, table: str) -> Any:
+        jvm = self._spark._jvm
+        return jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(db))
+
+    def split_name(self, name: str) -> list[str]:
+        parser = self._spark._jsparkSession.sessionState().sqlParser()
+        it = parser.parseMultipartIdentifier(name).iterator()
+        parts = []
+        while it.hasNext():
+            parts.append(str(it.next()))
+        return parts
+
+    def unqualified(self, name: str) -> tuple[str, str] | None:
+        cat = self._catalog()
+        if cat.isTempView(self._spark._jvm.PythonUtils.toSeq([name])):
+            return None
+        return str(cat.getCurrentDatabase()), name
+
+    def table_metadata(self, db: str, table: str) -> Any:
+        """The JVM `CatalogTable` of `db.table` (one lookup), or None."""
+        cat = self._catalog()
+        ident = self._ident(db, table)
+        try:
+            return cat.getTableMetadata(ident) if cat.tableExists(ident) else None
+        except Exception:  # no such database
+            return None
+
+    def lookup(self, parts: list[str]) -> CatalogEntry | None:
+        from ..catalog_entry import session_table
+
+        dt = session_table(parts, self.unqualified)
+        md = self.table_metadata(*dt) if dt is not None else None
+        if md is None:
+            return None
+        ident = md.identifier()
+        provider = md.provider()
+        loc = md.storage().locationUri()
+        kind = str(md.tableType().name())
+        view_text = md.viewText()
+        return CatalogEntry(str(ident.database().get()) if ident.database().isDefined() else "default",
+                            str(ident.table()), str(provider.get()) if provider.isDefined() else "",
+                            str(loc.get().toString()) if loc.isDefined() else None, kind == "MANAGED", kind,
+                            str(view_text.get()) if kind == "VIEW" and view_text.isDefined() else None,
+                            str(md.viewCatalogAndNamespace().last()) if kind == "VIEW" else None)
+
+    def default_location(self, db: str, table: str) -> str:
+        return str(self._catalog().defaultTablePath(self._ident(db, table)).toString())
+
+    def columns_ddl(self, schema_json: str) -> str:
+        return str(self._spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema_json).toDDL())
+
+    def run_ddl(self, text: str) -> None:
+        self._spark._jsparkSession.sql(text)
+
+    def sync_columns(self, ref: Any, want_json: str) -> None:
+        cat = self._catalog()
+        ident = self._ident(ref.db or "default", ref.table or "")
+        have = json.loads(str(cat.getTableMetadata(ident).schema().json()))
+        if have != json.loads(want_json):  # the external catalog's call: SessionCatalog's refuses to drop columns
+            external = self._spark._jsparkSession.sharedState().externalCatalog()
+            external.alterTableDataSchema(ref.db or "default", ref.table or "",
+                                          self._spark._jvm.org.apache.spark.sql.types.DataType.fromJson(want_json))
+            cat.refreshTable(ident)
+
+
+class ClassicTasks:
+    """`TaskShipping` with broadcast variables (shipped once per executor) and the SparkContext's parallelism."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+
+    def broadcast(self, value: Any) -> Any:
+        return self._spark.sparkContext.broadcast(value)
+
+    def default_parallelism(self) -> int:
+        return int(self._spark.sparkContext.defaultParallelism)
+
+
+class ClassicKind:
+    """A classic SparkSession's side of the seam."""
+
+    name = "classic"
+
+    def __init__(self, spark: Any) -> None:
+        self.catalog = ClassicCatalog(spark)
+        self.tasks = ClassicTasks(spark)
+
+
+__all__ = ["ClassicCatalog", "ClassicKind", "ClassicTasks"]

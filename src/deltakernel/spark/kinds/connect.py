@@ -1,0 +1,101 @@
+"""The Spark Connect side of the seam: no py4j, so the catalog is asked with public SQL (`sql/public_catalog.py`)
+and tasks carry driver-side values in their closures (Connect has no broadcast variables)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..catalog_entry import CatalogEntry
+
+
+class ConnectCatalog:
+    """`CatalogAccess` with statements every Spark answers (`SHOW TABLE EXTENDED`, `CREATE TABLE`, `ALTER TABLE`)."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+
+    def split_name(self, name: str) -> list[str]:
+        from ..sql.public_catalog import split_name
+
+        return split_name(name)
+
+    def unqualified(self, name: str) -> tuple[str, str] | None:
+        from ..sql.public_catalog import current_database
+
+        return current_database(self._spark), name
+
+    def lookup(self, parts: list[str]) -> CatalogEntry | None:
+        from ..sql.public_catalog import lookup_entry
+
+        return lookup_entry(self._spark, parts)
+
+    def default_location(self, db: str, table: str) -> str:
+        from ...errors import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(
+            "the default location of a managed table",
+            "the default location of a managed table is not visible to a Spark Connect client (Spark chooses it "
+            "when the table is registered)")
+
+    def columns_ddl(self, schema_json: str) -> str:
+        from ..sql.public_catalog import columns_ddl
+
+        return columns_ddl(schema_json)
+
+    def run_ddl(self, text: str) -> None:
+        from ..sql.public_catalog import run_ddl
+
+        run_ddl(self._spark, text)
+
+    def sync_columns(self, ref: Any, want_json: str) -> None:
+        """Over Connect the catalog's columns can only grow (`ALTER TABLE ADD COLUMNS`): new top-level columns are
+        added; other changes live in the log only (`spark.catalog.listColumns` answers from the log for Delta
+        tables)."""
+        from ..sql.public_catalog import catalog_columns, columns_ddl, run_ddl
+
+        want = json.loads(want_json)["fields"]
+        name = ref.quoted_name or ""
+        have = {c.name.lower() for c in catalog_columns(self._spark, name)}
+        new = [f for f in want if f["name"].lower() not in have]
+        if new and len(have) + len(new) == len(want):
+            ddl = columns_ddl(json.dumps({"type": "struct", "fields": new}))
+            run_ddl(self._spark, f"ALTER TABLE {name} ADD COLUMNS ({ddl})")
+
+
+class ConnectTasks:
+    """`TaskShipping` over Connect: values travel in the task's closure; the parallelism is read from the confs."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+
+    def broadcast(self, value: Any) -> Any:
+        return None
+
+    def default_parallelism(self) -> int:
+        """`spark.default.parallelism` if set, else the shuffle partitions (the server's core count is not visible
+        to a client)."""
+        for key in ("spark.default.parallelism", "spark.sql.shuffle.partitions"):
+            try:
+                value = self._spark.conf.get(key, None)
+            except Exception:
+                value = None
+            if value:
+                try:
+                    return max(1, int(value))
+                except ValueError:
+                    continue
+        return 2
+
+
+class ConnectKind:
+    """A Spark Connect session's side of the seam."""
+
+    name = "connect"
+
+    def __init__(self, spark: Any) -> None:
+        self.catalog = ConnectCatalog(spark)
+        self.tasks = ConnectTasks(spark)
+
+
+__all__ = ["ConnectCatalog", "ConnectKind", "ConnectTasks"]
