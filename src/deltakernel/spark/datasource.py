@@ -273,21 +273,9 @@ class DeltaSourceWriter(DataSourceArrowWriter):
 def python_source_frame(spark: Any, path: str, options: dict[str, str]) -> Any:
     """A DataFrame read through the registered Python source (bypassing enable()'s routing)."""
     register(spark)
-    from .session import is_connect
+    from .kinds import kind_of
 
-    if is_connect(spark):  # Connect's reader builds this plan node; ours is routed, so build it directly
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
-        from pyspark.sql.connect.plan import DataSource as SourcePlan
-
-        plan = SourcePlan(format=SOURCE_NAME, schema=None, options={k: str(v) for k, v in options.items()},
-                          paths=[path])
-        return ConnectFrame(plan, spark)
-    from pyspark.sql.classic.dataframe import DataFrame
-
-    jr = spark._jsparkSession.read().format(SOURCE_NAME)
-    for k, v in options.items():
-        jr = jr.option(k, str(v))
-    return DataFrame(jr.load(path), spark)
+    return kind_of(spark).sources.python_source_frame(SOURCE_NAME, path, options)
 
 
 def register(spark: Any) -> None:

@@ -12,11 +12,10 @@ from typing import Any
 
 from ..storage.local import LocalStorage
 from ._schema import spark_path
-from .session import is_connect
+from .kinds import kind_of
 
 _log = logging.getLogger(__name__)
 _WARNED: set[str] = set()
-_CONNECT_SCHEMES: dict[tuple[str, str], bool] = {}
 
 
 def hadoop_can_read(spark: Any, storage: Any) -> bool:
@@ -28,11 +27,9 @@ def hadoop_can_read(spark: Any, storage: Any) -> bool:
         return True
     scheme = spark_path(storage, "").split("://", 1)[0]
     try:
-        if is_connect(spark):
-            return _connect_can_read(spark, storage, scheme)
-        jvm = spark._jvm
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
-        return True
+        if kind_of(spark).sources.has_hadoop_filesystem(scheme, spark_path(storage, "_delta_log")):
+            return True
+        raise RuntimeError(f"no Hadoop filesystem for {scheme}")
     except Exception:
         if scheme not in _WARNED:
             _WARNED.add(scheme)
@@ -40,23 +37,6 @@ def hadoop_can_read(spark: Any, storage: Any) -> bool:
                          "Delta tables there are read and written through deltakernel's own storage "
                          "(Python data source / mapInArrow), not Spark's native Parquet path", scheme)
         return False
-
-
-def _connect_can_read(spark: Any, storage: Any, scheme: str) -> bool:
-    """Over Spark Connect the server's JVM cannot be asked directly: analyse a text read of the table's log
-    directory once per (server session, scheme); only a missing filesystem class means no (raised as such)."""
-    key = (str(getattr(spark, "session_id", "")), scheme)
-    if key not in _CONNECT_SCHEMES:
-        try:
-            spark.read.format("text").load(spark_path(storage, "_delta_log")).schema  # noqa: B018 (an RPC)
-            _CONNECT_SCHEMES[key] = True
-        except Exception as e:
-            text = str(e)
-            _CONNECT_SCHEMES[key] = not ("No FileSystem for scheme" in text or "UnsupportedFileSystemException" in
-                                         text or ("ClassNotFoundException" in text and "FileSystem" in text))
-    if not _CONNECT_SCHEMES[key]:
-        raise RuntimeError(f"no Hadoop filesystem for {scheme}")
-    return True
 
 
 __all__ = ["hadoop_can_read"]

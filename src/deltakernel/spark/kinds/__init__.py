@@ -6,7 +6,9 @@ protocol per concern, each with a classic implementation (`classic.py`) and a Co
 - `CatalogAccess` - the session catalog: split a multipart name, find an entry, a managed table's default location,
   run a catalog statement below the Delta SQL router, keep the catalog's column list in step with the log;
 - `TaskShipping` - how executors' tasks receive driver-side values (broadcast variables vs the task's closure) and
-  how many tasks a job should have.
+  how many tasks a job should have;
+- `SourceAccess` - whether Spark's JVM has a Hadoop filesystem for a table's scheme, and a frame read through the
+  registered Python data source below enable()'s routing.
 The kind is chosen once per session (`kind_of`, remembered on the session object) from the session's class, so
 feature code asks `kind_of(spark).catalog.lookup(...)` and never branches on the kind itself.
 """
@@ -54,12 +56,24 @@ class TaskShipping(Protocol):
         """Spark's default parallelism as far as this kind can see it."""
 
 
+class SourceAccess(Protocol):
+    """What a read asks of Spark's side before choosing its plan."""
+
+    def has_hadoop_filesystem(self, scheme: str, log_uri: str) -> bool:
+        """Whether Spark's JVM can read `scheme://` URIs (S3A jars for s3, ...); `log_uri` is the table's log
+        directory, for a kind that can only find out by trying. Raises or returns False when it cannot."""
+
+    def python_source_frame(self, source: str, path: str, options: dict[str, str]) -> Any:
+        """A DataFrame read through the registered Python data source `source` (bypassing enable()'s routing)."""
+
+
 class SessionKind(Protocol):
     """One session's side of the seam."""
 
     name: str  # "classic" or "connect"
     catalog: CatalogAccess
     tasks: TaskShipping
+    sources: SourceAccess
 
 
 def is_connect_session(spark: Any) -> bool:
@@ -87,4 +101,4 @@ def kind_of(spark: Any) -> SessionKind:
     return kind
 
 
-__all__ = ["CatalogAccess", "SessionKind", "TaskShipping", "is_connect_session", "kind_of"]
+__all__ = ["CatalogAccess", "SessionKind", "SourceAccess", "TaskShipping", "is_connect_session", "kind_of"]

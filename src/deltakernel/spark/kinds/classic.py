@@ -100,6 +100,26 @@ class ClassicTasks:
         return int(self._spark.sparkContext.defaultParallelism)
 
 
+class ClassicSources:
+    """`SourceAccess` through the JVM: Hadoop's filesystem registry, the JVM session's reader."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+
+    def has_hadoop_filesystem(self, scheme: str, log_uri: str) -> bool:
+        jvm = self._spark._jvm
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, self._spark._jsc.hadoopConfiguration())
+        return True
+
+    def python_source_frame(self, source: str, path: str, options: dict[str, str]) -> Any:
+        from pyspark.sql.classic.dataframe import DataFrame
+
+        reader = self._spark._jsparkSession.read().format(source)
+        for k, v in options.items():
+            reader = reader.option(k, str(v))
+        return DataFrame(reader.load(path), self._spark)
+
+
 class ClassicKind:
     """A classic SparkSession's side of the seam."""
 
@@ -108,6 +128,7 @@ class ClassicKind:
     def __init__(self, spark: Any) -> None:
         self.catalog = ClassicCatalog(spark)
         self.tasks = ClassicTasks(spark)
+        self.sources = ClassicSources(spark)
 
 
-__all__ = ["ClassicCatalog", "ClassicKind", "ClassicTasks"]
+__all__ = ["ClassicCatalog", "ClassicKind", "ClassicSources", "ClassicTasks"]

@@ -88,6 +88,36 @@ class ConnectTasks:
         return 2
 
 
+class ConnectSources:
+    """`SourceAccess` over Connect: the server's JVM cannot be asked directly."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+        self._schemes: dict[str, bool] = {}  # per session: a handful of schemes at most
+
+    def has_hadoop_filesystem(self, scheme: str, log_uri: str) -> bool:
+        """Analyse a text read of the table's log directory once per scheme; only a missing filesystem class
+        means no."""
+        if scheme not in self._schemes:
+            try:
+                self._spark.read.format("text").load(log_uri).schema  # noqa: B018 (an RPC)
+                self._schemes[scheme] = True
+            except Exception as e:
+                text = str(e)
+                self._schemes[scheme] = not ("No FileSystem for scheme" in text
+                                             or "UnsupportedFileSystemException" in text
+                                             or ("ClassNotFoundException" in text and "FileSystem" in text))
+        return self._schemes[scheme]
+
+    def python_source_frame(self, source: str, path: str, options: dict[str, str]) -> Any:
+        """Connect's reader builds this plan node; ours is routed, so it is built directly."""
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+        from pyspark.sql.connect.plan import DataSource as SourcePlan
+
+        plan = SourcePlan(format=source, schema=None, options={k: str(v) for k, v in options.items()}, paths=[path])
+        return ConnectFrame(plan, self._spark)
+
+
 class ConnectKind:
     """A Spark Connect session's side of the seam."""
 
@@ -96,6 +126,7 @@ class ConnectKind:
     def __init__(self, spark: Any) -> None:
         self.catalog = ConnectCatalog(spark)
         self.tasks = ConnectTasks(spark)
+        self.sources = ConnectSources(spark)
 
 
-__all__ = ["ConnectCatalog", "ConnectKind", "ConnectTasks"]
+__all__ = ["ConnectCatalog", "ConnectKind", "ConnectSources", "ConnectTasks"]
