@@ -200,14 +200,14 @@ def parse_identifier(identifier: str) -> tuple[str, str]:
 
 
 def _partition_schema(spark: Any, schema: Any) -> Any:
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    from pyspark.sql.types import DataType, StructType
 
     from .._schema import from_spark_schema
 
     if schema is None:
         return None
     if isinstance(schema, str):
-        parsed = _parse_datatype_string(schema)
+        parsed = DataType.fromDDL(schema)
         if not isinstance(parsed, StructType):
             raise DeltaError(f"partitionSchema {schema!r} is not a list of columns (e.g. 'part int')")
         schema = parsed
