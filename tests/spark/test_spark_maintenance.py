@@ -283,6 +283,75 @@ def test_vacuum_matches_embedded(spark, tmp_path, parallel):
     _interop(ours, expected_rows)
 
 
+def _commit_infos(path: str) -> list[dict]:
+    infos = []
+    for f in sorted(Path(path, "_delta_log").glob("*.json")):
+        infos.append(next(json.loads(ln)["commitInfo"] for ln in f.read_text().splitlines()
+                          if ln.strip() and "commitInfo" in json.loads(ln)))
+    return infos
+
+
+@pytest.mark.parametrize("how", ["api", "api-parallel-delete", "sql", "sql-retain", "sql-lite"])
+def test_vacuum_with_nothing_to_delete_commits_start_and_end(spark, tmp_path, how):
+    """delta-spark's VacuumCommand records VACUUM START / END for every non-dry-run VACUUM on file stores, also
+    when it deletes nothing (the embedded engine follows deltalake, which commits nothing then)."""
+    path = str(tmp_path / "t")
+    write_deltalake(path, _data(10), partition_by=["p"])
+    assert spark.sql(f"VACUUM delta.`{path}` DRY RUN").count() == 0
+    spark.sql(f"VACUUM delta.`{path}` LITE DRY RUN").collect()
+    assert KernelTable(path).version() == 0  # a dry run commits nothing
+    if how == "api-parallel-delete":
+        spark.conf.set(PARALLEL_DELETE, "true")
+    try:
+        if how.startswith("api"):
+            out = DeltaTable.forPath(spark, path).vacuum()
+            assert out.columns == [] and out.count() == 0
+        else:
+            retain = " RETAIN 200 HOURS" if how == "sql-retain" else ""
+            lite = " LITE" if how == "sql-lite" else ""
+            rows = spark.sql(f"VACUUM delta.`{path}`{retain}{lite}").collect()
+            assert [r.path for r in rows] == ["file:" + path]
+    finally:
+        spark.conf.unset(PARALLEL_DELETE)
+    infos = _commit_infos(path)
+    assert [i["operation"] for i in infos] == ["WRITE", "VACUUM START", "VACUUM END"]
+    assert [h["operation"] for h in DeltaTable.forPath(spark, path).history().collect()][:2] == \
+        ["VACUUM END", "VACUUM START"]
+    start, end = infos[1], infos[2]
+    # delta-spark's VacuumStart: specifiedRetentionMillis only when a retention was given
+    params = {k: json.loads(v) for k, v in start["operationParameters"].items()}
+    expected = {"retentionCheckEnabled": True, "defaultRetentionMillis": 7 * 24 * 3_600_000}
+    if how == "sql-retain":
+        expected["specifiedRetentionMillis"] = 200 * 3_600_000
+    assert params == expected
+    assert {k: int(v) for k, v in start["operationMetrics"].items()} == {"numFilesToDelete": 0,
+                                                                         "sizeOfDataToDelete": 0}
+    assert end["operationParameters"] == {"status": "COMPLETED"}
+    assert {k: int(v) for k, v in end["operationMetrics"].items()} == {"numDeletedFiles": 0,
+                                                                       "numVacuumedDirectories": 0}
+    assert start["readVersion"] == 0 and end["readVersion"] == 1
+    assert KernelTable(path).to_pyarrow_table().num_rows == 10
+
+
+def test_vacuum_logging_setting_and_the_embedded_engine(spark, tmp_path):
+    """`spark.databricks.delta.vacuum.logging.enabled=false` records nothing (delta-spark's setting); the
+    embedded engine's VACUUM with nothing to delete commits nothing, as deltalake's."""
+    import deltalake
+
+    path = str(tmp_path / "t")
+    write_deltalake(path, _data(10))
+    spark.conf.set("spark.databricks.delta.vacuum.logging.enabled", "false")
+    try:
+        DeltaTable.forPath(spark, path).vacuum()
+    finally:
+        spark.conf.unset("spark.databricks.delta.vacuum.logging.enabled")
+    assert KernelTable(path).version() == 0
+    assert KernelTable(path).vacuum(dry_run=False) == [] and KernelTable(path).version() == 0
+    twin = str(tmp_path / "dl")
+    deltalake.write_deltalake(twin, _data(10))
+    assert deltalake.DeltaTable(twin).vacuum(dry_run=False) == [] and deltalake.DeltaTable(twin).version() == 0
+
+
 # ----------------------------------------------------------------------------- RESTORE
 def _four_versions(path: str) -> None:
     write_deltalake(path, _data(20), partition_by=["p"])

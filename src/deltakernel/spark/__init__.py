@@ -1,7 +1,7 @@
 """deltakernel for PySpark: `format("delta")` reads and writes and delta-spark's `DeltaTable`, no JVM jars.
 
     import deltakernel.spark
-    deltakernel.spark.enable(spark)            # once per process; idempotent
+    deltakernel.spark.enable(spark)            # once per session; idempotent, thread-safe
     df = spark.read.format("delta").option("versionAsOf", 3).load(path)
     df.write.format("delta").mode("overwrite").partitionBy("day").save(path)
 
@@ -12,6 +12,9 @@ delta, DESCRIBE HISTORY, OPTIMIZE, VACUUM, RESTORE, `SELECT ... FROM delta.`/pat
 
 Reads are Spark's Parquet scan over a Delta file index that skips files with the query's pushed filters,
 whatever the query's shape; `scan_report(df)` tells what each Delta scan of a query keeps (see `spark/scan/`).
+
+`disable(spark)` undoes `enable(spark)`: the session is routed no more and its confs are put back; once no
+enabled session remains, pyspark's classes are exactly as before (see `spark/install.py`).
 
 Without `enable()` the same is available as functions: `read(spark, path, **options)` and
 `write(df, path, mode=..., partitionBy=..., **options)`. See docs/decisions.md ("PySpark engine").
@@ -24,20 +27,20 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from .install import disable, enable
     from .reader import DeltaFrame, read
-    from .routing import enable
     from .scan.report import ScanReport, scan_report
     from .tables import DeltaTable, DeltaTableBuilder, IdentityGenerator
     from .writer import write
 
 # loaded on first use: Spark's Python workers import submodules (the data sources, the executors' tasks)
 # without paying for the whole engine (a streaming query starts a Python process for its source)
-_LAZY = {"DeltaFrame": ".reader", "read": ".reader", "enable": ".routing", "DeltaTable": ".tables",
-         "DeltaTableBuilder": ".tables", "IdentityGenerator": ".tables", "write": ".writer",
+_LAZY = {"DeltaFrame": ".reader", "read": ".reader", "enable": ".install", "disable": ".install",
+         "DeltaTable": ".tables", "DeltaTableBuilder": ".tables", "IdentityGenerator": ".tables", "write": ".writer",
          "scan_report": ".scan.report", "ScanReport": ".scan.report"}
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 __all__ = ["DeltaFrame", "DeltaTable", "DeltaTableBuilder", "IdentityGenerator", "ScanReport",
-           "enable", "read", "scan_report", "write"]
+           "disable", "enable", "read", "scan_report", "write"]

@@ -81,47 +81,46 @@ def task_errors() -> Iterator[None]:
         raise err from e
 
 
-_SWITCH = "_enable_debugging_cache"  # PySpark's cached `spark.python.sql.dataFrameDebugging.enabled`
+_PLANNING = threading.local()  # `depth`: how many deltakernel operations are building plans on this thread
 
 
-class _Origins:
-    """How many operations are planning, and the user's setting the first of them saved."""
-
-    lock = threading.Lock()
-    depth = 0
-    saved: bool | None = None
+def planning_here() -> bool:
+    """Whether deltakernel is building its own plans on the calling thread (inside `internal_plans()`)."""
+    return getattr(_PLANNING, "depth", 0) > 0
 
 
 @contextlib.contextmanager
 def internal_plans() -> Iterator[None]:
-    """While deltakernel builds its own plans: no Python call-site capture by PySpark.
+    """While deltakernel builds its own plans on this thread: no Python call-site capture by PySpark.
 
     PySpark 4 records the caller of every Column / DataFrame function for error messages (`_with_origin`:
     an active-session lookup, a conf read and origin set / clear, several py4j round trips per call). The
     call sites of deltakernel's internal expressions are inside deltakernel and help nobody, and a MERGE
-    builds hundreds of them (~0.1 s). The switch is PySpark's own cache of
-    `spark.python.sql.dataFrameDebugging.enabled`; the first entrant saves it and the last one out restores
-    it (nested and concurrent operations are safe). Without that cache (other PySpark versions): no change."""
-    try:
-        import pyspark.errors.utils as utils
-    except ImportError:  # pragma: no cover - pyspark missing
-        yield
-        return
-    if not hasattr(utils, _SWITCH):  # pragma: no cover - another PySpark
-        yield
-        return
-    with _Origins.lock:
-        if _Origins.depth == 0:
-            _Origins.saved = getattr(utils, _SWITCH)
-        _Origins.depth += 1
-        setattr(utils, _SWITCH, False)
+    builds hundreds of them (~0.1 s). Only this thread is affected: `enable()` replaces PySpark's
+    `is_debugging_enabled` (the one switch `_with_origin` asks, `install.py`) by `thread_debugging`, which
+    answers False on a thread inside `internal_plans()` and PySpark's own answer everywhere else. Nothing
+    process-wide changes: the user's other threads keep their call sites and their setting. Without
+    `enable()` (or after `disable()`) this is a no-op: call sites are captured, as PySpark does."""
+    _PLANNING.depth = getattr(_PLANNING, "depth", 0) + 1
     try:
         yield
     finally:
-        with _Origins.lock:
-            _Origins.depth -= 1
-            if _Origins.depth == 0:
-                setattr(utils, _SWITCH, _Origins.saved)
+        _PLANNING.depth -= 1
 
 
-__all__ = ["MARKER", "DeltaTaskError", "internal_plans", "marked", "marker", "task_errors", "typed_error"]
+def thread_debugging(original: Any) -> Any:
+    """The replacement of `pyspark.errors.utils.is_debugging_enabled` (a patch of `install.py`): False while
+    deltakernel plans on the calling thread, else PySpark's `original` answer."""
+
+    def is_debugging_enabled() -> bool:
+        if getattr(_PLANNING, "depth", 0) > 0:
+            return False
+        return bool(original())
+
+    is_debugging_enabled.__doc__ = original.__doc__
+    is_debugging_enabled.__wrapped__ = original  # type: ignore[attr-defined]
+    return is_debugging_enabled
+
+
+__all__ = ["MARKER", "DeltaTaskError", "internal_plans", "marked", "marker", "planning_here", "task_errors",
+           "thread_debugging", "typed_error"]

@@ -116,7 +116,7 @@ class DeltaTableBuilder(Generic[TableT]):
     ) -> DeltaTableBuilder[TableT]:
         """One column; `generatedAlwaysAs` a SQL expression (generated column) or an IdentityGenerator
         (GENERATED ALWAYS AS IDENTITY), `generatedByDefaultAs` an IdentityGenerator (BY DEFAULT)."""
-        from pyspark.sql.types import DataType, LongType, _parse_datatype_string
+        from pyspark.sql.types import DataType, LongType
 
         if type(colName) is not str:
             _type_error("Column name must be str.", [colName])
@@ -144,7 +144,7 @@ class DeltaTableBuilder(Generic[TableT]):
             identity, explicit_insert = generatedByDefaultAs, True
         if comment is not None and type(comment) is not str:
             _type_error("Comment must be str or None.", [colName])
-        typ = dataType if isinstance(dataType, DataType) else _parse_datatype_string(str(dataType))
+        typ = dataType if isinstance(dataType, DataType) else DataType.fromDDL(str(dataType))
         meta: dict[str, Any] = {}
         if comment is not None:
             meta["comment"] = comment

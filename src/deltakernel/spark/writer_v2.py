@@ -16,6 +16,7 @@ Anything else goes to Spark's own writer unchanged.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..errors import DeltaError, UnsupportedFeatureError
@@ -46,9 +47,9 @@ class _DeltaWriting:
         """The DataFrame written (Connect's writer holds its logical plan)."""
         if hasattr(self._df, "sparkSession"):
             return self._df
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+        from .connect_internals import plan_frame
 
-        return ConnectFrame(self._df, self._spark)
+        return plan_frame(self._df, self._spark)
 
     # ------------------------------------------------------------------ builder calls (recorded, then Spark's)
     def using(self, provider: str) -> Any:
@@ -257,34 +258,28 @@ def _condition_sql(spark: Any, ref: Any, condition: Any) -> str:
     return text
 
 
-def patch_write_to() -> None:
-    """`DataFrame.writeTo` returns a Delta-aware writer (see the module docstring) on both session kinds; once
-    per process."""
-    try:
-        from pyspark.sql.classic.dataframe import DataFrame
-    except ImportError:  # pragma: no cover
-        return
-    _patch_class(DataFrame, lambda df, table: DeltaWriterV2(df, table))
-    try:
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
-    except ImportError:  # pyspark without the connect extra
-        return
-    _patch_class(ConnectFrame, lambda df, table: connect_writer_class()(df._plan, df._session, table))
+def classic_write_to(original: Any) -> Any:
+    """`DataFrame.writeTo` of classic sessions returns a `DeltaWriterV2` in enabled sessions (`install.PATCHES`)."""
+    return _write_to(original, lambda df, table: DeltaWriterV2(df, table))
 
 
-def _patch_class(frame_cls: type, make: Any) -> None:
-    if getattr(frame_cls.writeTo, "_deltakernel", False):  # type: ignore[attr-defined]
-        return
-    original = frame_cls.writeTo  # type: ignore[attr-defined]
+def connect_write_to(original: Any) -> Any:
+    """`DataFrame.writeTo` of Connect sessions returns the Connect `DeltaWriterV2` in enabled sessions."""
+    from .connect_internals import plan_and_session
 
+    return _write_to(original, lambda df, table: connect_writer_class()(*plan_and_session(df), table))
+
+
+def _write_to(original: Any, make: Any) -> Any:
+    from .install import is_enabled
+
+    @functools.wraps(original)
     def write_to(self: Any, table: str) -> Any:
-        if getattr(self.sparkSession, "_deltakernel_registered", False):
+        if is_enabled(self.sparkSession):
             return make(self, table)
         return original(self, table)
 
-    write_to._deltakernel = True  # type: ignore[attr-defined]
-    write_to.__doc__ = original.__doc__
-    frame_cls.writeTo = write_to  # type: ignore[attr-defined]
+    return write_to
 
 
-__all__ = ["DeltaWriterV2", "connect_writer_class", "patch_write_to"]
+__all__ = ["DeltaWriterV2", "classic_write_to", "connect_writer_class", "connect_write_to"]

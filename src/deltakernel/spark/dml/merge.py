@@ -129,7 +129,7 @@ class SparkMerge(SparkDml):
         plan.materialize()
         with ThreadPoolExecutor(max_workers=1) as pool:
             # the source-stats job runs while the driver plans what does not depend on the files it prunes
-            stats_job = pool.submit(plan.source_stats)
+            stats_job = pool.submit(internal_plans()(plan.source_stats))  # this thread plans too
             try:
                 hidden = self._hidden()
                 out = self._outputs(hidden)
@@ -163,7 +163,7 @@ class SparkMerge(SparkDml):
         prebuilt = None
         if use_dv:
             with ThreadPoolExecutor(max_workers=1) as pool:
-                dv_job = pool.submit(self._dv_job, files, pairs) if files.num_rows else None
+                dv_job = pool.submit(internal_plans()(self._dv_job), files, pairs) if files.num_rows else None
                 try:  # the write's plan is analyzed while the DV job runs
                     if from_source is not None:
                         prebuilt = plan.source_rows(pairs.where("matched"), from_source)

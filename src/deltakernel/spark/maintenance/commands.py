@@ -6,7 +6,8 @@ and none reads data rows. The one part that scales with the table is VACUUM's de
 each deleting its share in bulk), else on the driver (bulk deletes, a few requests in flight on object stores).
 
 - `vacuum(retentionHours)`: the full VACUUM delta-spark runs (the table's storage listed, unreferenced files
-  older than the retention deleted), `VACUUM START` / `VACUUM END` commits; a retention below the table's
+  older than the retention deleted), `VACUUM START` / `VACUUM END` commits - also when nothing is deleted, on
+  the stores delta-spark logs VACUUM on (`should_log_vacuum`); a retention below the table's
   `delta.deletedFileRetentionDuration` raises VacuumRetentionError unless
   `spark.databricks.delta.retentionDurationCheck.enabled=false`. Returns an empty DataFrame, as delta-spark.
 - `restoreToVersion` / `restoreToTimestamp`: the RESTORE commit; returns delta-spark's one-row metrics frame
@@ -34,7 +35,6 @@ from ...operations.maintenance.vacuum import (
     plan_vacuum,
     retention_ms,
 )
-from ...operations.maintenance.vacuum import vacuum as vacuum_files
 from .. import error_classes as ec
 from .._errors import marked, task_errors
 from ..error_classes import spark_vacuum_errors
@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 PARALLEL_DELETE_CONF = "spark.databricks.delta.vacuum.parallelDelete.enabled"
+VACUUM_LOGGING_CONF = "spark.databricks.delta.vacuum.logging.enabled"
+#: the storage schemes delta-spark records VACUUM START / END on without VACUUM_LOGGING_CONF (VacuumCommand)
+VACUUM_LOGGED_SCHEMES = ("wasbs", "wasbss", "abfs", "abfss", "adl", "gs", "file", "hdfs")
 DISCOVERY_PARALLELISM_CONF = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 RESTORE_COLUMNS = ("table_size_after_restore", "num_of_files_after_restore", "num_removed_files",
                    "num_restored_files", "removed_files_size", "restored_files_size")
@@ -87,37 +90,72 @@ def _delete_task(uri: str, options: dict[str, str] | None) -> Any:
     return run
 
 
-def _parallel_vacuum(spark: Any, snapshot: Snapshot, uri: str, storage_options: dict[str, str] | None,
-                     retention_hours: float | None, enforce: bool) -> None:
-    """The kernel's full VACUUM with the deletes as a Spark job (START / END commits as the kernel writes them)."""
+def should_log_vacuum(spark: Any, root_uri: str) -> bool:
+    """delta-spark's `shouldLogVacuum`: `spark.databricks.delta.vacuum.logging.enabled` when set, else whether the
+    table's storage is one delta-spark records VACUUM START / END on (file, hdfs, Azure, GCS; not S3)."""
+    raw = conf(spark, VACUUM_LOGGING_CONF)
+    if raw is not None:
+        return conf_flag(spark, VACUUM_LOGGING_CONF, True)
+    scheme = root_uri.split(":", 1)[0].lower() if ":" in root_uri else "file"
+    return scheme in VACUUM_LOGGED_SCHEMES
+
+
+def _delete_on_driver(storage: Any, keys: list[str]) -> int:
+    done = 0
+    for i in range(0, len(keys), DELETE_BATCH):
+        batch = keys[i : i + DELETE_BATCH]
+        storage.delete_many(batch)
+        done += len(batch)
+    return done
+
+
+def _delete_in_tasks(spark: Any, uri: str, storage_options: dict[str, str] | None, keys: list[str]) -> int:
+    parallelism = int(conf(spark, DISCOVERY_PARALLELISM_CONF, "10000") or 10000)
+    slices = max(1, min(parallelism, -(-len(keys) // DELETE_BATCH)))
+    with task_errors():
+        counts = map_partitions(spark, keys, _delete_task(uri, storage_options), slices)
+    log.info("Spark VACUUM of %s deleted in %d tasks", uri, slices)
+    return sum(int(c) for c in counts)
+
+
+def _spark_vacuum(spark: Any, snapshot: Snapshot, storage_options: dict[str, str] | None,
+                  retention_hours: float | None, enforce: bool, full: bool, parallel: bool) -> None:
+    """delta-spark's non-dry-run VACUUM (`VacuumCommand.gc`): the kernel's plan, then - whatever the number of
+    files, none included - a `VACUUM START` commit, the deletes (on the driver, or as a Spark job with parallel
+    delete), and a `VACUUM END` commit, COMPLETED or FAILED; the two commits only where `should_log_vacuum`.
+    The embedded `DeltaTable.vacuum` follows deltalake instead, which commits nothing when nothing is deleted."""
     storage = snapshot.storage
     plan = plan_vacuum(storage, snapshot, retention_hours=retention_hours, enforce_retention_duration=enforce,
-                       full=True)
-    if not plan.files:
-        return
+                       full=full)
+    logged = should_log_vacuum(spark, storage.root_uri)
     props = commit_properties(spark)
-    start = commit_vacuum_marker(storage, snapshot, "VACUUM START",
-                    {"retentionCheckEnabled": plan.enforce, "specifiedRetentionMillis": plan.retention_ms,
-                     "defaultRetentionMillis": plan.default_retention_ms},
-                    {"numFilesToDelete": len(plan.files), "sizeOfDataToDelete": plan.size_bytes}, props, None)
-    after_start = advanced_snapshot(storage, snapshot, start)
-    parallelism = int(conf(spark, DISCOVERY_PARALLELISM_CONF, "10000") or 10000)
-    slices = max(1, min(parallelism, -(-len(plan.files) // DELETE_BATCH)))
+    after_start = snapshot
+    if logged:
+        params: dict[str, Any] = {"retentionCheckEnabled": plan.enforce,
+                                  "defaultRetentionMillis": plan.default_retention_ms}
+        if retention_hours is not None:  # delta-spark records the retention only when one was given
+            params["specifiedRetentionMillis"] = plan.retention_ms
+        start = commit_vacuum_marker(storage, snapshot, "VACUUM START", params,
+                                     {"numFilesToDelete": len(plan.files), "sizeOfDataToDelete": plan.size_bytes},
+                                     props, None)
+        after_start = advanced_snapshot(storage, snapshot, start)
     deleted = 0
     status = "FAILED"
     try:
-        with task_errors():
-            counts = map_partitions(spark, plan.files, _delete_task(uri, storage_options), slices)
-        deleted = sum(int(c) for c in counts)
+        if plan.files:
+            deleted = (_delete_in_tasks(spark, storage.root_uri, storage_options, plan.files) if parallel
+                       else _delete_on_driver(storage, plan.files))
         status = "COMPLETED"
     finally:
-        commit_vacuum_marker(storage, after_start, "VACUUM END", {"status": status},
-                {"numDeletedFiles": deleted, "numVacuumedDirectories": 0}, props, None)
-    log.info("Spark VACUUM of %s deleted %d files in %d tasks", storage.root_uri, deleted, slices)
+        if logged:  # delta-spark: a failed VACUUM's END has its status and no metrics
+            metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": 0} if status == "COMPLETED" else {}
+            commit_vacuum_marker(storage, after_start, "VACUUM END", {"status": status}, metrics, props, None)
+    log.info("Spark VACUUM of %s deleted %d files", storage.root_uri, deleted)
 
 
-def vacuum(spark: Any, uri: str, storage_options: dict[str, str] | None, retention_hours: float | None) -> Any:
-    """delta-spark's `DeltaTable.vacuum`: a full VACUUM; an empty DataFrame."""
+def vacuum(spark: Any, uri: str, storage_options: dict[str, str] | None, retention_hours: float | None,
+           full: bool = True) -> Any:
+    """delta-spark's `DeltaTable.vacuum` (and SQL `VACUUM`, `full=False` for LITE): an empty DataFrame."""
     from pyspark.sql.types import StructType
 
     if retention_hours is not None:
@@ -127,11 +165,8 @@ def vacuum(spark: Any, uri: str, storage_options: dict[str, str] | None, retenti
     enforce = conf_flag(spark, RETENTION_CHECK_CONF, True)
     snapshot = _load(uri, storage_options)
     with spark_vacuum_errors(retention_hours, table_retention_hours(snapshot)):
-        if conf_flag(spark, PARALLEL_DELETE_CONF, False):
-            _parallel_vacuum(spark, snapshot, snapshot.storage.root_uri, storage_options, retention_hours, enforce)
-        else:
-            vacuum_files(snapshot.storage, snapshot, retention_hours=retention_hours, dry_run=False,
-                         enforce_retention_duration=enforce, commit_properties=commit_properties(spark), full=True)
+        _spark_vacuum(spark, snapshot, storage_options, retention_hours, enforce, full,
+                      conf_flag(spark, PARALLEL_DELETE_CONF, False))
     return spark.createDataFrame([], StructType([]))
 
 
@@ -200,14 +235,14 @@ def parse_identifier(identifier: str) -> tuple[str, str]:
 
 
 def _partition_schema(spark: Any, schema: Any) -> Any:
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    from pyspark.sql.types import DataType, StructType
 
     from .._schema import from_spark_schema
 
     if schema is None:
         return None
     if isinstance(schema, str):
-        parsed = _parse_datatype_string(schema)
+        parsed = DataType.fromDDL(schema)
         if not isinstance(parsed, StructType):
             raise DeltaError(f"partitionSchema {schema!r} is not a list of columns (e.g. 'part int')")
         schema = parsed

@@ -148,10 +148,12 @@ def _parse_type(spark: Any, text: str) -> Any:
     from ..session import is_connect
 
     if is_connect(spark):
-        return json.loads(spark._parse_ddl(f"x {text}").json())["fields"][0]["type"]
-    from pyspark.sql.types import _parse_datatype_string
+        from ..connect_internals import parse_ddl
 
-    return _parse_datatype_string(f"x {text}").fields[0].dataType.jsonValue()
+        return json.loads(parse_ddl(spark, f"x {text}").json())["fields"][0]["type"]
+    from pyspark.sql.types import DataType
+
+    return DataType.fromDDL(f"x {text}").fields[0].dataType.jsonValue()
 
 
 def _find(fields: list[dict[str, Any]], name: str, label: str) -> int:

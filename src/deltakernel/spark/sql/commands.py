@@ -129,10 +129,18 @@ def _optimize(spark: Any, ref: DeltaRef, stmt: g.Optimize) -> Any:
 
 
 def _vacuum(spark: Any, ref: DeltaRef, stmt: g.Vacuum) -> Any:
-    """VACUUM: the Spark DeltaTable's vacuum; DRY RUN and LITE list through the embedded engine (a listing of
-    the log / the storage on the driver, nothing is deleted by a dry run)."""
+    """VACUUM: the Spark DeltaTable's vacuum (LITE: the same with the log's files only); DRY RUN lists through
+    the embedded engine (a listing of the log / the storage on the driver, nothing deleted or committed)."""
     check = conf_flag(spark, "spark.databricks.delta.retentionDurationCheck.enabled", True)
-    if stmt.dry_run or stmt.mode == "LITE":
+    if stmt.mode == "LITE" and not stmt.dry_run:
+        from ...table import DeltaTable as KernelTable
+        from .._schema import table_uri
+        from ..maintenance.commands import vacuum as spark_vacuum
+
+        uri = KernelTable(table_uri(ref.location)).table_uri
+        spark_vacuum(spark, uri, None, stmt.retain_hours, full=False)
+        return _paths_frame(spark, [_uri(uri)])
+    if stmt.dry_run:
         from ...table import DeltaTable as KernelTable
         from .._schema import table_uri
         from ..error_classes import spark_vacuum_errors
@@ -140,10 +148,8 @@ def _vacuum(spark: Any, ref: DeltaRef, stmt: g.Vacuum) -> Any:
 
         kt = KernelTable(table_uri(ref.location))
         with spark_vacuum_errors(stmt.retain_hours, table_retention_hours(kt.snapshot)):
-            files = kt.vacuum(retention_hours=stmt.retain_hours, dry_run=stmt.dry_run,
-                              enforce_retention_duration=check, full=stmt.mode != "LITE")
-        if not stmt.dry_run:
-            return _paths_frame(spark, [_uri(kt.table_uri)])
+            files = kt.vacuum(retention_hours=stmt.retain_hours, dry_run=True, enforce_retention_duration=check,
+                              full=stmt.mode != "LITE")
         root = _uri(kt.table_uri).rstrip("/")
         return _paths_frame(spark, [f if ":" in f else f"{root}/{f}" for f in files])
     vacuum = method(spark_table(spark, ref), "vacuum", "VACUUM")

@@ -8,7 +8,7 @@ with statements every Spark answers:
 - registering a Delta table: the same `CREATE TABLE name (columns) USING delta [LOCATION]` classic sessions
   run, sent with the session's own (un-routed) `sql`; the column DDL is written here from the schema JSON;
 - names are split with the Delta SQL tokenizer (backquotes, dots), as Spark's identifier parser does.
-Every statement goes through the session's original `sql` (kept by `routing._patch_session`), never the router.
+Every statement goes through the session's original `sql` (`install.original`), never the router.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ _KEYS = {"Catalog", "Database", "Namespace", "Table", "Owner", "Created Time", "
 
 def original_sql(spark: Any, text: str, args: Any = None) -> Any:
     """`spark.sql(text, args)` as pyspark defines it (not routed through the Delta SQL router)."""
-    fn = getattr(type(spark), "_dk_original_sql", None) or type(spark).sql
-    return fn(spark, text, args)
+    from ..install import original
+
+    return original(type(spark), "sql")(spark, text, args)
 
 
 def quote(part: str) -> str:
@@ -162,8 +163,9 @@ def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...]) -> CatalogEntry
 
 def catalog_columns(spark: Any, name: str) -> list[Any]:
     """`spark.catalog.listColumns(name)` as Spark answers it (not the Delta log's answer patched in)."""
-    method = type(spark.catalog).listColumns
-    return list(getattr(method, "_dk_original", method)(spark.catalog, name))
+    from ..install import original
+
+    return list(original(type(spark.catalog), "listColumns")(spark.catalog, name))
 
 
 __all__ = ["catalog_columns", "columns_ddl", "current_database", "entry_info", "lookup_entry", "original_sql",

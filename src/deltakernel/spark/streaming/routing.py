@@ -1,4 +1,5 @@
-"""`enable()`'s wrapping of pyspark's `DataStreamReader` / `DataStreamWriter` for Delta.
+"""`enable()`'s wrapping of pyspark's `DataStreamReader` / `DataStreamWriter` for Delta (factories registered in
+`install.PATCHES`; each replacement acts only for enabled sessions).
 
 Streams go through the registered "delta" Python source as they are; what Spark does not hand to a Python
 sink is added here: `partitionBy` (Spark drops it silently for Python sinks, so the columns travel as the
@@ -15,11 +16,12 @@ import functools
 import json
 from typing import Any
 
+from .. import connect_internals
 from ..datasource import SOURCE_NAME
-from ..session import class_pairs, owner_session
+from ..install import is_enabled
+from ..session import owner_session
 
 PARTITION_OPTION = "__partition_columns"
-_PATCHED = False
 
 
 def _is_delta(fmt: Any) -> bool:
@@ -36,38 +38,20 @@ def _columns(cols: Any) -> list[str] | None:
 
 def _frame(writer: Any) -> Any:
     """The streaming DataFrame a DataStreamWriter writes (Connect's writer holds its logical plan)."""
-    df = writer.__dict__.get("_df")
-    if df is not None:
-        return df
-    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
-
-    return ConnectFrame(writer._write_stream._child, writer._session)
+    return connect_internals.stream_writer_frame(writer)
 
 
-def patch_streams() -> None:
-    """Wrap the stream reader / writer classes once per process (idempotent): classic and Connect ones."""
-    global _PATCHED
-    if _PATCHED:
-        return
-    for reader_cls, writer_cls in class_pairs("pyspark.sql.streaming.readwriter",
-                                              "pyspark.sql.connect.streaming.readwriter",
-                                              ("DataStreamReader", "DataStreamWriter")):
-        _patch_stream_classes(reader_cls, writer_cls)
-    _PATCHED = True
-
-
-def _patch_stream_classes(DataStreamReader: type, DataStreamWriter: type) -> None:
-    original_format = DataStreamWriter.format  # type: ignore[attr-defined]
-
+# ----------------------------------------------------------------------------- the factories (`install.PATCHES`)
+def stream_format(original_format: Any) -> Any:
     @functools.wraps(original_format)
     def fmt(self: Any, source: str) -> Any:
         self._dk_stream_format = source
         return original_format(self, source)
 
-    DataStreamWriter.format = fmt  # type: ignore[attr-defined]
+    return fmt
 
-    original_partition_by = DataStreamWriter.partitionBy  # type: ignore[attr-defined]
 
+def stream_partition_by(original_partition_by: Any) -> Any:
     @functools.wraps(original_partition_by)
     def partition_by(self: Any, *cols: Any) -> Any:
         if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
@@ -76,42 +60,42 @@ def _patch_stream_classes(DataStreamReader: type, DataStreamWriter: type) -> Non
             self._dk_stream_partitions = _columns(cols)
         return original_partition_by(self, *cols)
 
-    DataStreamWriter.partitionBy = partition_by  # type: ignore[attr-defined]
+    return partition_by
 
-    original_start = DataStreamWriter.start  # type: ignore[attr-defined]
 
+def stream_start(original_start: Any) -> Any:
     @functools.wraps(original_start)
     def start(self: Any, path: str | None = None, format: str | None = None, outputMode: str | None = None,
               partitionBy: Any = None, queryName: str | None = None, **options: Any) -> Any:
-        if _is_delta(format or getattr(self, "_dk_stream_format", None)):
+        if _is_delta(format or getattr(self, "_dk_stream_format", None)) and is_enabled(owner_session(self)):
             parts = _columns(partitionBy) or getattr(self, "_dk_stream_partitions", None)
             if parts:
                 self.option(PARTITION_OPTION, json.dumps(parts))
         return original_start(self, path, format, outputMode, partitionBy, queryName, **options)
 
-    DataStreamWriter.start = start  # type: ignore[attr-defined]
+    return start
 
-    original_to_table = DataStreamWriter.toTable  # type: ignore[attr-defined]
 
+def stream_to_table(original_to_table: Any) -> Any:
     @functools.wraps(original_to_table)
     def to_table(self: Any, tableName: str, format: str | None = None, outputMode: str | None = None,
                  partitionBy: Any = None, queryName: str | None = None, **options: Any) -> Any:
         spark = owner_session(self)
         fmt_name = format or getattr(self, "_dk_stream_format", None)
-        if getattr(spark, "_deltakernel_registered", False) and (_is_delta(fmt_name) or fmt_name is None):
+        if is_enabled(spark) and (_is_delta(fmt_name) or fmt_name is None):
             ref = _delta_table_for_stream(self, tableName, fmt_name, partitionBy)
             if ref is not None:
                 return self.start(ref.location, SOURCE_NAME, outputMode, partitionBy, queryName, **options)
         return original_to_table(self, tableName, format, outputMode, partitionBy, queryName, **options)
 
-    DataStreamWriter.toTable = to_table  # type: ignore[attr-defined]
+    return to_table
 
-    original_table = DataStreamReader.table  # type: ignore[attr-defined]
 
+def stream_reader_table(original_table: Any) -> Any:
     @functools.wraps(original_table)
     def table(self: Any, tableName: str) -> Any:
         spark = owner_session(self)
-        if getattr(spark, "_deltakernel_registered", False) and isinstance(tableName, str):
+        if is_enabled(spark) and isinstance(tableName, str):
             from ..catalog import resolve_name
 
             ref = resolve_name(spark, tableName)
@@ -119,7 +103,7 @@ def _patch_stream_classes(DataStreamReader: type, DataStreamWriter: type) -> Non
                 return self.format(SOURCE_NAME).load(ref.location)
         return original_table(self, tableName)
 
-    DataStreamReader.table = table  # type: ignore[attr-defined]
+    return table
 
 
 def _delta_table_for_stream(writer: Any, name: str, fmt: str | None, partition_by: Any) -> Any:
@@ -139,4 +123,5 @@ def _delta_table_for_stream(writer: Any, name: str, fmt: str | None, partition_b
     return create(spark, split_name(spark, name), spec, "ignore")
 
 
-__all__ = ["PARTITION_OPTION", "patch_streams"]
+__all__ = ["PARTITION_OPTION", "stream_format", "stream_partition_by", "stream_reader_table", "stream_start",
+           "stream_to_table"]

@@ -1,0 +1,89 @@
+"""The Spark Connect client internals `enable()`'s patches cannot do without, named in one place.
+
+pyspark has no public way to build a Connect DataFrame from a logical plan, to run a SQL statement together with
+the `{df}` frames its formatter collected, or to reach the plan a Connect writer holds. The patches in
+`routing.py`, `streaming/routing.py` and `writer_v2.py` need each of these; they call the functions below and
+never touch the private names themselves, so a pyspark release that moves one of them breaks one module, checked
+by one test run (tests/spark/test_spark_install.py, tests/spark/test_spark_connect*.py).
+
+Tested with pyspark 4.0, 4.1, 4.2 and 4.3 (`TESTED_PYSPARK`). What is used, per function:
+- `plan_frame`: `pyspark.sql.connect.dataframe.DataFrame(plan, session)`; `plan_and_session`: its `_plan` and
+  `_session` (the Connect `DataFrameWriterV2(plan, session, table)` that `writer_v2.py` subclasses).
+- `writer_frame`: `DataFrameWriter._df` (a classic DataFrame, or a Connect `LogicalPlan`) and `._spark`.
+- `stream_writer_frame`: Connect `DataStreamWriter._write_stream._child` (the plan) and `._session`.
+- `format_sql` / `run_sql`: Connect's `SQLStringFormatter(session)._temp_views`, `plan.SQL`, `plan.SubqueryAlias`,
+  `plan.CachedRelation`, `session.client.execute_command`, `session._client`, `DataFrame._execution_info`.
+- `parse_ddl`: Connect `SparkSession._parse_ddl` (the server parses; bound to that session, which the public
+  `DataType.fromDDL` is not: it uses the process's active session).
+`session.owner_session` reads the readers' and writers' session attributes (`_spark`, `_session`, `_client`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TESTED_PYSPARK = ("4.0", "4.1", "4.2", "4.3")
+
+
+def plan_frame(plan: Any, session: Any) -> Any:
+    """A Connect DataFrame over a Connect logical plan."""
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+    return ConnectFrame(plan, session)
+
+
+def plan_and_session(df: Any) -> tuple[Any, Any]:
+    """A Connect DataFrame's logical plan and session (what Connect's writers are built from)."""
+    return df._plan, df._session
+
+
+def writer_frame(writer: Any) -> Any:
+    """The DataFrame a (classic or Connect) DataFrameWriter writes: Connect's writer holds its logical plan."""
+    df = writer._df
+    if hasattr(df, "sparkSession"):
+        return df
+    return plan_frame(df, writer._spark)
+
+
+def stream_writer_frame(writer: Any) -> Any:
+    """The streaming DataFrame a (classic or Connect) DataStreamWriter writes."""
+    df = writer.__dict__.get("_df")
+    if df is not None:
+        return df
+    return plan_frame(writer._write_stream._child, writer._session)
+
+
+def format_sql(session: Any, text: str, kwargs: dict[str, Any]) -> tuple[str, list[tuple[Any, str]]]:
+    """Connect's `{df}` formatting of `spark.sql(text, **kwargs)`: the text and the (frame, view name) pairs that
+    must travel with the statement."""
+    from pyspark.sql.connect.sql_formatter import SQLStringFormatter
+
+    formatter = SQLStringFormatter(session)
+    formatted = formatter.format(text, **kwargs)
+    return formatted, list(formatter._temp_views)
+
+
+def run_sql(session: Any, text: str, args: Any, views: list[tuple[Any, str]]) -> Any:
+    """Connect's `SparkSession.sql` of an already formatted `text` with the `{df}` frames `views` (pyspark's own
+    `sql` would format the text again)."""
+    from pyspark.sql.connect import functions as CF
+    from pyspark.sql.connect.plan import SQL, CachedRelation, SubqueryAlias
+
+    named = {k: CF.lit(v) for k, v in args.items()} if isinstance(args, dict) else {}
+    positional = [CF.lit(v) for v in args] if isinstance(args, list) else []
+    cmd = SQL(text, positional, named, [SubqueryAlias(df._plan, name) for df, name in views])
+    _data, properties, info = session.client.execute_command(cmd.command(session._client))
+    if "sql_command_result" in properties:
+        df = plan_frame(CachedRelation(properties["sql_command_result"]), session)
+        df._execution_info = info
+        return df
+    return plan_frame(cmd, session)
+
+
+def parse_ddl(session: Any, text: str) -> Any:
+    """A DDL type or column list parsed by the Connect server of `session` (a pyspark DataType)."""
+    return session._parse_ddl(text)
+
+
+__all__ = ["TESTED_PYSPARK", "format_sql", "parse_ddl", "plan_and_session", "plan_frame", "run_sql",
+           "stream_writer_frame", "writer_frame"]
