@@ -6,7 +6,9 @@ the `{df}` frames its formatter collected, or to reach the plan a Connect writer
 never touch the private names themselves, so a pyspark release that moves one of them breaks one module, checked
 by one test run (tests/spark/test_spark_install.py, tests/spark/test_spark_connect*.py).
 
-Tested with pyspark 4.0, 4.1, 4.2 and 4.3 (`TESTED_PYSPARK`). What is used, per function:
+Written for pyspark 4.0, 4.1, 4.2 and 4.3 (`TESTED_PYSPARK`): every name below has the same shape in the
+sources of pyspark 4.0.4 and 4.1.3 (checked when this module was written) and the test suite runs it on the
+installed release (4.3). What is used, per function:
 - `plan_frame`: `pyspark.sql.connect.dataframe.DataFrame(plan, session)`; `plan_and_session`: its `_plan` and
   `_session` (the Connect `DataFrameWriterV2(plan, session, table)` that `writer_v2.py` subclasses).
 - `writer_frame`: `DataFrameWriter._df` (a classic DataFrame, or a Connect `LogicalPlan`) and `._spark`.
