@@ -1,12 +1,19 @@
 """`enable()` checks that the Python Spark starts for its workers can import deltakernel.
 
 OPTIMIZE, change data feed, streaming, DML and the Python data source run deltakernel code in Spark's Python
-workers, which run the interpreter named by `PYSPARK_PYTHON` (or `spark.pyspark.python`) when the session
-started - `python3` from the PATH by default, not the virtual environment the driver runs in. Without this
-check a newcomer running `.venv/bin/python job.py` meets `ModuleNotFoundError: No module named 'deltakernel'`
-deep inside a task. The check is free when the workers run the driver's own interpreter; otherwise the
-configured interpreter is asked to import deltakernel (a subprocess for local masters); on a cluster one
-one-task job imports it on an executor. Once per application.
+workers. A session started from Python gives its workers the interpreter the `PYSPARK_PYTHON` environment
+variable names when its SparkContext starts (`SparkContext.pythonExec`) - `python3` from the PATH when unset,
+not the virtual environment the driver runs in. Setting `spark.pyspark.python` on the builder does not change it
+(pyspark 4.x reads only the environment variable; that setting is for `spark-submit`), so the advice is the
+environment variable, set before the session starts: `tests/spark/test_worker_advice.py` follows the message
+literally in a fresh process. A Spark Connect server's workers use the server JVM's own `PYSPARK_PYTHON`.
+
+Without this check a newcomer running `.venv/bin/python job.py` meets `ModuleNotFoundError: No module named
+'deltakernel'` deep inside a task, at the first DELETE. So `enable()` raises `PythonWorkerError` up front (reads
+and appends would work, but the first DML would fail mid-job); `DELTAKERNEL_SKIP_WORKER_CHECK=1` skips it. The
+check is free when the workers run the driver's own interpreter; otherwise the configured interpreter is asked
+to import deltakernel (a subprocess for local masters); on a cluster one one-task job imports it on an
+executor. Once per application.
 """
 
 from __future__ import annotations
@@ -112,6 +119,23 @@ def _connect_probe(spark: Any) -> str | None:
     return errors[0] if errors else None
 
 
+# the line the message tells a Python user to run before the session starts (the advice test runs it verbatim)
+_PYTHON_LINE = '`import os, sys; os.environ["PYSPARK_PYTHON"] = sys.executable`'
+
+
+def worker_advice(problems: str, local: bool = True) -> str:
+    """The message of `PythonWorkerError` on a classic session: what failed, and the one setting that works."""
+    where = ("" if local else " On a cluster, that path must hold an interpreter with deltakernel installed on "
+             "every node.")
+    return (
+        f"Spark's Python workers cannot import deltakernel ({problems}). Spark starts them with the interpreter "
+        "the PYSPARK_PYTHON environment variable names when the session starts (`python3` from the PATH when it "
+        "is unset; `.config('spark.pyspark.python', ...)` does not change it). Set PYSPARK_PYTHON to this "
+        f"interpreter before the session starts: in the shell, `export PYSPARK_PYTHON={sys.executable}`; or in "
+        f"Python, {_PYTHON_LINE} before `SparkSession.builder...getOrCreate()` (a running session keeps its "
+        f"workers' interpreter: `spark.stop()` it, then create it again).{where}")
+
+
 def check_python_workers(spark: Any) -> None:
     """Raise PythonWorkerError (saying what to set) when Spark's Python workers cannot import deltakernel."""
     from .session import is_connect
@@ -124,9 +148,10 @@ def check_python_workers(spark: Any) -> None:
         if why is not None:
             raise PythonWorkerError(
                 f"the Spark Connect server's Python workers cannot import deltakernel ({why}). The server starts "
-                "them with its own PYSPARK_PYTHON (or spark.pyspark.python): start the server with an interpreter "
-                "that has deltakernel installed (for a local `remote('local[...]')` session, set "
-                f"PYSPARK_PYTHON={sys.executable} before creating it)")
+                "them with the interpreter the PYSPARK_PYTHON environment variable named when the server started: "
+                "start the server with PYSPARK_PYTHON set to an interpreter that has deltakernel installed (e.g. "
+                f"`PYSPARK_PYTHON={sys.executable} $SPARK_HOME/sbin/start-connect-server.sh`; for a local "
+                f"`remote('local[...]')` session, {_PYTHON_LINE} before creating it)")
         _CHECKED.add(key)
         return
     sc = spark.sparkContext
@@ -146,12 +171,8 @@ def check_python_workers(spark: Any) -> None:
         if why is not None:
             problems.append(why)
     if problems:
-        raise PythonWorkerError(
-            "Spark's Python workers cannot import deltakernel (" + "; ".join(problems) + "). Spark starts them "
-            f"with the interpreter set when the session started; set PYSPARK_PYTHON={sys.executable} (this "
-            "interpreter) in the environment, or .config('spark.pyspark.python', sys.executable), before creating "
-            "the SparkSession - on a cluster, an interpreter with deltakernel installed on every node")
+        raise PythonWorkerError(worker_advice("; ".join(problems), local))
     _CHECKED.add(key)
 
 
-__all__ = ["PythonWorkerError", "check_python_workers"]
+__all__ = ["PythonWorkerError", "check_python_workers", "worker_advice"]

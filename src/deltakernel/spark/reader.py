@@ -18,6 +18,7 @@ from typing import Any
 from ..kernel import row_tracking as rt
 from ..kernel.snapshot import Snapshot
 from ._schema import Options, spark_compatible, storage_options, table_uri
+from .dataframe_subclass import PlainNew
 from .filesystems import hadoop_can_read
 from .read_snapshot import load_snapshot
 
@@ -127,7 +128,7 @@ class _DeltaFrameType(type):
         return cls.__name__ == "DeltaFrame" and isinstance(obj, ConnectDeltaFrame)
 
 
-class DeltaFrame(_frame_base(), metaclass=_DeltaFrameType):  # type: ignore[misc]
+class DeltaFrame(PlainNew, _frame_base(), metaclass=_DeltaFrameType):  # type: ignore[misc]
     """The DataFrame `load()` returns: a plain Spark plan over the Delta file index, remembering its snapshot.
 
     Filters need nothing special (Spark pushes them to the index); `skipped_files` reports the skipping. On a

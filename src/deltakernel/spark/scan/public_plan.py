@@ -25,6 +25,7 @@ from ...kernel.schema.column_mapping import physical_name
 from ...kernel.snapshot import Snapshot
 from .. import file_columns as fc
 from .._schema import spark_path
+from ..dataframe_subclass import PlainNew
 from .deleted_rows import drop_deleted_rows
 from .hive_layout import base_path, hive_discoverable
 from .layout import ScanLayout, quote, row_tracking_columns
@@ -152,7 +153,7 @@ def _connect_base() -> type:
     return DataFrame  # type: ignore[no-any-return]
 
 
-class ConnectDeltaFrame(_connect_base()):  # type: ignore[misc]
+class ConnectDeltaFrame(PlainNew, _connect_base()):  # type: ignore[misc]
     """What `load()` returns on a Spark Connect session: a plain Connect DataFrame over the kernel-planned files
     that remembers its snapshot; `filter` / `where` re-plan the files with every condition applied so far that
     has a kernel predicate, then apply all the conditions in order (Spark evaluates them as usual)."""
