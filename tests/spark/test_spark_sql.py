@@ -322,3 +322,21 @@ def test_bad_input_is_a_clear_delta_error(spark, tmp_path):
     with pytest.raises(DeltaError):
         spark.sql(f"SELECT * FROM {_q(path)} VERSION AS OF 99")
     assert KernelTable(path).version() == 1
+
+
+def test_create_external_table_is_delta_sparks_on_both_kinds(spark, tmp_path):
+    """CREATE EXTERNAL TABLE ... USING delta LOCATION: an external catalog table (delta-spark's, and classic
+    sessions' since Spark parses it); without LOCATION Spark's parser refuses it. Spark Connect sessions used to
+    refuse EXTERNAL outright (their own statement reader): one statement model now, the same on both kinds."""
+    from helpers import spark_database
+
+    path = _table(tmp_path / "ext")
+    with spark_database(spark, tmp_path / "warehouse") as db:
+        spark.sql(f"CREATE EXTERNAL TABLE {db}.e USING delta LOCATION '{path}'")
+        rows = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {db}.e").collect()}
+        assert rows["Type"] == "EXTERNAL" and rows["id"] == "bigint"
+        assert spark.sql(f"SELECT count(*) AS n FROM {db}.e").first().n == 30
+        with pytest.raises(DeltaSqlSyntaxError, match="LOCATION"):
+            spark.sql(f"CREATE EXTERNAL TABLE {db}.f (id BIGINT) USING delta")
+        spark.sql(f"DROP TABLE {db}.e")
+    assert KernelTable(path).version() == 1  # external: the data stays
