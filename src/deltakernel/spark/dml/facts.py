@@ -4,7 +4,7 @@ condition's join keys, a source frame's alias, a frame analyzed now), read the w
 One small protocol, `ExpressionFacts`, with two implementations: `facts_classic.py` reads Spark's analyzed plan
 through py4j (attributes told apart by expression id), `facts_connect.py` reads the Connect client's own
 expression trees (there is no analyzed plan on the client; one analyze round trip for a schema). The jobs
-themselves (`delete.py`, `update.py`, `merge*.py`) exist once and ask `facts_of(session)`; the choice is made
+themselves (`delete.py`, `update.py`, `merge*.py`) exist once and ask `plan.facts_of(session)`; the choice is made
 per session kind (`kinds.kind_of`), never by branching in the jobs.
 """
 
@@ -49,17 +49,4 @@ class ExpressionFacts(Protocol):
         ...
 
 
-def facts_of(spark: Any) -> ExpressionFacts:
-    """The session's expression facts (chosen by its kind, remembered per session kind name)."""
-    from ..session import is_connect
-
-    if is_connect(spark):
-        from .facts_connect import FACTS as connect_facts
-
-        return connect_facts
-    from .facts_classic import FACTS as classic_facts
-
-    return classic_facts
-
-
-__all__ = ["Analysis", "ExpressionFacts", "facts_of"]
+__all__ = ["Analysis", "ExpressionFacts"]

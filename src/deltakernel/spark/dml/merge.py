@@ -494,7 +494,7 @@ def _one_pair_per_row(rows: Any) -> Any:
 
 
 def _source_alias(source: Any) -> str | None:
-    from .facts import facts_of
+    from .plan import facts_of
 
     return facts_of(source.sparkSession).source_alias(source)
 

@@ -44,9 +44,9 @@ from ...operations.dml.merge.plan import (
     unprefix,
 )
 from .._schema import to_spark_schema
-from .facts import Analysis, facts_of
+from .facts import Analysis
 from .frame import FID, ROW, Target, quote, target_frame
-from .plan import analysis_error, resolved
+from .plan import analysis_error, facts_of, resolved
 from .touched import to_arrow
 
 T_MARK = "__dk_tm"

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from ...kernel.snapshot import Snapshot
 from ...operations.dml.assignments import SetTargets
 from ...operations.dml.touched_rows import DmlPredicate, plan_predicate
 from .._schema import to_spark_schema
+from .facts import ExpressionFacts
 
 _log = logging.getLogger(__name__)
 
@@ -41,6 +42,30 @@ def condition_column(condition: Any) -> Any:
                     f"found {type(condition).__name__}")
 
 
+# ----------------------------------------------------------------------------- expression facts, per kind
+def _classic() -> ExpressionFacts:
+    from .facts_classic import FACTS
+
+    return FACTS
+
+
+def _connect() -> ExpressionFacts:
+    from .facts_connect import FACTS
+
+    return FACTS
+
+
+#: the expression facts of each session kind (`kinds.kind_of(spark).name`)
+FACTS: dict[str, Callable[[], ExpressionFacts]] = {"classic": _classic, "connect": _connect}
+
+
+def facts_of(spark: Any) -> ExpressionFacts:
+    """The session's expression facts, by the session's kind (chosen once per session by `kinds.kind_of`)."""
+    from ..kinds import kind_of
+
+    return FACTS[kind_of(spark).name]()
+
+
 def sql_text(value: Any, empty: Any, condition: bool = True) -> str | None:
     """SQL text of a condition (or, `condition=False`, a SET value): the string itself; for a Column, the
     SQL of its expression as Spark's analyzer resolves it on `empty` (the table's schema, no alias), or
@@ -49,16 +74,12 @@ def sql_text(value: Any, empty: Any, condition: bool = True) -> str | None:
     Spark Connect, kept only when it resolves on `empty`)."""
     if value is None or isinstance(value, str):
         return value
-    from .facts import facts_of
-
     return facts_of(empty.sparkSession).column_sql(value, empty, condition)
 
 
 def resolved(df: Any) -> Any:
     """`df`, analyzed now: a classic DataFrame is analyzed when built; a Spark Connect one only when asked
     (its schema: one analyze round trip), so an AnalysisException surfaces here, before any job."""
-    from .facts import facts_of
-
     return facts_of(df.sparkSession).resolved(df)
 
 
@@ -194,5 +215,5 @@ def plan_assignments(spark: Any, snapshot: Snapshot, set_: Any, empty: Any) -> d
     return out
 
 
-__all__ = ["Assignment", "check_condition", "condition_column", "empty_frame", "plan_assignments",
+__all__ = ["FACTS", "facts_of", "Assignment", "check_condition", "condition_column", "empty_frame", "plan_assignments",
            "plan_condition", "resolved", "sql_text"]

@@ -5,8 +5,8 @@ Order, for one statement:
 1. delta-spark's own statements (`grammar.parse_delta_statement`: VACUUM, DESCRIBE HISTORY / DETAIL, OPTIMIZE,
    RESTORE, CONVERT TO DELTA, GENERATE, ALTER TABLE ADD / DROP CONSTRAINT, DROP FEATURE, CLUSTER BY) are
    recognised by their leading keywords before Spark sees them (`commands.py`);
-2. anything else is read by the session's statement parser (`statements.StatementParser`, chosen once per call
-   by `parser_for`: Spark's own parsed plan on a classic session, `parse_classic.py`; sqlglot's tree on Spark
+2. anything else is read by the session's statement parser (`statements.StatementParser`, chosen by the session's kind,
+   `parser_for`: Spark's own parsed plan on a classic session, `parse_classic.py`; sqlglot's tree on Spark
    Connect, which has no parser on the client, `parse_connect.py`) into the one statement model: MERGE / DELETE /
    UPDATE / INSERT, CREATE / REPLACE TABLE [LIKE], ALTER TABLE, DESCRIBE TABLE, SHOW TBLPROPERTIES, TRUNCATE TABLE
    whose table is a Delta table (`delta`.`/path` or a catalog table with provider delta) run through the one
@@ -26,21 +26,31 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import UnsupportedFeatureError
-from ..session import is_connect
+from ..kinds import kind_of
 from . import statements as S
 from .grammar import DeltaSqlSyntaxError, head, parse_delta_statement, tokenize
 from .statements import Statement, StatementParser
 
 
-def parser_for(spark: Any) -> StatementParser:
-    """The session's statement parser: the one place where the session kind decides how SQL text is read."""
-    if is_connect(spark):
-        from .parse_connect import ConnectParser
-
-        return ConnectParser(spark)
+def _classic_parser(spark: Any) -> StatementParser:
     from .parse_classic import ClassicParser
 
     return ClassicParser(spark)
+
+
+def _connect_parser(spark: Any) -> StatementParser:
+    from .parse_connect import ConnectParser
+
+    return ConnectParser(spark)
+
+
+#: the statement parser of each session kind (`kinds.kind_of(spark).name`)
+PARSERS: dict[str, Callable[[Any], StatementParser]] = {"classic": _classic_parser, "connect": _connect_parser}
+
+
+def parser_for(spark: Any) -> StatementParser:
+    """The session's statement parser, by the session's kind (chosen once per session by `kinds.kind_of`)."""
+    return PARSERS[kind_of(spark).name](spark)
 
 
 class Router:
@@ -149,4 +159,4 @@ def execute_sql(spark: Any, text: str, args: Any, original: Callable[[str, Any],
     return Router(spark, original, args).execute(text)
 
 
-__all__ = ["Router", "execute_sql", "parser_for", "run_statement"]
+__all__ = ["PARSERS", "Router", "execute_sql", "parser_for", "run_statement"]
