@@ -295,6 +295,8 @@ def _create(p: ClassicParser, text: str, plan: Any) -> CreateTable | None:
     if P.opt(spec_node.serde()) is not None:
         raise UnsupportedFeatureError("STORED AS / ROW FORMAT", "Hive storage clauses do not apply to Delta tables")
     location = P.opt(spec_node.location())
+    if location is None and _flag(spec_node, "external"):  # Spark's analyzer refuses it (delta-spark too)
+        raise DeltaSqlError(f"CREATE EXTERNAL TABLE must be accompanied by LOCATION (in: {head(text)})")
     comment = P.opt(spec_node.comment())
     partition_by, cluster_by = _partitioning(plan)
     schema = None

@@ -309,12 +309,12 @@ def _properties(tree: Any) -> dict[str, Any]:
             out["options"].update({node_value(q.this): node_value(q.args["value"]) for q in p.expressions})
         elif isinstance(p, exp.LikeProperty):
             out["like"] = p.this
-        elif isinstance(p, exp.Property):
-            out["properties"][node_value(p.this)] = node_value(p.args["value"])
-        elif isinstance(p, exp.TemporaryProperty):
+        elif isinstance(p, exp.TemporaryProperty):  # (a Property: tested first)
             out["temporary"] = True  # CREATE TEMPORARY TABLE ... USING: a temporary view, Spark's own
         elif isinstance(p, exp.ExternalProperty):
             out["external"] = True
+        elif isinstance(p, exp.Property) and "value" in p.args:
+            out["properties"][node_value(p.this)] = node_value(p.args["value"])
         else:
             out["unsupported"] = T.sql_text(p)
     return out
@@ -389,9 +389,8 @@ def _create(p: ConnectParser, text: str, tree: Any) -> CreateTable | CreateLike 
     if "unsupported" in props:
         raise UnsupportedFeatureError("CREATE TABLE clause", f"{props['unsupported']} does not apply to Delta "
                                       f"tables (in: {head(text)})")
-    if props.get("external") and props.get("location") is None:  # Spark's parser refuses it on classic sessions
-        raise DeltaSqlSyntaxError(f"syntax error: CREATE EXTERNAL TABLE must be accompanied by LOCATION "
-                                  f"(in: {head(text)})")
+    if props.get("external") and props.get("location") is None:
+        raise DeltaSqlError(f"CREATE EXTERNAL TABLE must be accompanied by LOCATION (in: {head(text)})")
     columns = [c for c in tree.this.expressions if isinstance(c, exp.ColumnDef)] \
         if isinstance(tree.this, exp.Schema) else []
     query_sql = None

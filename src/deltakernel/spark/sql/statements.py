@@ -19,7 +19,7 @@ Conventions, the same from both parsers:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -206,15 +206,6 @@ class StatementParser(Protocol):
         ...
 
 
-@dataclass
-class Parsed:
-    """A parser's last parse (the plan / tree of one text), kept so `rewrite` does not parse again."""
-
-    text: str | None = None
-    tree: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 __all__ = [
     "AddColumns",
     "AlterAction",
@@ -228,7 +219,6 @@ __all__ = [
     "Insert",
     "Merge",
     "MergeClause",
-    "Parsed",
     "RenameColumn",
     "SetProperties",
     "ShowProperties",
