@@ -414,7 +414,7 @@ def test_connect_column_text_and_merge_keys(connect_spark):
     (classic sessions read them off the analyzed plan): what is printed, what prunes, what is left alone."""
     from pyspark.sql.connect import functions as CF
 
-    from deltakernel.spark.dml.connect_sql import expression_sql, merge_analysis, source_alias
+    from deltakernel.spark.dml.facts_connect import expression_sql, merge_analysis, source_alias
 
     cond = (CF.col("a") > 1) & CF.upper(CF.col("s")).isin("X", "Y") & ~CF.col("b").isNull()
     assert expression_sql(cond) == "(((a > 1) AND (upper(s) IN ('X', 'Y'))) AND (NOT (b IS NULL)))"

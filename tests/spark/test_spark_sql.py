@@ -322,3 +322,23 @@ def test_bad_input_is_a_clear_delta_error(spark, tmp_path):
     with pytest.raises(DeltaError):
         spark.sql(f"SELECT * FROM {_q(path)} VERSION AS OF 99")
     assert KernelTable(path).version() == 1
+
+
+def test_create_external_table_is_delta_sparks_on_both_kinds(spark, tmp_path):
+    """CREATE EXTERNAL TABLE ... USING delta LOCATION: an external catalog table, as delta-spark makes it (and
+    classic sessions did); without LOCATION it is refused (Spark's CREATE_EXTERNAL_TABLE_WITHOUT_LOCATION; classic
+    sessions used to create a managed table). Spark Connect sessions failed on EXTERNAL with a KeyError from their
+    own statement reader: one statement model now, the same on both kinds."""
+    from helpers import spark_database
+
+    path = _table(tmp_path / "ext")
+    with spark_database(spark, tmp_path / "warehouse") as db:
+        spark.sql(f"CREATE EXTERNAL TABLE {db}.e USING delta LOCATION '{path}'")
+        rows = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {db}.e").collect()}
+        assert rows["Type"] == "EXTERNAL" and rows["id"] == "bigint"
+        assert spark.sql(f"SELECT count(*) AS n FROM {db}.e").first().n == 30
+        with pytest.raises(DeltaSqlError, match="LOCATION"):
+            spark.sql(f"CREATE EXTERNAL TABLE {db}.f (id BIGINT) USING delta")
+        assert not spark.catalog.tableExists(f"{db}.f")
+        spark.sql(f"DROP TABLE {db}.e")
+    assert KernelTable(path).version() == 1  # external: the data stays

@@ -17,8 +17,8 @@ router (`spark/sql/`: Delta statements run through deltakernel, queries reading 
 plan, everything else reaches Spark unchanged); `spark.table` / `spark.read.table`, `saveAsTable`,
 `insertInto` and `spark.catalog.createTable(source="delta")` resolve Delta catalog tables through
 `catalog.py` (Spark's session catalog holds name and location, the log holds the table). On a Spark Connect
-session the same calls are patched on Connect's classes (the router parses with sqlglot there, see
-`spark/sql/connect_router.py`; the Connect client internals used are in `connect_internals.py`), and
+session the same calls are patched on Connect's classes (the router's statement parser is sqlglot there, see
+`spark/sql/parse_connect.py`; the Connect client internals used are in `connect_internals.py`), and
 `spark.catalog.listColumns` of a Delta table answers from its log.
 """
 
@@ -155,7 +155,7 @@ def writer_insert_into(original_insert_into: Any) -> Any:
     def insert_into(self: Any, tableName: str, overwrite: bool | None = None) -> None:
         spark = self._spark
         if _enabled(spark) and isinstance(tableName, str):
-            from .sql.dml import insert_into as insert_table
+            from .sql.execute_dml import insert_into as insert_table
 
             mode = str(getattr(self, "_dk_mode", None) or "append").lower()
             replace = overwrite if overwrite is not None else mode == "overwrite"

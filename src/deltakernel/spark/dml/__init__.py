@@ -12,8 +12,9 @@ small row per touched file (or per file written). Modules:
                   change data files;
 - `commit.py`   — one operation run and committed (cleanup only when the commit is known absent);
 - `delete.py`, `update.py` — the operations (`merge*.py`: MERGE);
-- `connect_sql.py` — over Spark Connect, what classic sessions read from Spark's analyzed plan (a Column's
-                  SQL text, MERGE's join keys) taken from the client's expression trees.
+- `facts.py`    — expression facts (a Column's SQL text, MERGE's join keys, a source's alias, analysis now):
+                  one protocol, read off Spark's analyzed plan on classic sessions (`facts_classic.py`) or
+                  off the client's expression trees on Spark Connect (`facts_connect.py`).
 
 Both session kinds run the same jobs (public DataFrame API: `mapInArrow`, Arrow UDFs, joins; task inputs
 through `session.Shared`). What differs: classic sessions scan the candidate files through the Delta file

@@ -75,7 +75,6 @@ from ...operations.files.change_data import cdf_enabled
 from ...operations.write.enforcement import Enforcer
 from .. import identity as idc
 from .._errors import internal_plans
-from ..session import has_jvm
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, ROW, Target
 from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
@@ -434,10 +433,11 @@ def merge(spark: Any, path: str, source: Any, condition: Any, clauses: list[Spar
         check_writable(target, "MERGE")
     else:  # insert-only: allowed on append-only tables
         _check_protocol(target)
-    kernel_clauses = [c.kernel_clause() for c in clauses]
+    kernel_clauses = [c.kernel_clause(spark) for c in clauses]
     cond_text = condition if isinstance(condition, str) else None
+    printed = cond_text or text_of(condition, spark)
     txn = KernelTransaction(target.storage, target.snapshot, operation="MERGE",
-                            operation_parameters=merge_parameters(cond_text or text_of(condition), kernel_clauses),
+                            operation_parameters=merge_parameters(printed, kernel_clauses),
                             engine_info=ENGINE_INFO)
     if schema_evolution:
         from ...operations.dml.merge.schema_evolution import evolve_schema
@@ -475,7 +475,7 @@ def _embedded(target: Target, source: Any, condition: Any, clauses: list[SparkCl
     s_alias = _source_alias(source)
     try:
         metrics, _ = embedded_merge(target.storage, target.snapshot, source.toArrow(), condition,
-                                    [c.kernel_clause() for c in clauses], source_alias=s_alias,
+                                    [c.kernel_clause(target.spark) for c in clauses], source_alias=s_alias,
                                     target_alias=target.alias, merge_schema=schema_evolution)
     except MergeDuplicateMatchError as e:  # Spark users match on delta-spark's error class
         raise MergeDuplicateMatchError(f"[{DUPLICATE_MATCH_ERROR_CLASS}] {e}") from e
@@ -494,15 +494,9 @@ def _one_pair_per_row(rows: Any) -> Any:
 
 
 def _source_alias(source: Any) -> str | None:
-    if not has_jvm(source.sparkSession):
-        from .connect_sql import source_alias
+    from .plan import facts_of
 
-        return source_alias(source)
-    try:
-        plan = source._jdf.queryExecution().analyzed()
-        return str(plan.alias()) if plan.nodeName() == "SubqueryAlias" else None
-    except Exception:
-        return None
+    return facts_of(source.sparkSession).source_alias(source)
 
 
 # ----------------------------------------------------------------------------- delta-spark's builder

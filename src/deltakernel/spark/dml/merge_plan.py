@@ -23,7 +23,7 @@ a nested-loop join), it only prunes nothing.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -44,9 +44,9 @@ from ...operations.dml.merge.plan import (
     unprefix,
 )
 from .._schema import to_spark_schema
-from ..session import has_jvm
+from .facts import Analysis
 from .frame import FID, ROW, Target, quote, target_frame
-from .plan import analysis_error, resolved
+from .plan import analysis_error, facts_of, resolved
 from .touched import to_arrow
 
 T_MARK = "__dk_tm"
@@ -75,23 +75,18 @@ class SparkClause:
     def is_delete(self) -> bool:
         return self.kind in (MATCHED_DELETE, BY_SOURCE_DELETE)
 
-    def kernel_clause(self) -> Clause:
+    def kernel_clause(self, spark: Any) -> Clause:
         """The embedded engine's Clause (texts only): schema evolution and operationParameters use it."""
-        updates = None if self.assignments is None else {k: text_of(v) for k, v in self.assignments.items()}
-        return Clause(self.kind, None if self.condition is None else text_of(self.condition), updates,
+        updates = None if self.assignments is None else {k: text_of(v, spark) for k, v in self.assignments.items()}
+        return Clause(self.kind, None if self.condition is None else text_of(self.condition, spark), updates,
                       self.all_columns)
 
 
-def text_of(value: Any) -> str:
+def text_of(value: Any, spark: Any) -> str:
     """A string as given; a Column as Spark prints it (history only, never parsed back)."""
     if isinstance(value, str):
         return value
-    jc = getattr(value, "_jc", None)
-    if jc is not None:
-        return str(jc.toString())
-    from .connect_sql import expression_sql  # a Spark Connect Column: its SQL text, else its own print
-
-    return expression_sql(value) or str(getattr(value, "_expr", value))
+    return facts_of(spark).printed(value)
 
 
 def as_column(value: Any, what: str) -> Any:
@@ -106,78 +101,6 @@ def as_column(value: Any, what: str) -> Any:
         return F.expr(value)
     raise TypeError(f"{what} must be a Spark SQL Column or a string (expression in SQL syntax), "
                     f"found {type(value).__name__}")
-
-
-@dataclass
-class Analysis:
-    """What the analyzed join condition says: equi-join keys (target column, source column), the SQL of
-    the target-only conjuncts and of the whole condition."""
-
-    keys: list[tuple[str, str]] = field(default_factory=list)
-    target_only: list[str] = field(default_factory=list)
-    sql: str | None = None
-    target_predicates: list[Any] = field(default_factory=list)  # Spark Connect: target-only conjuncts, parsed
-
-
-def _seq(s: Any) -> list[Any]:
-    return [s.apply(i) for i in range(s.size())]
-
-
-def _join_node(plan: Any) -> Any:
-    node = plan
-    for _ in range(8):
-        if node.nodeName() == "Join":
-            return node
-        children = _seq(node.children())
-        if len(children) != 1:
-            return None
-        node = children[0]
-    return None
-
-
-def analyze_condition(joined: Any) -> Analysis:
-    """Keys and target-only conjuncts of the condition of `joined` (target on the left), from Spark's
-    analyzed plan: attributes are told apart by expression id, so aliases, case and unqualified names
-    resolve exactly as Spark resolves them."""
-    out = Analysis()
-    try:
-        join = _join_node(joined._jdf.queryExecution().analyzed())
-        if join is None or join.condition().isEmpty():
-            return out
-        cond = join.condition().get()
-        out.sql = str(cond.sql())
-        left = {a.exprId().id(): str(a.name()) for a in _seq(join.left().output())}
-        right = {a.exprId().id(): str(a.name()) for a in _seq(join.right().output())}
-        stack = [cond]
-        while stack:
-            e = stack.pop()
-            name = e.nodeName()
-            if name == "And":
-                stack += [e.right(), e.left()]
-                continue
-            refs = {r.exprId().id() for r in _seq(e.references().toSeq())}
-            if name == "EqualTo":
-                key = _key(e.left(), e.right(), left, right) or _key(e.right(), e.left(), left, right)
-                if key is not None:
-                    out.keys.append(key)
-                    continue
-            if refs and refs <= set(left):
-                out.target_only.append(str(e.sql()))
-    except Exception as exc:  # Spark Connect or an unexpected plan shape: no pruning, Spark still decides
-        _log.debug("deltakernel MERGE: cannot analyze the join condition for pruning: %s", exc)
-    return out
-
-
-def _key(t: Any, s: Any, left: dict[int, str], right: dict[int, str]) -> tuple[str, str] | None:
-    """(target, source) column names when `t` is a bare target attribute and `s` a (cast) source one."""
-    if s.nodeName() == "Cast":
-        s = s.child()
-    if t.nodeName() != "AttributeReference" or s.nodeName() != "AttributeReference":
-        return None
-    ti, si = t.exprId().id(), s.exprId().id()
-    if ti in left and si in right:
-        return left[ti], right[si]
-    return None
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -336,16 +259,9 @@ class MergePlan:
         """Check every expression with Spark's analyzer and analyze the condition (no job runs)."""
         empty = self._join(self.target_side(None, None, None), self.source_side(), "full")
         self.check_values(empty)
-        self.analysis = analyze_condition(empty) if has_jvm(self.spark) else self._client_analysis()
-
-    def _client_analysis(self) -> Analysis:
-        """Spark Connect: the condition's keys and target-only conjuncts read from its text (`connect_sql`)."""
-        from .connect_sql import merge_analysis
-
         types = {f.name: f.dataType.simpleString() for f in to_spark_schema(self.target.snapshot.schema).fields}
-        keys, preds, text = merge_analysis(self.given_condition, self.t_names, self.target.alias, self.source,
-                                           types)
-        return Analysis(keys, [], text, preds)
+        self.analysis = facts_of(self.spark).merge_analysis(empty, self.given_condition, self.t_names,
+                                                            self.target.alias, self.source, types)
 
     def _chain(self, ids: list[int], matched: bool) -> Any:
         """The index of the first clause of `ids` whose condition holds, else -1 (one-sided clauses read
@@ -542,4 +458,4 @@ class MergePlan:
             return None
 
 
-__all__ = ["ACTION", "Analysis", "MergePlan", "SID", "S_MARK", "SparkClause", "T_MARK", "analyze_condition", "text_of"]
+__all__ = ["ACTION", "Analysis", "MergePlan", "SID", "S_MARK", "SparkClause", "T_MARK", "text_of"]

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from ...kernel.snapshot import Snapshot
 from ...operations.dml.assignments import SetTargets
 from ...operations.dml.touched_rows import DmlPredicate, plan_predicate
 from .._schema import to_spark_schema
-from ..session import has_jvm
+from .facts import ExpressionFacts
 
 _log = logging.getLogger(__name__)
 
@@ -42,42 +42,45 @@ def condition_column(condition: Any) -> Any:
                     f"found {type(condition).__name__}")
 
 
+# ----------------------------------------------------------------------------- expression facts, per kind
+def _classic() -> ExpressionFacts:
+    from .facts_classic import FACTS
+
+    return FACTS
+
+
+def _connect() -> ExpressionFacts:
+    from .facts_connect import FACTS
+
+    return FACTS
+
+
+#: the expression facts of each session kind (`kinds.kind_of(spark).name`)
+FACTS: dict[str, Callable[[], ExpressionFacts]] = {"classic": _classic, "connect": _connect}
+
+
+def facts_of(spark: Any) -> ExpressionFacts:
+    """The session's expression facts, by the session's kind (chosen once per session by `kinds.kind_of`)."""
+    from ..kinds import kind_of
+
+    return FACTS[kind_of(spark).name]()
+
+
 def sql_text(value: Any, empty: Any, condition: bool = True) -> str | None:
     """SQL text of a condition (or, `condition=False`, a SET value): the string itself; for a Column, the
     SQL of its expression as Spark's analyzer resolves it on `empty` (the table's schema, no alias), or
-    None when it does not resolve there (it names the DeltaTable's alias) or cannot be printed. Over Spark
-    Connect (no analyzed plan on the client) the Column's own tree printed as SQL (`connect_sql`), kept only
-    when it resolves on `empty` (one analyze round trip)."""
+    None when it does not resolve there (it names the DeltaTable's alias) or cannot be printed
+    (`facts.ExpressionFacts.column_sql`: Spark's analyzed plan on classic sessions, the Column's own tree on
+    Spark Connect, kept only when it resolves on `empty`)."""
     if value is None or isinstance(value, str):
         return value
-    if not has_jvm(empty.sparkSession):
-        from .connect_sql import expression_sql
-
-        text = expression_sql(value)
-        if text is None:
-            return None
-        try:
-            from pyspark.sql import functions as F
-
-            resolved(empty.where(F.expr(text)) if condition else empty.select(F.expr(text)))
-        except Exception:  # names the alias, or prints differently than it resolves: no kernel text
-            return None
-        return text
-    try:
-        if condition:
-            return str(empty.where(value)._jdf.queryExecution().analyzed().condition().sql())
-        plan = empty.select(value.alias("__dk_value"))._jdf.queryExecution().analyzed()
-        return str(plan.projectList().apply(0).child().sql())
-    except Exception:  # alias-qualified names: no kernel text
-        return None
+    return facts_of(empty.sparkSession).column_sql(value, empty, condition)
 
 
 def resolved(df: Any) -> Any:
     """`df`, analyzed now: a classic DataFrame is analyzed when built; a Spark Connect one only when asked
     (its schema: one analyze round trip), so an AnalysisException surfaces here, before any job."""
-    if not has_jvm(df.sparkSession):
-        df.schema  # noqa: B018 - the analyze request is the point
-    return df
+    return facts_of(df.sparkSession).resolved(df)
 
 
 def empty_frame(spark: Any, snapshot: Snapshot, alias: str | None = None) -> Any:
@@ -212,5 +215,5 @@ def plan_assignments(spark: Any, snapshot: Snapshot, set_: Any, empty: Any) -> d
     return out
 
 
-__all__ = ["Assignment", "check_condition", "condition_column", "empty_frame", "plan_assignments",
+__all__ = ["FACTS", "facts_of", "Assignment", "check_condition", "condition_column", "empty_frame", "plan_assignments",
            "plan_condition", "resolved", "sql_text"]

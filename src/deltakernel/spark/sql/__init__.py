@@ -1,14 +1,16 @@
-"""Delta SQL through `spark.sql` (after `deltakernel.spark.enable(spark)`), without delta-spark's jars.
+"""Delta SQL through `spark.sql` (after `deltakernel.spark.enable(spark)`), without delta-spark's jars: one router,
+one statement model and one executor per kind of statement for classic and Spark Connect sessions alike.
 
 Modules: `router.py` (what goes where), `grammar.py` (delta-spark's own statements, a small tokenizer grammar;
-`syntax.py`: its tokens, names and errors), `plans.py` (reading Spark's parsed plans through py4j), `dml.py` (MERGE
-/ DELETE / UPDATE / INSERT, `insertInto`), `ddl.py` (CREATE / REPLACE / ALTER / DESCRIBE / SHOW TBLPROPERTIES),
-`commands.py` (HISTORY, DETAIL, OPTIMIZE, VACUUM, RESTORE, CONVERT, GENERATE, constraints, features, clustering),
-`relations.py` (queries reading Delta tables: temporary views over the native read plan). On Spark Connect sessions
-(no py4j, no Spark parser) statements are parsed with sqlglot instead: `connect_router.py` (dispatch, ALTER /
-DESCRIBE / SHOW), `text_plans.py` (sqlglot helpers), `connect_dml.py`, `connect_ddl.py`, `connect_relations.py`
-(Delta references as temporary views over client-planned scans, with the WHERE's file skipping),
-`public_catalog.py` (the session catalog through public SQL). See docs/decisions.md, "Delta SQL on Spark".
+`syntax.py`: its tokens, names and errors) run by `commands.py` (HISTORY, DETAIL, OPTIMIZE, VACUUM, RESTORE,
+CONVERT, GENERATE, constraints, features, clustering; `change_column.py`); `statements.py` (the statement model and
+the `StatementParser` seam) with its two parsers, `parse_classic.py` (Spark's parsed plan through py4j, `plans.py`)
+and `parse_connect.py` (sqlglot's tree, `text_plans.py`: a Connect client has no Spark parser); the executors
+`execute_dml.py` (MERGE / DELETE / UPDATE / INSERT, `insertInto`) and `execute_ddl.py` (CREATE / REPLACE / LIKE,
+ALTER, DESCRIBE, SHOW TBLPROPERTIES, TRUNCATE); the relation rewriters for queries reading Delta tables,
+`relations.py` (classic: temporary views over the native read plan) and `connect_relations.py` (Connect: temporary
+views over client-planned scans, with the WHERE's file skipping); `public_catalog.py` (the session catalog through
+public SQL). See docs/decisions.md, "Delta SQL on Spark" and "One SQL statement model for both session kinds".
 """
 
 from __future__ import annotations

@@ -1,39 +1,56 @@
 """`SparkSession.sql` in sessions where `deltakernel.spark.enable()` ran: Delta statements run through
-deltakernel, everything else goes to Spark unchanged.
+deltakernel, everything else goes to Spark unchanged. One router for both session kinds.
 
 Order, for one statement:
 1. delta-spark's own statements (`grammar.parse_delta_statement`: VACUUM, DESCRIBE HISTORY / DETAIL, OPTIMIZE,
    RESTORE, CONVERT TO DELTA, GENERATE, ALTER TABLE ADD / DROP CONSTRAINT, DROP FEATURE, CLUSTER BY) are
    recognised by their leading keywords before Spark sees them (`commands.py`);
-2. anything else is parsed by Spark's own parser; MERGE / DELETE / UPDATE / INSERT (`dml.py`), CREATE /
-   REPLACE TABLE, ALTER TABLE, DESCRIBE TABLE, SHOW TBLPROPERTIES (`ddl.py`) whose table is a Delta table
-   (`delta`.`/path` or a catalog table with provider delta) run through deltakernel;
-3. any other statement that reads a Delta table is rewritten to read temporary views over the native read
-   plan (`relations.py`) and run by Spark;
+2. anything else is read by the session's statement parser (`statements.StatementParser`, chosen by the session's kind,
+   `parser_for`: Spark's own parsed plan on a classic session, `parse_classic.py`; sqlglot's tree on Spark
+   Connect, which has no parser on the client, `parse_connect.py`) into the one statement model: MERGE / DELETE /
+   UPDATE / INSERT, CREATE / REPLACE TABLE [LIKE], ALTER TABLE, DESCRIBE TABLE, SHOW TBLPROPERTIES, TRUNCATE TABLE
+   whose table is a Delta table (`delta`.`/path` or a catalog table with provider delta) run through the one
+   executor of their kind (`execute_dml.py`, `execute_ddl.py`);
+3. any other statement that reads a Delta table is rewritten by the parser's `rewrite` (classic: temporary views
+   over the native read plan, `relations.py`; Connect: temporary views over client-planned scans,
+   `connect_relations.py`) and run by Spark;
 4. the rest — and statements on non-Delta tables — reach Spark exactly as written.
-On a Spark Connect session (no py4j, so no Spark parser) steps 2-4 parse with sqlglot instead
-(`connect_router.py`); Delta catalog tables are rewritten to temporary views there too (no relation cache).
-A statement Spark cannot parse goes to Spark (its own ParseException), unless it is visibly about a Delta
-table (a `delta`.`...` name, `USING delta`, or a DML target that is a Delta table): that is a
-DeltaSqlSyntaxError carrying Spark's message.
+A statement the parser cannot read goes to Spark (its own error), unless it is visibly about a Delta table (a
+`delta`.`...` name, `USING delta`, or a DML target that is a Delta table): that is a DeltaSqlSyntaxError. A Delta
+statement with parameter markers (`args=...`) is refused, on both kinds.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from ...errors import UnsupportedFeatureError
-from ..session import is_connect
-from . import plans as P
+from ..kinds import kind_of
+from . import statements as S
 from .grammar import DeltaSqlSyntaxError, head, parse_delta_statement, tokenize
+from .statements import Statement, StatementParser
 
-_log = logging.getLogger(__name__)
-_CREATE = ("CreateTable", "CreateTableAsSelect", "ReplaceTable", "ReplaceTableAsSelect")
-_OTHER_DDL = ("DescribeRelation", "ShowTableProperties", "CreateTableLike", "TruncateTable")
-_ALTER = ("AddColumns", "RenameColumn", "DropColumns", "SetTableProperties", "UnsetTableProperties",
-          "AlterColumns", "ReplaceColumns", "AlterColumn")
+
+def _classic_parser(spark: Any) -> StatementParser:
+    from .parse_classic import ClassicParser
+
+    return ClassicParser(spark)
+
+
+def _connect_parser(spark: Any) -> StatementParser:
+    from .parse_connect import ConnectParser
+
+    return ConnectParser(spark)
+
+
+#: the statement parser of each session kind (`kinds.kind_of(spark).name`)
+PARSERS: dict[str, Callable[[Any], StatementParser]] = {"classic": _classic_parser, "connect": _connect_parser}
+
+
+def parser_for(spark: Any) -> StatementParser:
+    """The session's statement parser, by the session's kind (chosen once per session by `kinds.kind_of`)."""
+    return PARSERS[kind_of(spark).name](spark)
 
 
 class Router:
@@ -43,6 +60,7 @@ class Router:
         self.spark = spark
         self.original = original
         self.args = args
+        self.parser = parser_for(spark)
 
     def run_sql(self, text: str) -> Any:
         """A nested query (INSERT ... SELECT, AS SELECT, MERGE's USING): routed, with the call's parameters."""
@@ -59,60 +77,17 @@ class Router:
 
             out = run(self.spark, stmt, self.passthrough)
             return out if out is not None else self.passthrough(text)
-        if is_connect(self.spark):  # no Spark parser on the client: sqlglot's parse (connect_router.py)
-            from .connect_router import execute
-
-            return execute(self, text)
         try:
-            plan = P.parse_plan(self.spark, text)
-        except P.parse_error_types() as e:
+            statement = self.parser.parse(text)
+        except DeltaSqlSyntaxError:
             if self.about_delta(text):
-                raise DeltaSqlSyntaxError(f"syntax error: {_first_line(e)} (in: {head(text)})") from e
+                raise
             return self.passthrough(text)
-        out = self._dispatch(text, plan)
-        if out is not None:
-            return out
-        from .relations import rewrite
-
-        rewritten = rewrite(self.spark, text, plan, self.passthrough, self.execute)
+        if statement is not None:
+            self.refuse_parameters(text)
+            return run_statement(self.spark, statement, self.run_sql)
+        rewritten = self.parser.rewrite(text, self.passthrough, self.execute)
         return self.passthrough(rewritten if rewritten is not None else text)
-
-    def _dispatch(self, text: str, plan: Any) -> Any:
-        kind = P.name(plan)
-        handler: Callable[[], Any] | None = None
-        if kind in ("MergeIntoTable", "DeleteFromTable", "UpdateTable", "InsertIntoStatement"):
-            from . import dml
-
-            handler = {
-                "MergeIntoTable": lambda: dml.run_merge(self.spark, text, plan, self.run_sql),
-                "DeleteFromTable": lambda: dml.run_delete(self.spark, text, plan),
-                "UpdateTable": lambda: dml.run_update(self.spark, text, plan),
-                "InsertIntoStatement": lambda: dml.run_insert(self.spark, text, plan, self.run_sql),
-            }[kind]
-        elif kind in _CREATE or kind in _ALTER or kind in _OTHER_DDL:
-            from . import ddl
-
-            if kind == "CreateTableLike":
-                handler = lambda: ddl.run_create_like(self.spark, plan)  # noqa: E731
-            elif kind == "TruncateTable":
-                handler = lambda: ddl.run_truncate(self.spark, plan)  # noqa: E731
-            elif kind in _CREATE:
-                handler = lambda: ddl.run_create(self.spark, text, plan, self.run_sql)  # noqa: E731
-            elif kind in _ALTER:
-                handler = lambda: ddl.run_alter(self.spark, text, plan)  # noqa: E731
-            elif kind == "DescribeRelation":
-                handler = lambda: ddl.run_describe(self.spark, plan)  # noqa: E731
-            else:
-                handler = lambda: ddl.run_show_properties(self.spark, plan)  # noqa: E731
-        if handler is None:
-            return None
-        if self.args:
-            # only a statement about a Delta table is refused; others pass (handler returns None first)
-            probe = _Probe(self, text, plan, kind)
-            if probe.is_delta():
-                self.refuse_parameters(text)
-            return None
-        return handler()
 
     def refuse_parameters(self, text: str) -> None:
         """A statement about a Delta table with parameter markers (args=...) is refused."""
@@ -151,45 +126,32 @@ class Router:
         return False
 
 
-class _Probe:
-    """Whether a parsed statement's table is a Delta table (for refusing parameterized Delta statements)."""
+def run_statement(spark: Any, stmt: Statement, run_sql: Callable[[str], Any]) -> Any:
+    """Run one parsed Delta statement through the executor of its kind (the same on both session kinds)."""
+    from . import execute_ddl as DDL
+    from . import execute_dml as DML
 
-    def __init__(self, router: Router, text: str, plan: Any, kind: str) -> None:
-        self.router, self.text, self.plan, self.kind = router, text, plan, kind
-
-    def is_delta(self) -> bool:
-        from ..catalog import path_of
-
-        plan, kind = self.plan, self.kind
-        if kind == "MergeIntoTable":
-            node = plan.targetTable()
-        elif kind in ("DeleteFromTable", "UpdateTable", "InsertIntoStatement"):
-            node = plan.table()
-        elif kind == "CreateTableLike":
-            return str(P.opt(plan.provider()) or "").lower() == "delta" or self._resolves(plan.source())
-        elif kind in _CREATE:
-            parts = P.identifier_parts(plan.name()) or []
-            provider = P.opt(plan.tableSpec().provider())
-            return str(provider or "").lower() == "delta" or path_of(parts) is not None
-        elif kind == "DescribeRelation":
-            node = plan.relation()
-        elif kind == "ShowTableProperties":
-            node = plan.table()
-        else:
-            node = P.call(plan, "table", "child")
-        return node is not None and self._resolves(node)
-
-    def _resolves(self, node: Any) -> bool:
-        from ..catalog import resolve
-
-        _alias, inner = P.unwrap_alias(node)
-        parts = P.identifier_parts(inner)
-        return parts is not None and resolve(self.router.spark, parts) is not None
-
-
-def _first_line(e: BaseException) -> str:
-    s = str(e).strip()
-    return s.splitlines()[0] if s else type(e).__name__
+    if isinstance(stmt, S.Delete):
+        return DML.run_delete(spark, stmt)
+    if isinstance(stmt, S.Update):
+        return DML.run_update(spark, stmt)
+    if isinstance(stmt, S.Merge):
+        return DML.run_merge(spark, stmt, run_sql)
+    if isinstance(stmt, S.Insert):
+        return DML.run_insert(spark, stmt, run_sql)
+    if isinstance(stmt, S.CreateTable):
+        return DDL.run_create(spark, stmt, run_sql)
+    if isinstance(stmt, S.CreateLike):
+        return DDL.run_create_like(spark, stmt)
+    if isinstance(stmt, S.AlterTable):
+        return DDL.run_alter(spark, stmt)
+    if isinstance(stmt, S.Describe):
+        return DDL.run_describe(spark, stmt)
+    if isinstance(stmt, S.ShowProperties):
+        return DDL.run_show_properties(spark, stmt)
+    if isinstance(stmt, S.Truncate):
+        return DDL.run_truncate(spark, stmt)
+    raise TypeError(f"no executor for {type(stmt).__name__}")
 
 
 def execute_sql(spark: Any, text: str, args: Any, original: Callable[[str, Any], Any]) -> Any:
@@ -197,4 +159,4 @@ def execute_sql(spark: Any, text: str, args: Any, original: Callable[[str, Any],
     return Router(spark, original, args).execute(text)
 
 
-__all__ = ["Router", "execute_sql"]
+__all__ = ["PARSERS", "Router", "execute_sql", "parser_for", "run_statement"]

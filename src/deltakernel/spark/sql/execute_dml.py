@@ -1,10 +1,11 @@
-"""MERGE INTO, DELETE FROM, UPDATE and INSERT on Delta tables, from Spark's own parse of the statement.
+"""MERGE INTO, DELETE FROM, UPDATE and INSERT on Delta tables: the one executor of the DML statements
+(`statements.py`), whichever parser read them.
 
 - DELETE / UPDATE / MERGE run through the Spark `DeltaTable` (delta-spark's names: `delete`, `update`,
-  `merge(...).whenMatchedUpdate(...)...execute()`), i.e. as Spark jobs; conditions, SET values and INSERT
-  values are handed over as SQL text (the original text where Spark's spans allow, else Spark's `.sql()`).
-  MERGE's source is a Spark DataFrame of the USING clause, itself routed (a subquery may read Delta tables).
-- INSERT INTO / OVERWRITE [REPLACE WHERE] / PARTITION (...) runs the query in Spark and writes it with the
+  `merge(...).whenMatchedUpdate(...)...execute()`), i.e. as Spark jobs, with the statement's conditions and
+  values as SQL text; DELETE / UPDATE texts lose the target's qualifier (`strip_qualifier`: the kernel prunes on
+  plain names). MERGE's source is a Spark DataFrame of the USING query, itself routed (it may read Delta tables).
+- INSERT INTO / OVERWRITE [REPLACE WHERE] / PARTITION (...) runs the query (routed) and writes it with the
   Spark writer (`writer.write`): columns by position (or by the column list / BY NAME), cast to the table's
   types; static partition values become literal columns (and, for OVERWRITE, the replaceWhere condition).
 - Results are delta-spark's rows: DELETE / UPDATE `num_affected_rows`; MERGE `num_affected_rows,
@@ -14,33 +15,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ...errors import UnsupportedFeatureError
-from ..catalog import DeltaRef, resolve, resolve_name, sync_schema
-from . import plans as P
+from ..catalog import DeltaRef, resolve_name, sync_schema
 from .commands import method, spark_table
-from .grammar import DeltaSqlError, head, tokenize
+from .grammar import DeltaSqlError, tokenize
+from .statements import Assignment, Delete, Insert, Merge, MergeClause, Update
 
 
-# ----------------------------------------------------------------------------- targets
-def target(spark: Any, node: Any, what: str) -> tuple[DeltaRef, str | None] | None:
-    """(Delta table, alias) of a DML target node, None when it is not a Delta table."""
-    alias, inner = P.unwrap_alias(node)
-    if P.name(inner) == "RelationTimeTravel":
-        inner_parts = P.identifier_parts(inner.relation())
-        if inner_parts is not None and resolve(spark, inner_parts) is not None:
-            raise DeltaSqlError(f"{what}: the target cannot be a time-travel version of a table")
-        return None
-    parts = P.identifier_parts(inner)
-    if parts is None:
-        return None
-    ref = resolve(spark, parts)
-    if ref is None:
-        return None
-    return ref, alias
-
-
+# ----------------------------------------------------------------------------- names
 def strip_qualifier(text: str, qualifiers: set[tuple[str, ...]], columns: set[str]) -> str:
     """`text` with `q.col` written `col` for each qualifier `q` (the statement's alias, or the table's name
     `t` / `db.t` / `spark_catalog.db.t`) whose first part is not also a column name: DELETE / UPDATE
@@ -75,6 +59,39 @@ def strip_qualifier(text: str, qualifiers: set[tuple[str, ...]], columns: set[st
     return "".join(out)
 
 
+def column_path(parts: list[str] | tuple[str, ...], qualifiers: set[tuple[str, ...]], columns: set[str]) -> str:
+    """A column's name parts as a dotted path, less a leading qualifier (the longest of `qualifiers` that it
+    starts with, unless that qualifier's first part is a column name: `s.x` of a struct `s` stays)."""
+    lower = [p.lower() for p in parts]
+    for q in sorted(qualifiers, key=len, reverse=True):
+        ql = [x.lower() for x in q]
+        if len(parts) > len(q) and lower[:len(q)] == ql and ql[0] not in columns:
+            return ".".join(parts[len(q):])
+    return ".".join(parts)
+
+
+def target_qualifiers(ref: DeltaRef, alias: str | None) -> set[tuple[str, ...]]:
+    """The prefixes a column of the target may be written with (its alias, or its name's parts)."""
+    if alias:
+        return {(alias,)}
+    if ref.table:
+        return {(ref.table,), (ref.db or "", ref.table), ("spark_catalog", ref.db or "", ref.table)}
+    return set()
+
+
+def assignments(items: tuple[Assignment, ...], quals: set[tuple[str, ...]], columns: set[str], what: str,
+                strip_values: bool) -> dict[str, str]:
+    """SET / INSERT VALUES items as {column path: value text}; a column assigned twice is an error."""
+    out: dict[str, str] = {}
+    for parts, value in items:
+        key = column_path(parts, quals, columns)
+        if key in out:
+            raise DeltaSqlError(f"{what} assigns column {key!r} twice")
+        out[key] = strip_qualifier(value, quals, columns) if strip_values else value
+    return out
+
+
+# ----------------------------------------------------------------------------- the table's log
 def table_columns(ref: DeltaRef) -> list[str]:
     """The table's top-level column names (latest version)."""
     from ...table import DeltaTable as KernelTable
@@ -122,74 +139,25 @@ def metric_int(metrics: dict[str, str], key: str) -> int:
         return 0
 
 
-def _no_subquery(node: Any, what: str) -> None:
-    if P.seq(node.subqueries()):
-        raise UnsupportedFeatureError(f"{what} with a subquery", f"{what}: subqueries in the condition are not "
-                                      "supported; write it as MERGE INTO ... USING (subquery) ...")
-
-
-def _assignment_key(key: Any, qualifiers: set[tuple[str, ...]], columns: set[str]) -> str:
-    """A SET target as a column path without the target's alias / name."""
-    parts = [str(p) for p in P.seq(key.nameParts())] if P.class_name(key) == "UnresolvedAttribute" \
-        else [str(key.sql())]
-    return column_path(parts, qualifiers, columns)
-
-
-def column_path(parts: list[str], qualifiers: set[tuple[str, ...]], columns: set[str]) -> str:
-    """A column's name parts as a dotted path, less a leading qualifier (the longest of `qualifiers` that it
-    starts with, unless that qualifier's first part is a column name: `s.x` of a struct `s` stays)."""
-    lower = [p.lower() for p in parts]
-    for q in sorted(qualifiers, key=len, reverse=True):
-        ql = [x.lower() for x in q]
-        if len(parts) > len(q) and lower[:len(q)] == ql and ql[0] not in columns:
-            return ".".join(parts[len(q):])
-    return ".".join(parts)
-
-
-def target_qualifiers(ref: DeltaRef, alias: str | None) -> set[tuple[str, ...]]:
-    """The prefixes a column of the target may be written with (its alias, or its name's parts)."""
-    if alias:
-        return {(alias,)}
-    if ref.table:
-        return {(ref.table,), (ref.db or "", ref.table), ("spark_catalog", ref.db or "", ref.table)}
-    return set()
-
-
 # ----------------------------------------------------------------------------- DELETE / UPDATE
-def run_delete(spark: Any, text: str, plan: Any) -> Any:
-    found = target(spark, plan.table(), "DELETE")
-    if found is None:
-        return None
-    ref, alias = found
-    _no_subquery(plan, "DELETE")
-    cond = plan.condition()
+def run_delete(spark: Any, stmt: Delete) -> Any:
+    ref = stmt.target
     condition = None
-    if not (P.name(cond) == "Literal" and str(cond.sql()).upper() == "TRUE"):
+    if stmt.condition is not None:
         columns = {c.lower() for c in table_columns(ref)}
-        condition = strip_qualifier(P.expr_text(spark, text, cond), target_qualifiers(ref, alias), columns)
+        condition = strip_qualifier(stmt.condition, target_qualifiers(ref, stmt.alias), columns)
     before = table_version(ref)
-    table = spark_table(spark, ref)
-    method(table, "delete", "DELETE")(condition)
+    method(spark_table(spark, ref), "delete", "DELETE")(condition)
     metrics = commit_metrics(ref, before, ("DELETE",))
     return metrics_frame(spark, num_affected_rows=metric_int(metrics, "numDeletedRows"))
 
 
-def run_update(spark: Any, text: str, plan: Any) -> Any:
-    found = target(spark, plan.table(), "UPDATE")
-    if found is None:
-        return None
-    ref, alias = found
-    _no_subquery(plan, "UPDATE")
+def run_update(spark: Any, stmt: Update) -> Any:
+    ref = stmt.target
     columns = {c.lower() for c in table_columns(ref)}
-    quals = target_qualifiers(ref, alias)
-    updates: dict[str, str] = {}
-    for a in P.seq(plan.assignments()):
-        key = _assignment_key(a.key(), quals, columns)
-        if key in updates:
-            raise DeltaSqlError(f"UPDATE assigns column {key!r} twice")
-        updates[key] = strip_qualifier(P.expr_text(spark, text, a.value()), quals, columns)
-    cond = P.opt(plan.condition())
-    condition = strip_qualifier(P.expr_text(spark, text, cond), quals, columns) if cond is not None else None
+    quals = target_qualifiers(ref, stmt.alias)
+    updates = assignments(stmt.assignments, quals, columns, "UPDATE", strip_values=True)
+    condition = strip_qualifier(stmt.condition, quals, columns) if stmt.condition is not None else None
     before = table_version(ref)
     method(spark_table(spark, ref), "update", "UPDATE")(condition, updates)
     metrics = commit_metrics(ref, before, ("UPDATE",))
@@ -197,87 +165,25 @@ def run_update(spark: Any, text: str, plan: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- MERGE
-_RELATIONS = ("UnresolvedRelation", "RelationTimeTravel", "UnresolvedTableValuedFunction")
+_BY_SOURCE = "MERGE ... WHEN NOT MATCHED BY SOURCE"
 
 
-def _source(spark: Any, text: str, node: Any, run_sql: Any) -> tuple[Any, str | None]:
-    """The USING clause as a (routed) Spark DataFrame and its alias."""
-    alias, inner = P.unwrap_alias(node)
-    if P.name(inner) in _RELATIONS:
-        s = P.relation_span(inner)
-        if s is None:
-            raise DeltaSqlError(f"MERGE: cannot locate the USING table in the statement (in: {head(text)})")
-        df = run_sql("SELECT * FROM " + text[s[0]:s[1] + 1])
-        if alias is None:
-            parts = P.identifier_parts(inner.relation() if P.name(inner) == "RelationTimeTravel" else inner)
-            alias = parts[-1] if parts else None
-        return df, alias
-    query = P.query_text(spark, text, inner)
-    if query is None:
-        raise DeltaSqlError(f"MERGE: cannot locate the USING query in the statement (in: {head(text)})")
-    return run_sql(query), alias
-
-
-def run_merge(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
-    found = target(spark, plan.targetTable(), "MERGE")
-    if found is None:
-        return None
-    ref, t_alias = found
-    if t_alias is None and ref.table:
-        t_alias = ref.table
+def run_merge(spark: Any, stmt: Merge, run_sql: Callable[[str], Any]) -> Any:
+    ref = stmt.target
+    t_alias = stmt.alias or ref.table
     columns = {c.lower() for c in table_columns(ref)}
     t_quals: set[tuple[str, ...]] = {(t_alias,)} if t_alias else set()
     table = spark_table(spark, ref)
     if t_alias:
         table = table.alias(t_alias)
     merge = method(table, "merge", "MERGE INTO")
-    source, s_alias = _source(spark, text, plan.sourceTable(), run_sql)
-    if s_alias:
-        source = source.alias(s_alias)
-
-    def cond_of(action: Any) -> str | None:
-        c = P.opt(action.condition())
-        return P.expr_text(spark, text, c) if c is not None else None
-
-    def sets(action: Any) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for a in P.seq(action.assignments()):
-            key = _assignment_key(a.key(), t_quals, columns)
-            if key in out:
-                raise DeltaSqlError(f"MERGE assigns column {key!r} twice")
-            out[key] = P.expr_text(spark, text, a.value())
-        return out
-
-    builder = merge(source, P.expr_text(spark, text, plan.mergeCondition()))
-    for action in P.seq(plan.matchedActions()):
-        kind = P.class_name(action)
-        if kind == "DeleteAction":
-            builder = builder.whenMatchedDelete(cond_of(action))
-        elif kind == "UpdateStarAction" or (kind == "UpdateAction" and _from_star(action)):
-            builder = builder.whenMatchedUpdateAll(cond_of(action))
-        elif kind == "UpdateAction":
-            builder = builder.whenMatchedUpdate(cond_of(action), sets(action))
-        else:
-            raise DeltaSqlError(f"MERGE: unsupported WHEN MATCHED action {kind}")
-    for action in P.seq(plan.notMatchedActions()):
-        kind = P.class_name(action)
-        if kind == "InsertStarAction":
-            builder = builder.whenNotMatchedInsertAll(cond_of(action))
-        elif kind == "InsertAction":
-            builder = builder.whenNotMatchedInsert(cond_of(action), sets(action))
-        else:
-            raise DeltaSqlError(f"MERGE: unsupported WHEN NOT MATCHED action {kind}")
-    for action in P.seq(plan.notMatchedBySourceActions()):
-        kind = P.class_name(action)
-        if kind == "DeleteAction":
-            builder = method(builder, "whenNotMatchedBySourceDelete", "MERGE ... WHEN NOT MATCHED BY SOURCE")(
-                cond_of(action))
-        elif kind == "UpdateAction":
-            builder = method(builder, "whenNotMatchedBySourceUpdate", "MERGE ... WHEN NOT MATCHED BY SOURCE")(
-                cond_of(action), sets(action))
-        else:
-            raise DeltaSqlError(f"MERGE: unsupported WHEN NOT MATCHED BY SOURCE action {kind}")
-    if _schema_evolution(plan):
+    source = run_sql(stmt.source)
+    if stmt.source_alias:
+        source = source.alias(stmt.source_alias)
+    builder = merge(source, stmt.on)
+    for clause in stmt.clauses:
+        builder = _clause(builder, clause, t_quals, columns)
+    if stmt.schema_evolution:
         builder = method(builder, "withSchemaEvolution", "MERGE WITH SCHEMA EVOLUTION")()
     before = table_version(ref)
     result = builder.execute()
@@ -291,18 +197,24 @@ def run_merge(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
                          num_inserted_rows=i)
 
 
-def _from_star(action: Any) -> bool:
-    try:
-        return bool(action.fromStar())
-    except Exception:
-        return False
-
-
-def _schema_evolution(plan: Any) -> bool:
-    try:
-        return bool(plan.withSchemaEvolution())
-    except Exception:
-        return False
+def _clause(builder: Any, clause: MergeClause, t_quals: set[tuple[str, ...]], columns: set[str]) -> Any:
+    cond, star = clause.condition, clause.assignments is None
+    what = "MERGE INSERT" if clause.action == "insert" else "MERGE"
+    sets = None if star else assignments(clause.assignments or (), t_quals, columns, what, strip_values=False)
+    if clause.when == "matched":
+        if clause.action == "delete":
+            return builder.whenMatchedDelete(cond)
+        if clause.action == "update":
+            return builder.whenMatchedUpdateAll(cond) if star else builder.whenMatchedUpdate(cond, sets)
+    elif clause.when == "not_matched" and clause.action == "insert":
+        return builder.whenNotMatchedInsertAll(cond) if star else builder.whenNotMatchedInsert(cond, sets)
+    elif clause.when == "not_matched_by_source":
+        if clause.action == "delete":
+            return method(builder, "whenNotMatchedBySourceDelete", _BY_SOURCE)(cond)
+        if clause.action == "update" and not star:
+            return method(builder, "whenNotMatchedBySourceUpdate", _BY_SOURCE)(cond, sets)
+    raise DeltaSqlError(f"MERGE: unsupported clause WHEN {clause.when.upper().replace('_', ' ')} THEN "
+                        f"{clause.action.upper()}{' *' if star else ''}")
 
 
 # ----------------------------------------------------------------------------- INSERT
@@ -363,6 +275,10 @@ def _literal(value: str, spark_type: Any) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def _quote(part: str) -> str:
+    return "`" + part.replace("`", "``") + "`"
+
+
 def static_condition(ref: DeltaRef, static: dict[str, str]) -> str:
     """INSERT OVERWRITE ... PARTITION (k = v, ...) as the replaceWhere condition of those partitions."""
     from ...table import DeltaTable as KernelTable
@@ -370,44 +286,23 @@ def static_condition(ref: DeltaRef, static: dict[str, str]) -> str:
 
     types = {f.name.lower(): f.dataType
              for f in to_spark_schema(KernelTable(table_uri(ref.location)).snapshot.schema).fields}
-    return " AND ".join(f"{P.quote(k)} = {_literal(v, types[k.lower()])}" for k, v in static.items())
+    return " AND ".join(f"{_quote(k)} = {_literal(v, types[k.lower()])}" for k, v in static.items())
 
 
-def run_insert(spark: Any, text: str, plan: Any, run_sql: Any) -> Any:
-    found = target(spark, plan.table(), "INSERT")
-    if found is None:
-        return None
-    ref, _alias = found
-    if P.name(plan.table()) == "SubqueryAlias":
-        raise DeltaSqlError("INSERT: the target cannot have an alias")
-    spec = P.scala_map(plan.partitionSpec())
-    static = {k: str(P.opt(v)) for k, v in spec.items() if P.opt(v) is not None}
-    if bool(plan.ifPartitionNotExists()):
-        raise UnsupportedFeatureError("INSERT ... IF NOT EXISTS", "INSERT ... PARTITION (...) IF NOT EXISTS is not "
-                                      "supported on Delta tables")
-    replace_where = None
-    criteria = P.opt(P.call(plan, "replaceCriteriaOpt"))
-    overwrite = bool(plan.overwrite())
-    if criteria is not None:
-        if P.class_name(criteria) != "InsertReplaceWhere":
-            raise UnsupportedFeatureError("INSERT ... REPLACE ON / USING", "only INSERT ... REPLACE WHERE is supported")
-        replace_where = P.expr_text(spark, text, criteria.cond())
-        overwrite = False  # Spark marks REPLACE WHERE as an overwrite; it replaces only the matching rows
-        if static:
-            raise UnsupportedFeatureError("INSERT ... PARTITION ... REPLACE WHERE", "use REPLACE WHERE alone")
-    query = P.query_text(spark, text, plan.query())
-    if query is None:
-        raise DeltaSqlError(f"INSERT: cannot locate the query in the statement (in: {head(text)})")
-    df = run_sql(query)
-    cols = [str(c) for c in P.seq(plan.userSpecifiedCols())] or None
-    frame = positional_frame(df, ref, cols, by_name=bool(plan.byName()), static=static)
-    if overwrite and static and replace_where is None:
+def run_insert(spark: Any, stmt: Insert, run_sql: Callable[[str], Any]) -> Any:
+    ref = stmt.target
+    static = dict(stmt.static)
+    df = run_sql(stmt.query)
+    frame = positional_frame(df, ref, list(stmt.columns) if stmt.columns else None, by_name=stmt.by_name,
+                             static=static)
+    replace_where = stmt.replace_where
+    if stmt.overwrite and static and replace_where is None:
         replace_where = static_condition(ref, static)
     before = table_version(ref)
     from ..writer import write
 
     opts = {"replaceWhere": replace_where, "partitionOverwriteMode": "static"} if replace_where is not None else {}
-    write(frame, ref.location, mode="overwrite" if overwrite or replace_where is not None else "append", **opts)
+    write(frame, ref.location, mode="overwrite" if stmt.overwrite or replace_where is not None else "append", **opts)
     sync_schema(spark, ref)
     metrics = commit_metrics(ref, before, ())
     rows = metric_int(metrics, "numOutputRows")
@@ -430,6 +325,7 @@ def insert_into(df: Any, name: str, overwrite: bool) -> bool:
 
 
 __all__ = [
+    "assignments",
     "column_path",
     "commit_metrics",
     "insert_into",
@@ -444,6 +340,5 @@ __all__ = [
     "strip_qualifier",
     "table_columns",
     "table_version",
-    "target",
     "target_qualifiers",
 ]

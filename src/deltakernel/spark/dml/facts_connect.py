@@ -1,9 +1,10 @@
-"""What a Spark DML reads from Spark's analyzed plan on a classic session, taken from the client's own
-expression trees on Spark Connect (which has no plan on the client, only an analyze round trip for schemas).
+"""Expression facts on Spark Connect sessions (`facts.ExpressionFacts`): what classic sessions read from Spark's
+analyzed plan (`facts_classic.py`), taken from the client's own expression trees (Connect has no plan on the
+client, only an analyze round trip for schemas).
 
 - `expression_sql`: Spark SQL text of a Connect Column (the condition / SET value text the kernel plans
-  with, and history's operationParameters), printed by `scan/connect_filters.expression_sql`; the caller
-  keeps the text only when Spark's analyzer resolves it (`plan.sql_text`).
+  with, and history's operationParameters), printed by `scan/connect_filters.expression_sql`; `column_sql`
+  keeps the text only when Spark's analyzer resolves it on the table's empty frame.
 - `merge_analysis`: MERGE's equi-join keys and target-only conjuncts from the condition's text, with
   columns resolved as the embedded MERGE resolves them (`operations/merge_plan.Names`: aliases, case,
   ambiguity). A key is kept only when both sides have the same type (or a narrower integer on the source
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+
+from .facts import Analysis
 
 _log = logging.getLogger(__name__)
 _INTEGRAL = {"tinyint": 1, "smallint": 2, "int": 3, "bigint": 4}
@@ -82,4 +85,37 @@ def _exact_key(target: str | None, source: str | None) -> bool:
     return target in _INTEGRAL and source in _INTEGRAL and _INTEGRAL[source] <= _INTEGRAL[target]
 
 
-__all__ = ["expression_sql", "merge_analysis", "source_alias"]
+class ConnectFacts:
+    """`ExpressionFacts` of Spark Connect sessions."""
+
+    def column_sql(self, value: Any, empty: Any, condition: bool) -> str | None:
+        from pyspark.sql import functions as F
+
+        text = expression_sql(value)
+        if text is None:
+            return None
+        try:
+            self.resolved(empty.where(F.expr(text)) if condition else empty.select(F.expr(text)))
+        except Exception:  # names the alias, or prints differently than it resolves: no kernel text
+            return None
+        return text
+
+    def resolved(self, df: Any) -> Any:
+        df.schema  # noqa: B018 - a Connect frame is analyzed only when asked: the analyze request is the point
+        return df
+
+    def printed(self, value: Any) -> str:
+        return expression_sql(value) or str(getattr(value, "_expr", value))
+
+    def source_alias(self, df: Any) -> str | None:
+        return source_alias(df)
+
+    def merge_analysis(self, joined: Any, condition: Any, target_names: list[str], target_alias: str | None,
+                       source: Any, target_types: dict[str, str]) -> Analysis:
+        keys, preds, text = merge_analysis(condition, target_names, target_alias, source, target_types)
+        return Analysis(keys, [], text, preds)
+
+
+FACTS = ConnectFacts()
+
+__all__ = ["FACTS", "ConnectFacts", "expression_sql", "merge_analysis", "source_alias"]
