@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import importlib
 import logging
-import threading
-import weakref
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from .datasource import register
+from .patch_state import MISSING as _MISSING
+from .patch_state import Applied as _Applied
+from .patch_state import State as _State
+from .patch_state import applications, is_enabled, original, patched
 
 _log = logging.getLogger(__name__)
 
@@ -90,35 +92,6 @@ ID_CONFS = {
     "spark.sql.python.filterPushdown.enabled": "true",
 }
 
-_MISSING = object()
-
-
-@dataclass
-class _Applied:
-    owner: Any
-    attr: str
-    before: Any  # the owner's own `__dict__` entry before, or _MISSING (inherited)
-    replacement: Any
-
-
-class _State:
-    lock: ClassVar[threading.RLock] = threading.RLock()
-    applied: ClassVar[list[_Applied]] = []
-    applications = 0
-    #: enabled sessions -> {conf: (value before enable, value enable set)} for the confs enable changed
-    sessions: ClassVar[weakref.WeakKeyDictionary[Any, dict[str, tuple[str | None, str]]]] = \
-        weakref.WeakKeyDictionary()
-    source_registered = False  # the "delta" source was registered in some session of this process
-
-
-def is_enabled(session: Any) -> bool:
-    """Whether `enable(session)` ran (and `disable(session)` did not since): the replacements route only then."""
-    try:
-        return session in _State.sessions
-    except TypeError:  # not weak-referenceable: never enabled
-        return False
-
-
 def enable(spark: Any) -> Any:
     """Make `spark.read.format("delta")` / `df.write.format("delta")`, Delta SQL and Delta catalog tables
     deltakernel's in this session. Idempotent and thread-safe; undone by `disable(spark)`. Returns `spark`."""
@@ -150,25 +123,6 @@ def disable(spark: Any) -> Any:
         if not len(_State.sessions):
             _restore_patches()
     return spark
-
-
-def original(owner: type, attr: str) -> Any:
-    """pyspark's own `owner.attr` (looked up along the MRO), whether or not it is patched now."""
-    for cls in getattr(owner, "__mro__", (owner,)):
-        for applied in _State.applied:
-            if applied.owner is cls and applied.attr == attr and applied.before is not _MISSING:
-                return applied.before
-    return getattr(owner, attr)
-
-
-def applications() -> int:
-    """How many times the patches were applied in this process (once per enable after a full restore)."""
-    return _State.applications
-
-
-def patched() -> list[tuple[Any, str]]:
-    """The (owner, attribute) pairs replaced now."""
-    return [(a.owner, a.attr) for a in _State.applied]
 
 
 def patch_owners() -> list[Any]:

@@ -15,7 +15,18 @@ public SQL). See docs/decisions.md, "Delta SQL on Spark" and "One SQL statement 
 
 from __future__ import annotations
 
-from .grammar import DeltaSqlError, DeltaSqlSyntaxError, parse_delta_statement
-from .router import execute_sql
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from .grammar import DeltaSqlError, DeltaSqlSyntaxError, parse_delta_statement
+    from .router import execute_sql
+
+# loaded on first use: the session kinds import `sql.public_catalog` / `sql.syntax` without the whole router
+_LAZY = {"DeltaSqlError": ".grammar", "DeltaSqlSyntaxError": ".grammar", "parse_delta_statement": ".grammar",
+         "execute_sql": ".router"}
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 __all__ = ["DeltaSqlError", "DeltaSqlSyntaxError", "execute_sql", "parse_delta_statement"]

@@ -8,7 +8,7 @@ with statements every Spark answers:
 - registering a Delta table: the same `CREATE TABLE name (columns) USING delta [LOCATION]` classic sessions
   run, sent with the session's own (un-routed) `sql`; the column DDL is written here from the schema JSON;
 - names are split with the Delta SQL tokenizer (backquotes, dots), as Spark's identifier parser does.
-Every statement goes through the session's original `sql` (`install.original`), never the router.
+Every statement goes through the session's original `sql` (`patch_state.original`), never the router.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _KEYS = {"Catalog", "Database", "Namespace", "Table", "Owner", "Created Time", "
 
 def original_sql(spark: Any, text: str, args: Any = None) -> Any:
     """`spark.sql(text, args)` as pyspark defines it (not routed through the Delta SQL router)."""
-    from ..install import original
+    from ..patch_state import original
 
     return original(type(spark), "sql")(spark, text, args)
 
@@ -163,7 +163,7 @@ def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...]) -> CatalogEntry
 
 def catalog_columns(spark: Any, name: str) -> list[Any]:
     """`spark.catalog.listColumns(name)` as Spark answers it (not the Delta log's answer patched in)."""
-    from ..install import original
+    from ..patch_state import original
 
     return list(original(type(spark.catalog), "listColumns")(spark.catalog, name))
 
