@@ -50,9 +50,11 @@ def enable(spark: Any) -> Any:
         except Exception:
             pass
     if is_connect(spark):
+        from .scan.connect_plan import install as install_pushdown
         from .scan.public_plan import keep_file_listing_on_driver
 
         keep_file_listing_on_driver(spark)
+        install_pushdown()  # Delta leaves planned when Connect plans are sent (scan/connect_plan.py)
     from .python_workers import check_python_workers
 
     check_python_workers(spark)
