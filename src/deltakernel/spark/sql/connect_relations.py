@@ -345,7 +345,14 @@ def _push_conditions(spark: Any, tree: Any, uses: list[_Use], bases: list[Any]) 
             continue
         tables.append((use.node, columns))
         owners.append(use)
-    pushed = pushed_conjuncts(tree, tables) if tables else None
+    zone: list[str] = []
+
+    def time_zone() -> str:
+        if not zone:
+            zone.append(str(spark.conf.get("spark.sql.session.timeZone")))
+        return zone[0]
+
+    pushed = pushed_conjuncts(tree, tables, time_zone) if tables else None
     if pushed is None:
         for use in uses:
             if use.view is not None or use.frame_view is not None:

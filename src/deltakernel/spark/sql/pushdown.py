@@ -21,17 +21,18 @@ _log = logging.getLogger(__name__)
 _PREFIX = "__dk_t"
 
 
-def pushed_conjuncts(tree: Any, tables: list[tuple[Any, list[str]]]) -> list[list[str]] | None:
+def pushed_conjuncts(tree: Any, tables: list[tuple[Any, list[str]]], time_zone: Any = None) -> list[list[str]] | None:
     """For each (sqlglot Table node of `tree`, its column names): the conjuncts filtering it; None when the
-    statement cannot be analysed (the caller falls back to the table's own WHERE)."""
+    statement cannot be analysed (the caller falls back to the table's own WHERE). `time_zone()`: the session's
+    time zone (zone-less TIMESTAMP literals are in it)."""
     try:
-        return _pushed(tree, tables)
+        return _pushed(tree, tables, time_zone)
     except Exception as e:  # sqlglot cannot qualify the statement: ambiguous names, unknown syntax...
         _log.debug("deltakernel: no pushdown analysis: %s", e)
         return None
 
 
-def _pushed(tree: Any, tables: list[tuple[Any, list[str]]]) -> list[list[str]]:
+def _pushed(tree: Any, tables: list[tuple[Any, list[str]]], time_zone: Any) -> list[list[str]]:
     from sqlglot import exp
     from sqlglot.optimizer.pushdown_predicates import pushdown_predicates
     from sqlglot.optimizer.qualify import qualify
@@ -63,11 +64,11 @@ def _pushed(tree: Any, tables: list[tuple[Any, list[str]]]) -> list[list[str]]:
     out: list[list[str]] = []
     for n in range(len(tables)):
         node = next((t for t in pushed.find_all(exp.Table) if t.name == f"{_PREFIX}{n}"), None)
-        out.append(_conjuncts_for(node, [c.lower() for c in tables[n][1]]) if node is not None else [])
+        out.append(_conjuncts_for(node, [c.lower() for c in tables[n][1]], time_zone) if node is not None else [])
     return out
 
 
-def _conjuncts_for(table: Any, columns: list[str]) -> list[str]:
+def _conjuncts_for(table: Any, columns: list[str], time_zone: Any = None) -> list[str]:
     """Conjuncts (over the table's own names) of the WHERE / ON next to `table` that filter its rows alone."""
     from sqlglot import exp
 
@@ -110,10 +111,46 @@ def _conjuncts_for(table: Any, columns: list[str]) -> list[str]:
         stripped = c.copy()
         for col in stripped.find_all(exp.Column):
             col.set("table", None)
+        for cast in list(stripped.find_all(exp.Cast)):
+            typed = _typed_literal(cast, time_zone)
+            if typed is not None:
+                cast.replace(typed) if cast is not stripped else None
         text = sql_text(stripped)
         if text not in out:
             out.append(text)
     return out
+
+
+def _typed_literal(cast: Any, time_zone: Any) -> Any:
+    """sqlglot reads `DATE 'x'` / `TIMESTAMP 'x'` as CAST('x' AS ...), which the kernel does not read: the typed
+    literal back (a zone-less timestamp gets the session zone's offset at that instant), or None."""
+    import datetime as dt
+
+    from sqlglot import exp
+
+    lit = cast.this
+    if type(cast) is not exp.Cast or not isinstance(lit, exp.Literal) or not lit.is_string:
+        return None
+    kind = cast.to.this if isinstance(cast.to, exp.DataType) else None
+    text = lit.name
+    try:
+        if kind == exp.DataType.Type.DATE:
+            return exp.var(f"DATE '{dt.date.fromisoformat(text).isoformat()}'")
+        if kind == exp.DataType.Type.TIMESTAMPNTZ:
+            return exp.var(f"TIMESTAMP_NTZ '{dt.datetime.fromisoformat(text).isoformat(sep=' ')}'")
+        if kind in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ) \
+                and time_zone is not None:
+            from zoneinfo import ZoneInfo
+
+            instant = dt.datetime.fromisoformat(text)
+            if instant.tzinfo is not None:
+                return None
+            zone = time_zone() if callable(time_zone) else time_zone
+            local = instant.replace(tzinfo=ZoneInfo(str(zone)))
+            return exp.var(f"TIMESTAMP '{local.isoformat(sep=' ')}'")
+    except Exception:  # text Spark reads but Python does not, an unknown zone
+        return None
+    return None
 
 
 def _from(select: Any) -> Any:
