@@ -6,17 +6,21 @@ relation cache, which a Connect client cannot reach). So every Delta reference o
 passes to Spark is rewritten: the statement is parsed with sqlglot (`text_plans.py`), each table name is
 resolved (`catalog.resolve`: `delta`.`/path`, or a session-catalog entry whose provider is delta), and its text
 (name and `VERSION | TIMESTAMP AS OF ...`) is replaced by a temporary view over `reader.read`'s frame - Spark's
-Parquet scan of the files the kernel keeps (`scan/public_plan.ConnectDeltaFrame`), or the change data feed.
+Parquet scan of the files the kernel keeps (`scan/connect_plan.DeltaScan`), or the change data feed.
 
 File skipping: a classic file index sees the filters Spark pushes down; a Connect scan's files are fixed when the
-view is made. So the router gives each reference the WHERE conjuncts that filter that table alone - all of them
-when the table is its SELECT's only source, those naming only its alias when it is joined (inner joins) - as a
-kernel predicate (`connect_filters.condition_predicate`); a conjunct the kernel cannot read is left to Spark
-(never a wrong answer: Spark still applies the whole WHERE). Views are named by table, version, options and
-predicate, so a DataFrame returned earlier keeps reading what it read (Connect re-analyses its SQL per action).
+view is made. So the router gives each reference the conjuncts that filter that table's rows anywhere in the
+statement - its own WHERE, the ON of inner joins, and what sqlglot's predicate pushdown carries into CTEs, derived
+tables and unions (`pushdown.py`) - as a kernel predicate (`connect_filters.condition_predicate`); a conjunct the
+kernel cannot read is left to Spark (never a wrong answer: Spark still applies the whole statement). Views are
+named by table, version, options and predicate, so a DataFrame returned earlier keeps reading what it read
+(Connect re-analyses its SQL per action). A temporary view made from a DataFrame with Delta leaves
+(`scan/connect_plan.py` records it) is replaced by that DataFrame filtered with the statement's conjuncts on it.
 
-Limits: permanent views cannot read Delta tables over Connect (Spark must resolve a stored view by itself);
-references in text sqlglot cannot parse are not seen (the statement then reaches Spark as written).
+Permanent views: Spark creates a view over Delta catalog tables by itself (only their schemas are needed), so
+`CREATE VIEW` reaches it as written; reading one expands its stored text (with the statement's conjuncts on the
+view around it) in its own database. References in text sqlglot cannot parse are not seen (the statement then
+reaches Spark as written).
 """
 
 from __future__ import annotations
