@@ -341,6 +341,11 @@ def _write_query(spark: Any, ref: DeltaRef, spec: TableSpec, df: Any, replacing:
 def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> Any:
     """`spark.table(name)` / `spark.read.table(name)` for a Delta table: the native read plan; None when
     `name` is not a Delta table (Spark reads it as before)."""
+    from .scan.connect_plan import frame_view_table
+
+    view = frame_view_table(spark, name)  # Connect: a temporary view made from a Delta DataFrame
+    if view is not None:
+        return view
     ref = resolve_name(spark, name)
     if ref is None:
         return None

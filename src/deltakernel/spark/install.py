@@ -80,6 +80,12 @@ PATCHES: tuple[Patch, ...] = (
         "start": "streaming.routing:stream_start", "toTable": "streaming.routing:stream_to_table"}),
     *_both("pyspark.sql.streaming.readwriter", "pyspark.sql.connect.streaming.readwriter", "DataStreamReader", {
         "table": "streaming.routing:stream_reader_table"}),
+    # Connect: Delta reads are lazy leaves of the client plan, planned when the plan is serialized (the command
+    # classes' `command` too: `_expanded`); temporary views over them are remembered (scan/connect_plan.py)
+    Patch("pyspark.sql.connect.plan", "LogicalPlan", "to_proto", "scan.connect_plan:serialize_hook"),
+    Patch("pyspark.sql.connect.dataframe", "DataFrame", "createTempView", "scan.connect_plan:temp_view_hook"),
+    Patch("pyspark.sql.connect.dataframe", "DataFrame", "createOrReplaceTempView", "scan.connect_plan:temp_view_hook"),
+    Patch("pyspark.sql.connect.catalog", "Catalog", "dropTempView", "scan.connect_plan:drop_temp_view_hook"),
     # PySpark's call-site capture, asked per thread (see `_errors.internal_plans`)
     Patch("pyspark.errors.utils", None, "is_debugging_enabled", "_errors:thread_debugging"),
 )
@@ -128,7 +134,7 @@ def disable(spark: Any) -> Any:
 def patch_owners() -> list[Any]:
     """Every class or module `PATCHES` names that this pyspark has (patched or not)."""
     owners: list[Any] = []
-    for patch in PATCHES:
+    for patch in _expanded():
         owner = _owner(patch)
         if owner is not None and all(o is not owner for o in owners):
             owners.append(owner)
@@ -223,12 +229,20 @@ def _factory(name: str) -> Any:
     return getattr(importlib.import_module(f"{__package__}.{module}"), function)
 
 
+def _expanded() -> list[Patch]:
+    """`PATCHES` plus one serialization hook per Connect command class (their set depends on the pyspark line)."""
+    from .scan.connect_plan import command_classes
+
+    return [*PATCHES, *(Patch("pyspark.sql.connect.plan", name, "command", "scan.connect_plan:serialize_hook")
+                        for name in command_classes())]
+
+
 def _apply_patches() -> None:
     if _State.applied:
         return
     done: list[_Applied] = []
     try:
-        for patch in PATCHES:
+        for patch in _expanded():
             owner = _owner(patch)
             if owner is None or not hasattr(owner, patch.attr):
                 continue

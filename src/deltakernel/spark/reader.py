@@ -83,9 +83,9 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
 
     jvm_fs = hadoop_can_read(spark, snapshot.storage)
     if is_connect(spark) and jvm_fs and native_supported(snapshot):
-        from .scan.public_plan import ConnectDeltaFrame
+        from .scan.connect_plan import delta_frame as connect_frame
 
-        return ConnectDeltaFrame.build(spark, snapshot, row_tracking=row_tracking)
+        return connect_frame(spark, snapshot, row_tracking=row_tracking)
     if not native_supported(snapshot) or not jvm_fs:
         from ..errors import UnsupportedFeatureError
         from .datasource import python_source_frame

@@ -35,9 +35,238 @@ def condition_predicate(condition: Any, schema: StructType) -> Any:
     if not text:
         return None
     try:
-        return sql.to_predicate(sql.parse_sql(text), schema)
+        return skipping_predicate(sql.parse_sql(text), schema)
     except Exception:  # unknown columns (the frame was joined / renamed), syntax the kernel does not parse
         return None
+
+
+def conjunct_predicates(column: Any, resolve: Any, schema: StructType) -> list[Any]:
+    """Kernel predicates of the conjuncts of a Connect Column whose every column reference `resolve(parts,
+    plan_id)` maps to a column path of `schema` (a conjunct with any other reference, or no exact kernel form,
+    is left out: Spark still applies it)."""
+    from ...kernel.expressions import sql
+
+    refs: list[tuple[tuple[str, ...], int | None]] = []
+    expr = getattr(column, "_expr", None)
+    if expr is None:
+        return []
+    try:
+        text = _sql(expr, True, refs)
+        tree = sql.parse_sql(text)
+    except _NoSql:
+        return []
+    except Exception as e:  # syntax the kernel does not read, an expression class of another pyspark
+        _log.debug("deltakernel: no predicate for %r: %s", expr, e)
+        return []
+    out = []
+    for conjunct in sql.conjuncts(tree):
+        try:
+            mapped = _map_columns(conjunct, refs, resolve)
+            pred = skipping_predicate(mapped, schema) if mapped is not None else None
+        except Exception:  # an unknown column (resolved elsewhere in the plan)
+            pred = None
+        if pred is not None:
+            out.append(pred)
+    return out
+
+
+def skipping_predicate(conjunct: Any, schema: StructType) -> Any:
+    """A kernel predicate every row satisfying `conjunct` (kernel SQL AST) satisfies: the exact one, or for
+    `col LIKE 'prefix...'` the range `[prefix, next prefix)` (what the classic file index skips with)."""
+    from ...kernel.expressions import sql
+
+    pred = sql.to_predicate(conjunct, schema)
+    if pred is not None or not isinstance(conjunct, sql.Like) or conjunct.negated:
+        return pred
+    pattern = conjunct.pattern
+    if not isinstance(conjunct.operand, sql.Col) or not isinstance(pattern, sql.Lit) or \
+            not isinstance(pattern.value, str):
+        return None
+    from ...kernel.expressions import predicate as ex
+    from .catalyst import _like_prefix, _next_prefix, _string_type
+
+    prefix = _like_prefix(pattern.value, "\\")
+    path = conjunct.operand.path
+    field = next((f for f in schema.fields if len(path) == 1 and f.name.lower() == path[0].lower()), None)
+    if not prefix or field is None or getattr(field.type, "name", None) != "string":
+        return None
+    column = ex.Column((field.name,))
+    lower = ex.Comparison(">=", column, ex.Literal(prefix, _string_type()))
+    upper = _next_prefix(prefix)
+    return lower if upper is None else ex.And(lower, ex.Comparison("<", column, ex.Literal(upper, _string_type())))
+
+
+def _map_columns(node: Any, refs: list[tuple[tuple[str, ...], int | None]], resolve: Any) -> Any:
+    """`node` (kernel SQL AST) with each column path replaced by the Delta column it reads, or None."""
+    import dataclasses
+
+    from ...kernel.expressions import sql
+
+    if isinstance(node, sql.Col):
+        path = node.path
+        if path and path[0].startswith(_REF):
+            parts, plan_id = refs[int(path[0][len(_REF):])]
+            target = resolve(parts, plan_id)
+            return None if target is None else sql.Col((*target, *path[1:]))
+        target = resolve(path, None)
+        return None if target is None else sql.Col(tuple(target))
+    if isinstance(node, tuple):
+        items = [_map_columns(x, refs, resolve) for x in node]
+        return None if any(i is None and x is not None for i, x in zip(items, node)) else tuple(items)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        changes = {}
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, (tuple, sql.Col)) or (dataclasses.is_dataclass(value) and
+                                                       not isinstance(value, type)):
+                mapped = _map_columns(value, refs, resolve)
+                if mapped is None:
+                    return None
+                changes[f.name] = mapped
+        return dataclasses.replace(node, **changes)
+    return node
+
+
+_REF = "__dk_ref_"
+_NONDETERMINISTIC = {"rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id",
+                     "spark_partition_id", "input_file_name", "input_file_block_start", "input_file_block_length",
+                     "current_timestamp", "now", "localtimestamp", "randstr", "uniform", "try_reflect", "reflect",
+                     "java_method"}
+_NONDETERMINISTIC_RE = re.compile(r"\b(" + "|".join(sorted(_NONDETERMINISTIC)) + r")\s*\(", re.I)
+# functions a select list may hold without changing which rows reach a scan below it (no aggregates, windows,
+# generators that add rows are fine too but unknown names - a UDAF registered by name - are not)
+_SCALAR = set(_INFIX) | {
+    "not", "!", "negative", "positive", "isnull", "isnotnull", "in", "when", "coalesce", "nvl", "nvl2", "ifnull",
+    "nullif", "if", "isnan", "nanvl", "abs", "round", "bround", "floor", "ceil", "ceiling", "sqrt", "cbrt", "exp",
+    "expm1", "log", "ln", "log10", "log2", "log1p", "pow", "power", "pmod", "mod", "greatest", "least", "signum",
+    "sign", "sin", "cos", "tan", "degrees", "radians", "upper", "lower", "ucase", "lcase", "initcap", "length",
+    "char_length", "character_length", "octet_length", "bit_length", "trim", "ltrim", "rtrim", "btrim", "lpad",
+    "rpad", "concat", "concat_ws", "substring", "substr", "left", "right", "replace", "translate", "instr",
+    "locate", "position", "split", "split_part", "regexp_replace", "regexp_extract", "regexp_like", "repeat",
+    "reverse", "startswith", "endswith", "contains", "format_string", "printf", "ascii", "chr", "base64",
+    "unbase64", "hex", "unhex", "md5", "sha1", "sha2", "sha", "crc32", "hash", "xxhash64", "year", "month", "day",
+    "dayofmonth", "dayofweek", "dayofyear", "weekofyear", "quarter", "hour", "minute", "second", "date_add",
+    "date_sub", "datediff", "add_months", "months_between", "to_date", "to_timestamp", "date_format",
+    "date_trunc", "trunc", "last_day", "next_day", "unix_timestamp", "from_unixtime", "make_date",
+    "to_utc_timestamp", "from_utc_timestamp", "struct", "named_struct", "array", "map", "create_map",
+    "element_at", "size", "array_contains", "get_field", "getfield", "try_element_at", "cast", "try_cast",
+    "bitwise_not", "~", "shiftleft", "shiftright", "typeof", "equal_null", "between"}
+
+
+def identifier_parts(text: str) -> tuple[str, ...] | None:
+    """Connect's unparsed identifier (`a`, `a.b`, `` `a b`.c ``) as parts; None for anything odd."""
+    parts: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == "`":
+            j = i + 1
+            buf = []
+            while j < n:
+                if text[j] == "`":
+                    if j + 1 < n and text[j + 1] == "`":
+                        buf.append("`")
+                        j += 2
+                        continue
+                    break
+                buf.append(text[j])
+                j += 1
+            if j >= n:
+                return None
+            parts.append("".join(buf))
+            i = j + 1
+        else:
+            j = text.find(".", i)
+            j = n if j < 0 else j
+            part = text[i:j]
+            if not part or "`" in part:
+                return None
+            parts.append(part)
+            i = j
+        if i < n:
+            if text[i] != ".":
+                return None
+            i += 1
+            if i == n:
+                return None
+    return tuple(parts) or None
+
+
+def _expr_children(e: Any) -> list[Any]:
+    from pyspark.sql.connect import expressions as X
+
+    if isinstance(e, X.ColumnAlias):
+        return [e._child]
+    if isinstance(e, X.CastExpression):
+        return [e._expr]
+    if isinstance(e, X.UnresolvedFunction):
+        return list(e._args)
+    if isinstance(e, X.CaseWhen):
+        return [x for pair in e._branches for x in pair] + ([e._else_value] if e._else_value is not None else [])
+    return list(getattr(e, "children", None) or [])
+
+
+def deterministic(column: Any) -> bool:
+    """Does a filter condition give the same answer for a row wherever it runs (no rand(), no
+    non-deterministic UDF, no expression this module does not know)?"""
+    from pyspark.sql.connect import expressions as X
+
+    stack = [getattr(column, "_expr", column)]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, X.SQLExpression):
+            if _NONDETERMINISTIC_RE.search(e._expr):
+                return False
+            continue
+        if isinstance(e, X.UnresolvedFunction):
+            if e._name.lower() in _NONDETERMINISTIC:
+                return False
+        elif isinstance(e, X.CommonInlineUserDefinedFunction):
+            if not e._deterministic:
+                return False
+        elif not isinstance(e, (X.ColumnReference, X.LiteralExpression, X.ColumnAlias, X.CastExpression,
+                                X.CaseWhen, X.UnresolvedExtractValue, X.UnresolvedStar)):
+            return False
+        stack.extend(_expr_children(e))
+    return True
+
+
+def row_wise(expr: Any) -> bool:
+    """Is a select-list expression computed from its row alone (known scalar functions: a filter on the
+    columns it passes through may then run below it)?"""
+    from pyspark.sql.connect import expressions as X
+
+    stack = [getattr(expr, "_expr", expr)]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, X.SQLExpression):
+            if not _sql_row_wise(e._expr):
+                return False
+            continue
+        if isinstance(e, X.UnresolvedFunction):
+            if e._name.lower() not in _SCALAR or e._is_distinct:
+                return False
+        elif not isinstance(e, (X.ColumnReference, X.LiteralExpression, X.ColumnAlias, X.CastExpression,
+                                X.CaseWhen, X.UnresolvedExtractValue, X.UnresolvedStar)):
+            return False
+        stack.extend(_expr_children(e))
+    return True
+
+
+def _sql_row_wise(text: str) -> bool:
+    try:
+        import sqlglot
+        from sqlglot import exp
+
+        tree = sqlglot.parse_one(text, read="spark")
+    except Exception:
+        return False
+    for node in tree.walk():
+        if isinstance(node, (exp.AggFunc, exp.Window, exp.Anonymous, exp.Subquery, exp.Select)):
+            return False
+        if isinstance(node, exp.Func) and (node.sql_name().lower() in _NONDETERMINISTIC or
+                                           type(node).__name__ in ("Rand", "Randn", "Uuid")):
+            return False
+    return True
 
 
 def column_sql(col: Any) -> str | None:
@@ -66,14 +295,21 @@ class _NoSql(Exception):
     pass
 
 
-def _sql(e: Any, bound: bool) -> str:
+def _sql(e: Any, bound: bool, refs: list[Any] | None = None) -> str:
+    """`refs` given: column references print as placeholders `__dk_ref_<i>` (refs[i] = (parts, plan id))."""
     from pyspark.sql.connect import expressions as X
 
     if isinstance(e, X.ColumnAlias):
-        return _sql(e._child, bound)
+        return _sql(e._child, bound, refs)
     if isinstance(e, X.ColumnReference):
         if e._is_metadata_column or (e._plan_id is not None and not bound):
             raise _NoSql
+        if refs is not None:
+            parts = identifier_parts(e._unparsed_identifier)
+            if parts is None or parts[-1] == "*":
+                raise _NoSql
+            refs.append((parts, e._plan_id))
+            return f"`{_REF}{len(refs) - 1}`"
         return _identifier(e._unparsed_identifier)
     if isinstance(e, X.LiteralExpression):
         return _literal(e._value, e._dataType)
@@ -81,19 +317,19 @@ def _sql(e: Any, bound: bool) -> str:
         return f"({e._expr})"
     if isinstance(e, X.CastExpression):
         t = e._data_type if isinstance(e._data_type, str) else e._data_type.simpleString()
-        return f"{'TRY_CAST' if e._eval_mode == 'try' else 'CAST'}({_sql(e._expr, bound)} AS {t})"
+        return f"{'TRY_CAST' if e._eval_mode == 'try' else 'CAST'}({_sql(e._expr, bound, refs)} AS {t})"
     if isinstance(e, X.CaseWhen):
-        parts = [f"WHEN {_sql(c, bound)} THEN {_sql(v, bound)}" for c, v in e._branches]
-        tail = f" ELSE {_sql(e._else_value, bound)}" if e._else_value is not None else ""
+        parts = [f"WHEN {_sql(c, bound, refs)} THEN {_sql(v, bound, refs)}" for c, v in e._branches]
+        tail = f" ELSE {_sql(e._else_value, bound, refs)}" if e._else_value is not None else ""
         return f"(CASE {' '.join(parts)}{tail} END)"
     if isinstance(e, X.UnresolvedFunction) and not e._is_distinct:
-        return _function(e._name, e._args, bound)
+        return _function(e._name, e._args, bound, refs)
     raise _NoSql
 
 
-def _function(name: str, args: list[Any], bound: bool) -> str:
+def _function(name: str, args: list[Any], bound: bool, refs: list[Any] | None = None) -> str:
     low = name.lower()
-    a = [_sql(x, bound) for x in args]
+    a = [_sql(x, bound, refs) for x in args]
     if low in _INFIX and len(a) == 2:
         return f"({a[0]} {_INFIX[low]} {a[1]})"
     if low in ("not", "!") and len(a) == 1:
@@ -104,6 +340,9 @@ def _function(name: str, args: list[Any], bound: bool) -> str:
         return f"({a[0]} IS NULL)"
     if low == "isnotnull" and len(a) == 1:
         return f"({a[0]} IS NOT NULL)"
+    if low == "startswith" and len(args) == 2 and _is_string_literal(args[1]) and \
+            not set(args[1]._value) & set("%_\\'"):  # a plain prefix: the same as LIKE 'prefix%'
+        return f"({a[0]} LIKE '{args[1]._value}%')"
     if low == "in" and len(a) >= 2:
         return f"({a[0]} IN ({', '.join(a[1:])}))"
     if low == "when":  # CaseWhen sends itself as `when(c1, v1, ..., else)`
@@ -113,6 +352,12 @@ def _function(name: str, args: list[Any], bound: bool) -> str:
     if _NAME.match(name):
         return f"{name}({', '.join(a)})"
     raise _NoSql
+
+
+def _is_string_literal(e: Any) -> bool:
+    from pyspark.sql.connect import expressions as X
+
+    return isinstance(e, X.LiteralExpression) and isinstance(e._value, str)
 
 
 def _identifier(name: str) -> str:
@@ -147,4 +392,5 @@ def _literal(value: Any, data_type: Any) -> str:
     raise _NoSql
 
 
-__all__ = ["column_sql", "condition_predicate", "expression_sql"]
+__all__ = ["column_sql", "condition_predicate", "conjunct_predicates", "deterministic", "expression_sql",
+           "identifier_parts", "row_wise"]

@@ -8,9 +8,9 @@ built - and the plan is Spark's own Parquet scan of exactly those files:
       [Filter / anti-join dropping rows deleted by deletion vectors (`_metadata.row_index`)]
         spark.read.schema(physical).parquet(<kept files>)
 Spark does the scan (column pruning, row-group pruning, vectorized reader); the client sends a few hundred bytes
-per file. `ConnectDeltaFrame.filter/where` re-plans with the condition, so `load(p).where(...)`,
-`spark.table(t).where(...)` and the SQL router's single-table queries skip files. Unlike the classic file index,
-Spark checks that each kept file exists when it analyses the plan (docs/decisions.md, "Spark Connect").
+per file. The plan is built when the client sends a query, with the conditions pushed down to the table
+(`connect_plan.py`), so every DataFrame shape skips files. Unlike the classic file index, Spark checks that each
+kept file exists when it analyses the plan (docs/decisions.md, "Spark Connect").
 """
 
 from __future__ import annotations
@@ -106,8 +106,10 @@ def map_lookups(meta: pa.Table, key: Any, types: dict[str, Any]) -> list[Any]:
     return out
 
 
-def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_tracking: bool = False) -> Any:
-    """The snapshot's logical rows (files kept for `predicate`) as a DataFrame of `spark`'s kind."""
+def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_tracking: bool = False,
+                 files: pa.Table | None = None) -> Any:
+    """The snapshot's logical rows (files kept for `predicate`, or `files` when given) as a DataFrame of
+    `spark`'s kind."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
     from pyspark.sql.types import StructField as SparkField
@@ -115,7 +117,8 @@ def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_t
 
     layout = ScanLayout.of(snapshot)
     materialized = [n for n in rt.materialized_names(snapshot.metadata.configuration) if n] if row_tracking else []
-    files, _ = planned_files(snapshot, predicate)
+    if files is None:
+        files, _ = planned_files(snapshot, predicate)
     extra = [SparkField(rt.ROW_ID, LongType(), True), SparkField(rt.ROW_COMMIT_VERSION, LongType(), True)] \
         if row_tracking else []
     if files.num_rows == 0:
@@ -154,56 +157,22 @@ def _connect_base() -> type:
 
 
 class ConnectDeltaFrame(PlainNew, _connect_base()):  # type: ignore[misc]
-    """What `load()` returns on a Spark Connect session: a plain Connect DataFrame over the kernel-planned files
-    that remembers its snapshot; `filter` / `where` re-plan the files with every condition applied so far that
-    has a kernel predicate, then apply all the conditions in order (Spark evaluates them as usual)."""
-
-    def __init__(self, plan: Any, spark: Any, snapshot: Snapshot, predicate: Any = None,
-                 row_tracking: bool = False, conditions: tuple[Any, ...] = ()) -> None:
-        super().__init__(plan, spark)
-        self._dk_snapshot = snapshot
-        self._dk_predicate = predicate
-        self._dk_row_tracking = row_tracking
-        self._dk_conditions = conditions
-
-    @classmethod
-    def build(cls, spark: Any, snapshot: Snapshot, predicate: Any = None, row_tracking: bool = False) -> Any:
-        df = public_frame(spark, snapshot, predicate, row_tracking=row_tracking)
-        return cls(df._plan, spark, snapshot, predicate, row_tracking)
+    """What `load()` returns on a Spark Connect session: a plain Connect DataFrame whose plan is a lazy Delta
+    leaf (`connect_plan.DeltaScan`); every DataFrame built on it is a plain Connect DataFrame, and the files are
+    chosen with the conditions above the leaf when the plan is sent (`connect_plan.py`)."""
 
     @property
     def snapshot(self) -> Snapshot:
-        return self._dk_snapshot
-
-    def filter(self, condition: Any) -> Any:
-        from .connect_filters import condition_predicate
-
-        pred = condition_predicate(condition, self._dk_snapshot.schema)
-        conditions = (*self._dk_conditions, condition)
-        if pred is None:  # nothing to skip with: the same files, one more condition
-            out = _plain_filter(self, condition)
-            return ConnectDeltaFrame(out._plan, self.sparkSession, self._dk_snapshot, self._dk_predicate,
-                                     self._dk_row_tracking, conditions)
-        from ...kernel.expressions.predicate import And
-
-        combined = pred if self._dk_predicate is None else And(self._dk_predicate, pred)
-        out = public_frame(self.sparkSession, self._dk_snapshot, combined, row_tracking=self._dk_row_tracking)
-        for c in conditions:
-            out = _plain_filter(out, c)
-        return ConnectDeltaFrame(out._plan, self.sparkSession, self._dk_snapshot, combined, self._dk_row_tracking,
-                                 conditions)
-
-    where = filter
+        return self._plan.snapshot  # type: ignore[no-any-return]
 
     @property
     def skipped_files(self) -> int:
-        """Files of this table the kernel skipped for this frame's filters."""
-        return planned_files(self._dk_snapshot, self._dk_predicate)[1]
+        """Files of this table the kernel skips for this frame's plan."""
+        from .connect_plan import assign
 
-
-def _plain_filter(df: Any, condition: Any) -> Any:
-    base = _connect_base()
-    return base.filter(df, condition)  # type: ignore[attr-defined]
+        leaf = self._plan
+        kept = leaf.planned(assign(leaf).predicates.get(id(leaf)))[1]
+        return leaf.snapshot.num_files - kept  # type: ignore[no-any-return]
 
 
 __all__ = ["ConnectDeltaFrame", "planned_files", "public_frame", "scan_frame"]

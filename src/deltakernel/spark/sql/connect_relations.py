@@ -6,17 +6,21 @@ relation cache, which a Connect client cannot reach). So every Delta reference o
 passes to Spark is rewritten: the statement is parsed with sqlglot (`text_plans.py`), each table name is
 resolved (`catalog.resolve`: `delta`.`/path`, or a session-catalog entry whose provider is delta), and its text
 (name and `VERSION | TIMESTAMP AS OF ...`) is replaced by a temporary view over `reader.read`'s frame - Spark's
-Parquet scan of the files the kernel keeps (`scan/public_plan.ConnectDeltaFrame`), or the change data feed.
+Parquet scan of the files the kernel keeps (`scan/connect_plan.DeltaScan`), or the change data feed.
 
 File skipping: a classic file index sees the filters Spark pushes down; a Connect scan's files are fixed when the
-view is made. So the router gives each reference the WHERE conjuncts that filter that table alone - all of them
-when the table is its SELECT's only source, those naming only its alias when it is joined (inner joins) - as a
-kernel predicate (`connect_filters.condition_predicate`); a conjunct the kernel cannot read is left to Spark
-(never a wrong answer: Spark still applies the whole WHERE). Views are named by table, version, options and
-predicate, so a DataFrame returned earlier keeps reading what it read (Connect re-analyses its SQL per action).
+view is made. So the router gives each reference the conjuncts that filter that table's rows anywhere in the
+statement - its own WHERE, the ON of inner joins, and what sqlglot's predicate pushdown carries into CTEs, derived
+tables and unions (`pushdown.py`) - as a kernel predicate (`connect_filters.condition_predicate`); a conjunct the
+kernel cannot read is left to Spark (never a wrong answer: Spark still applies the whole statement). Views are
+named by table, version, options and predicate, so a DataFrame returned earlier keeps reading what it read
+(Connect re-analyses its SQL per action). A temporary view made from a DataFrame with Delta leaves
+(`scan/connect_plan.py` records it) is replaced by that DataFrame filtered with the statement's conjuncts on it.
 
-Limits: permanent views cannot read Delta tables over Connect (Spark must resolve a stored view by itself);
-references in text sqlglot cannot parse are not seen (the statement then reaches Spark as written).
+Permanent views: Spark creates a view over Delta catalog tables by itself (only their schemas are needed), so
+`CREATE VIEW` reaches it as written; reading one expands its stored text (with the statement's conjuncts on the
+view around it) in its own database. References in text sqlglot cannot parse are not seen (the statement then
+reaches Spark as written).
 """
 
 from __future__ import annotations
@@ -35,10 +39,26 @@ from .public_catalog import original_sql
 from .relations import CHANGES_FUNCTIONS, MAX_VIEW_DEPTH, RelationUse, changes_source
 
 
+def frame_view(spark: Any, name: str) -> Any:
+    from ..scan.connect_plan import frame_view as recorded
+
+    return recorded(spark, name)
+
+
+def native_temp_view(frame: Any, name: str) -> None:
+    """A temporary view over a frame's Delta scans as planned here (not a user's view: see connect_plan)."""
+    from ..scan.connect_plan import native_temp_view as create
+
+    create(frame, name)
+
+
 @dataclass
 class _Use(RelationUse):
     conditions: list[str] = field(default_factory=list)  # WHERE conjuncts filtering this table alone
     view: CatalogEntry | None = None  # a permanent view reading Delta tables: its text, routed
+    node: Any = None  # the sqlglot Table node
+    frame_view: Any = None  # a temporary view made from a DataFrame reading Delta tables (connect_plan)
+    name: str = ""  # that view's name
 
     @property
     def label(self) -> str:
@@ -111,6 +131,14 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
             continue
         label = ".".join(parts)
         entry = None
+        recorded = frame_view(spark, parts[0]) if len(parts) == 1 and depth == 0 else None
+        if recorded is not None:  # a temporary view shadows catalog names
+            span = T.table_use(text, table, toks)
+            if span is None:
+                raise DeltaSqlError(f"cannot locate the table {label} in the statement")
+            uses.append(_Use(span.start, span.stop, None, {}, None if span.alias else parts[0], node=table,
+                             frame_view=recorded, name=parts[0]))
+            continue
         if path_of(parts) is not None:
             ref: DeltaRef | None = DeltaRef(str(path_of(parts)), label)
         else:
@@ -123,7 +151,8 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
             raise DeltaSqlError(f"cannot locate the table {label} in the statement")
         if ref is None:
             assert entry is not None
-            uses.append(_Use(use.start, use.stop, None, {}, None if use.alias else entry.table, view=entry))
+            uses.append(_Use(use.start, use.stop, None, {}, None if use.alias else entry.table, view=entry,
+                             node=table))
             continue
         opts: dict[str, str] = {}
         if use.version is not None:
@@ -131,7 +160,7 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
         elif use.timestamp_sql is not None:
             opts["timestampAsOf"] = evaluate_timestamp(run_sql, use.timestamp_sql)
         alias = None if use.alias else (ref.table if ref.is_catalog else None)
-        uses.append(_Use(use.start, use.stop, ref, opts, alias, _conditions(table, ref, use.alias)))
+        uses.append(_Use(use.start, use.stop, ref, opts, alias, _conditions(table, ref, use.alias), node=table))
     from sqlglot import TokenType
 
     i = 0
@@ -197,16 +226,20 @@ def view_name(ref: DeltaRef, version: int, options: dict[str, str], conditions: 
     return "__delta_" + hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
-def _view_frame(spark: Any, view: CatalogEntry, route: Any) -> str:
+def _view_frame(spark: Any, view: CatalogEntry, route: Any, conditions: list[str] | None = None) -> str:
     """An expanded permanent view: its text routed in its own database, registered as a temporary view (while
-    that database is current, so Spark resolves the rest of its names there); returns the view's name."""
+    that database is current, so Spark resolves the rest of its names there); returns the view's name.
+    `conditions`: the statement's conjuncts on the view's rows, routed with its text (they skip files)."""
     catalog = spark.catalog
     current = str(catalog.currentDatabase())
     if view.view_database:
         catalog.setCurrentDatabase(view.view_database)
     try:
-        tree = T.parse(view.view_text or "")
-        rewritten = rewrite(spark, view.view_text or "", tree, route) or view.view_text or ""
+        text = view.view_text or ""
+        if conditions:
+            text = f"SELECT * FROM ({text}) AS __dk_view WHERE " + " AND ".join(f"({c})" for c in conditions)
+        tree = T.parse(text)
+        rewritten = rewrite(spark, text, tree, route) or text
         name = "__delta_view_" + hashlib.sha1(repr((view.db, view.table, rewritten)).encode()).hexdigest()[:16]
         original_sql(spark, rewritten).createOrReplaceTempView(name)  # no Delta reference is left in it
     finally:
@@ -214,17 +247,39 @@ def _view_frame(spark: Any, view: CatalogEntry, route: Any) -> str:
     return name
 
 
-def _frame(spark: Any, use: _Use) -> tuple[str, Any]:
-    """(view name, frame) of one reference: the table's scan, planned with the reference's WHERE conjuncts."""
-    from ..reader import DeltaFrame, read
+def _base_frame(spark: Any, use: _Use) -> Any:
+    """The reference's frame before its conditions (the table's latest or time-travelled scan, or its CDF)."""
+    from ..reader import read
+    from ..table_frames import latest_frame
+
+    assert use.ref is not None
+    opts: dict[str, Any] = dict(use.options)
+    return read(spark, use.ref.location, **opts) if opts else latest_frame(spark, use.ref.location)
+
+
+def _columns(spark: Any, use: _Use, base: Any) -> list[str] | None:
+    """The columns a reference exposes to the statement (for the pushdown analysis), None when unknown."""
+    from ..reader import DeltaFrame
+    from ..scan.connect_plan import output_names
+
+    if use.frame_view is not None:
+        return output_names(use.frame_view._plan) or list(use.frame_view.columns)
+    if use.view is not None:
+        return None
+    if isinstance(base, DeltaFrame):
+        return [f.name for f in base.snapshot.schema.fields]
+    return None
+
+
+def _frame(spark: Any, use: _Use, base: Any = None) -> tuple[str, Any]:
+    """(view name, frame) of one reference: the table's scan, planned with the reference's conjuncts."""
+    from ..reader import DeltaFrame
 
     assert use.ref is not None
     from ..scan.connect_filters import condition_predicate
-    from ..scan.public_plan import ConnectDeltaFrame
-    from ..table_frames import latest_frame
+    from ..scan.connect_plan import delta_frame
 
-    opts: dict[str, Any] = dict(use.options)
-    frame = read(spark, use.ref.location, **opts) if opts else latest_frame(spark, use.ref.location)
+    frame = base if base is not None else _base_frame(spark, use)
     if not isinstance(frame, DeltaFrame):  # the change data feed
         return view_name(use.ref, -1, use.options, []), frame
     snapshot = frame.snapshot
@@ -239,7 +294,7 @@ def _frame(spark: Any, use: _Use) -> tuple[str, Any]:
         predicate = p if predicate is None else And(predicate, p)
         kept.append(text)
     if predicate is not None:
-        frame = ConnectDeltaFrame.build(spark, snapshot, predicate)
+        frame = delta_frame(spark, snapshot, predicate=predicate)
     return view_name(use.ref, snapshot.version, use.options, kept), frame
 
 
@@ -248,31 +303,107 @@ def rewrite(spark: Any, text: str, tree: Any, run_sql: Any) -> str | None:
     statement reads no Delta table."""
     from sqlglot import exp
 
+    _forget_replaced_views(spark, tree)
     uses = find_uses(spark, text, tree, run_sql)
     if not uses:
         return None
     if isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "VIEW" and not _temporary(tree):
-        labels = sorted({u.label for u in uses})
-        raise UnsupportedFeatureError("permanent views over Delta tables on Spark Connect", f"a permanent view "
-                                      f"cannot read {labels} over Spark Connect: Spark must resolve a stored view "
-                                      "by itself, which it cannot do for Delta tables there (permanent view "
-                                      "plans are not reachable from a Connect client); use CREATE TEMPORARY VIEW")
+        return _permanent_view(uses)
+    bases = [_base_frame(spark, u) if u.ref is not None else None for u in uses]
+    _push_conditions(spark, tree, uses, bases)
     frames: dict[str, Any] = {}
     names: list[str] = []
-    for use in uses:
+    for use, base in zip(uses, bases):
         if use.view is not None:
-            names.append(_view_frame(spark, use.view, run_sql))
+            names.append(_view_frame(spark, use.view, run_sql, use.conditions))
             continue
-        name, frame = _frame(spark, use)
+        if use.frame_view is not None:
+            name, frame = _frame_view(use)
+        else:
+            name, frame = _frame(spark, use, base)
         names.append(name)
         if name not in frames:
             frames[name] = frame
-            frame.createOrReplaceTempView(name)
+            native_temp_view(frame, name)
     out = text
     for use, name in sorted(zip(uses, names), key=lambda p: p[0].start, reverse=True):
         replacement = name if use.alias is None else f"{name} AS {_quote(use.alias)}"
         out = out[:use.start] + replacement + out[use.stop:]
     return out
+
+
+def _push_conditions(spark: Any, tree: Any, uses: list[_Use], bases: list[Any]) -> None:
+    """Each reference's conjuncts from the whole statement (CTEs, derived tables, unions, joins: `pushdown.py`);
+    left as found in its own SELECT when the statement cannot be analysed."""
+    from .pushdown import pushed_conjuncts
+
+    tables: list[tuple[Any, list[str]]] = []
+    owners: list[_Use] = []
+    for use, base in zip(uses, bases):
+        if use.node is None:
+            continue
+        columns = _columns(spark, use, base)
+        if columns is None and use.view is not None:
+            columns = list(original_sql(spark, f"SELECT * FROM {use.view.db}.{use.view.table}").columns)
+        if columns is None:
+            continue
+        tables.append((use.node, columns))
+        owners.append(use)
+    zone: list[str] = []
+
+    def time_zone() -> str:
+        if not zone:
+            zone.append(str(spark.conf.get("spark.sql.session.timeZone")))
+        return zone[0]
+
+    pushed = pushed_conjuncts(tree, tables, time_zone) if tables else None
+    if pushed is None:
+        for use in uses:
+            if use.view is not None or use.frame_view is not None:
+                use.conditions = []  # their own SELECT's WHERE is not known here: push nothing
+        return
+    for use, conjuncts in zip(owners, pushed):
+        use.conditions = conjuncts
+
+
+def _frame_view(use: _Use) -> tuple[str, Any]:
+    """A temporary view made from a DataFrame, filtered with the statement's conjuncts on it (they reach its
+    Delta leaves through the client plan's pushdown, `scan/connect_plan.py`)."""
+    df = use.frame_view
+    for c in use.conditions:
+        df = df.where(c)
+    key = repr((use.name.lower(), id(use.frame_view), use.conditions))
+    return "__delta_fv_" + hashlib.sha1(key.encode()).hexdigest()[:16], df
+
+
+def _permanent_view(uses: list[_Use]) -> None:
+    """CREATE VIEW over Delta catalog tables: Spark stores the text as written (it resolves the catalog tables'
+    schemas by itself); reads of the view are expanded from that text (`_view_frame`). Paths, time travel and
+    temporary views cannot be stored in a permanent view."""
+    bad = sorted({u.label or u.name for u in uses if u.frame_view is not None or u.options or
+                  (u.ref is not None and not u.ref.is_catalog)})
+    if bad:
+        raise UnsupportedFeatureError("permanent views over Delta paths on Spark Connect", f"a permanent view "
+                                      f"cannot read {bad}: name the table in the catalog first (CREATE TABLE name "
+                                      "USING delta LOCATION '...') and read it by that name")
+    return None
+
+
+def _forget_replaced_views(spark: Any, tree: Any) -> None:
+    """DROP VIEW v / CREATE [OR REPLACE] TEMP VIEW v: a DataFrame recorded as `v` no longer defines it."""
+    from sqlglot import exp
+
+    from ..scan.connect_plan import forget_view
+
+    names: list[Any] = []
+    if isinstance(tree, exp.Drop) and str(tree.args.get("kind") or "").upper() == "VIEW":
+        names = [tree.this, *list(tree.expressions or [])]
+    elif isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "VIEW":
+        names = [tree.this.this if isinstance(tree.this, exp.Schema) else tree.this]
+    for n in names:
+        parts = T.table_parts(n)
+        if parts and len(parts) == 1:
+            forget_view(spark, parts[0])
 
 
 def _temporary(tree: Any) -> bool:

@@ -1,0 +1,152 @@
+"""Spark Connect vs classic point-query time for every query shape (issue 31): Connect skips like classic, at what
+cost?
+
+One JVM (local[2]) serves both kinds (`bench_spark_connect.sessions`: a classic SparkSession with Spark's Connect
+server plugin, and a Connect client of it in this process), so the ratio is what the Connect protocol and the
+client-side planning cost (the pushdown pass over the client's plan, the kernel's file skipping, the Parquet
+scan of the kept files sent as a plan), not a second Spark. The table: FILES files of ROWS ids each, sorted across
+files (a point query keeps one file). Each shape runs once to warm up, then `--repeat` times alternating the
+kinds; the medians and their ratio (Connect / classic) are printed as a Markdown table.
+
+Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+ROWS = 200
+KEY = 0  # set in main: an id in the middle of the table
+
+
+def build(path: str, files: int) -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from deltakernel import write_deltalake
+
+    for i in range(files):
+        ids = np.arange(i * ROWS, (i + 1) * ROWS, dtype=np.int64)
+        write_deltalake(path, pa.table({"id": ids, "v": pa.array(ids * 2), "s": pa.array(np.char.mod("s%08d", ids)),
+                                        "part": pa.array([f"p{i % 4}"] * ROWS)}), mode="append",
+                        partition_by=["part"])
+
+
+def shapes(spark: Any, path: str, kind: str) -> dict[str, Any]:
+    """name -> a function running the shape's point query on `spark` (results collected)."""
+    k = KEY
+    t = f"dk_bench_shapes.t_{kind}"
+    view = f"dk_bench_shapes_tv_{kind}"
+
+    def load() -> Any:
+        return spark.read.format("delta").load(path)
+
+    def other() -> Any:
+        return spark.createDataFrame([(k, "x")], "k long, name string")
+
+    def frame_view() -> None:
+        load().createOrReplaceTempView(view)
+
+    return {
+        "load().where": lambda: load().where(f"id = {k}").collect(),
+        "load().select().where": lambda: load().select("id", "s").where(f"id = {k}").collect(),
+        "withColumn chain": lambda: (lambda d: d.withColumn("x", d["id"] * 2).select("x", "id")
+                                     .where(d["id"] == k))(load()).collect(),
+        "alias": lambda: load().alias("a").where(f"a.id = {k}").select("a.s").collect(),
+        "join then where": lambda: (lambda d, o: d.join(o, d["id"] == o["k"]).where(d["id"] == k))(
+            load(), other()).collect(),
+        "union then where": lambda: load().select("id").union(load().select("id")).where(f"id = {k}").collect(),
+        "spark.table().withColumn().where": lambda: (lambda d: d.withColumn("x", d["v"] + 1).where(f"id = {k}"))(
+            spark.table(t)).collect(),
+        "SQL over a path": lambda: spark.sql(f"SELECT id, s FROM delta.`{path}` WHERE id = {k}").collect(),
+        "SQL over a catalog name": lambda: spark.sql(f"SELECT id, s FROM {t} WHERE id = {k}").collect(),
+        "SQL CTE": lambda: spark.sql(f"WITH x AS (SELECT * FROM {t}) SELECT id FROM x WHERE id = {k}").collect(),
+        "SQL join": lambda: spark.sql(f"SELECT a.id FROM {t} a JOIN (SELECT {k} AS k) b ON a.id = b.k").collect(),
+        "SQL union": lambda: spark.sql(f"SELECT id FROM (SELECT id FROM {t} UNION ALL SELECT id FROM {t}) "
+                                       f"WHERE id = {k}").collect(),
+        "temp view (SQL)": lambda: (frame_view(), spark.sql(f"SELECT id FROM {view} WHERE id = {k}").collect()),
+        "temp view (spark.table)": lambda: (frame_view(), spark.table(view).where(f"id = {k}").collect()),
+        "permanent view": lambda: spark.sql(f"SELECT id FROM dk_bench_shapes.v_{kind} WHERE id = {k}").collect(),
+    }
+
+
+def timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    global KEY
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--files", type=int, default=300)
+    args = ap.parse_args()
+    from bench_spark_connect import sessions
+
+    (ROOT / "benchmarks" / "data").mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-shapes-", dir=ROOT / "benchmarks" / "data"))
+    path = str(work / "t")
+    KEY = (args.files // 2) * ROWS + 7
+    build(path, args.files)
+    classic, remote = sessions()
+    remote.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        runs: dict[str, dict[str, Any]] = {}
+        for kind, spark in (("classic", classic), ("connect", remote)):
+            import os
+
+            if kind == "connect":
+                os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+            spark.sql("CREATE DATABASE IF NOT EXISTS dk_bench_shapes")
+            spark.sql(f"DROP VIEW IF EXISTS dk_bench_shapes.v_{kind}")
+            spark.sql(f"DROP TABLE IF EXISTS dk_bench_shapes.t_{kind}")
+            spark.sql(f"CREATE TABLE dk_bench_shapes.t_{kind} USING delta LOCATION '{path}'")
+            spark.sql(f"CREATE VIEW dk_bench_shapes.v_{kind} AS SELECT id, s FROM dk_bench_shapes.t_{kind}")
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+            runs[kind] = shapes(spark, path, kind)
+        import os
+
+        times: dict[str, dict[str, list[float]]] = {name: {"classic": [], "connect": []} for name in runs["classic"]}
+        for name in times:
+            for rep in range(args.repeat + 1):
+                for kind in ("classic", "connect") if rep % 2 == 0 else ("connect", "classic"):
+                    if kind == "connect":
+                        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+                    else:
+                        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+                    t = timed(runs[kind][name])
+                    if rep:
+                        times[name][kind].append(t)
+            print(f"{name}: done", file=sys.stderr)
+        print(f"Point query on a {args.files}-file table ({args.files * ROWS:,} rows), median of {args.repeat}:\n")
+        print("| shape | classic (ms) | Connect (ms) | Connect / classic |")
+        print("|---|---:|---:|---:|")
+        for name, kinds in times.items():
+            a, b = statistics.median(kinds["classic"]), statistics.median(kinds["connect"])
+            print(f"| {name} | {a * 1000:.0f} | {b * 1000:.0f} | {b / a:.2f}x |")
+    finally:
+        for kind, spark in (("classic", classic), ("connect", remote)):
+            try:
+                spark.sql(f"DROP VIEW IF EXISTS dk_bench_shapes.v_{kind}")
+                spark.sql(f"DROP TABLE IF EXISTS dk_bench_shapes.t_{kind}")
+            except Exception:
+                pass
+        remote.client.close()
+        classic.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

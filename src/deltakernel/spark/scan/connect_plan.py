@@ -1,0 +1,592 @@
+"""Spark Connect reads of Delta tables as a lazy leaf of the client's logical plan, planned when the plan is sent.
+
+A Connect DataFrame is a tree of Python `LogicalPlan` objects (pyspark.sql.connect.plan) until an action, an
+analysis (`schema`, `explain`, `inputFiles`) or a command (`createOrReplaceTempView`, writes) serializes it.
+`load()` / `spark.table()` of a Delta table return a DataFrame whose plan is a `DeltaScan` leaf (snapshot, read
+options) instead of a fixed file list. When a plan is serialized, one pushdown pass runs from its root
+(`assign`): every Filter condition above each Delta leaf - and the single-side conjuncts of join conditions -
+is carried down to the leaf through pass-through columns of `select` / `withColumn(s)` / renames / `drop`, through
+aliases (`alias`, `SubqueryAlias`), into the sides of a join the join type allows and into every branch of a set
+operation (by position, or by name for `unionByName`); it stops at anything that changes which rows reach it
+(limits, samples, aggregates, de-duplication, windows, non-deterministic or unknown functions, `observe`,
+nested SQL). The leaf then emits Spark's Parquet scan of exactly the files the kernel keeps for the conjuncts it
+can read (`public_plan.public_frame`); a conjunct the kernel cannot read exactly is simply not used (Spark
+still applies every condition: never a wrong answer). So every DataFrame shape skips files by construction.
+
+Temporary views made from such DataFrames (`df.createOrReplaceTempView`) are remembered here (name -> DataFrame)
+so the SQL router and `spark.table(view)` expand them with the statement's conditions; Spark's own copy of the
+view reads the Delta leaves through the registered Python data source (no file named, filters pushed to it by
+Spark), so creating it touches no data file.
+
+Connect client internals used (one place; pyspark 4.3.0 tested, attributes unchanged since 3.5/4.0):
+`LogicalPlan` (`_child`, `_references`, `_plan_id`, `plan`, `to_proto`, `command` of its subclasses), `Filter.filter`,
+`Project._columns`, `WithColumns._columnNames/_columns`, `WithColumnsRenamed._colsMap`, `Drop._columns`,
+`Join.left/right/on/how`, `SetOperation.other/set_op/by_name`, `SubqueryAlias._alias`, and the expression classes
+read by `connect_filters`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...kernel.snapshot import Snapshot
+
+TESTED_PYSPARK = ("4.3.0",)
+
+_ACTIVE: contextvars.ContextVar[_Assignment | None] = contextvars.ContextVar("dk_connect_pushdown", default=None)
+_MAX_FRAMES = 8  # planned frames kept per leaf (one per distinct pushed predicate)
+
+
+def _plan_base() -> type:
+    try:
+        from pyspark.sql.connect.plan import LogicalPlan
+    except ImportError:  # pragma: no cover - pyspark without the connect extra: never instantiated
+        return object
+    return LogicalPlan  # type: ignore[no-any-return]
+
+
+# ----------------------------------------------------------------------------- the leaf
+class DeltaScan(_plan_base()):  # type: ignore[misc]
+    """A Delta table read: snapshot and options; the files are chosen when the plan is serialized."""
+
+    def __init__(self, spark: Any, snapshot: Snapshot, row_tracking: bool = False, predicate: Any = None) -> None:
+        super().__init__(None)
+        self.spark = spark
+        self.snapshot = snapshot
+        self.row_tracking = row_tracking
+        self.predicate = predicate  # given by the SQL router (the statement's conjuncts for this reference)
+        self._frames: dict[str, tuple[Any, int]] = {}
+        self._frames_lock = threading.Lock()
+
+    # the files and the plan for one predicate -------------------------------------------------------------
+    def combined(self, pushed: Any) -> Any:
+        from ...kernel.expressions.predicate import And
+
+        if pushed is None:
+            return self.predicate
+        return pushed if self.predicate is None else And(self.predicate, pushed)
+
+    def planned(self, pushed: Any) -> tuple[Any, int]:
+        """(Connect DataFrame over the kept files, files kept) for the pushed predicate (kept per leaf)."""
+        from .public_plan import planned_files, public_frame
+
+        predicate = self.combined(pushed)
+        key = repr(predicate)
+        with self._frames_lock:
+            found = self._frames.get(key)
+        if found is not None:
+            return found
+        files, _ = planned_files(self.snapshot, predicate)
+        frame = public_frame(self.spark, self.snapshot, files=files, row_tracking=self.row_tracking)
+        out = (frame, files.num_rows)
+        with self._frames_lock:
+            if len(self._frames) >= _MAX_FRAMES:
+                self._frames.pop(next(iter(self._frames)))
+            self._frames[key] = out
+        return out
+
+    def plan(self, session: Any) -> Any:
+        active = _ACTIVE.get()
+        if active is not None and active.view_mode and self.predicate is None and not self.row_tracking:
+            frame = _source_frame(self.spark, self.snapshot)
+        else:
+            pushed = active.predicates.get(id(self)) if active is not None else None
+            frame = self.planned(pushed)[0]
+        rel = frame._plan.plan(session)
+        rel.common.plan_id = self._plan_id  # columns bound to this DataFrame (`df["id"]`) resolve on the scan
+        return rel
+
+    def print(self, indent: int = 0) -> str:
+        return f"{' ' * indent}<DeltaScan table='{self.snapshot.storage.root_uri}' version={self.snapshot.version}>\n"
+
+    def _repr_html_(self) -> str:
+        return f"<ul><li><b>DeltaScan</b><br/>{self.snapshot.storage.root_uri}@{self.snapshot.version}</li></ul>"
+
+
+def _source_frame(spark: Any, snapshot: Snapshot) -> Any:
+    from ..datasource import python_source_frame
+
+    return python_source_frame(spark, snapshot.storage.root_uri, {"versionAsOf": str(snapshot.version)})
+
+
+def delta_frame(spark: Any, snapshot: Snapshot, row_tracking: bool = False, predicate: Any = None) -> Any:
+    """What `load()` returns on a Connect session: a `ConnectDeltaFrame` over a `DeltaScan` leaf."""
+    from .public_plan import ConnectDeltaFrame
+
+    return ConnectDeltaFrame(DeltaScan(spark, snapshot, row_tracking, predicate), spark)
+
+
+# ----------------------------------------------------------------------------- the pushdown pass
+@dataclass
+class _Assignment:
+    predicates: dict[int, Any]  # id(leaf) -> pushed kernel predicate (None: nothing pushed)
+    leaves: dict[int, DeltaScan]
+    view_mode: bool = False
+
+
+@dataclass(frozen=True)
+class _Col:
+    name: str | None  # output name (None: an unnamed expression)
+    leaf: tuple[str, ...] | None  # the Delta column it passes through unchanged, else None
+    quals: frozenset[str] = frozenset()
+
+
+@dataclass
+class _State:
+    cols: list[_Col]
+    complete: bool = True  # `cols` is the node's whole output, in order
+    by_plan: dict[int, list[_Col]] = field(default_factory=dict)  # plan id of a node below -> its columns
+
+
+def _children(node: Any) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    kind = type(node).__name__
+    if kind in ("Join", "AsOfJoin", "LateralJoin"):
+        out += [("left", getattr(node, "left", None)), ("right", getattr(node, "right", None))]
+    elif kind == "SetOperation":
+        out += [("left", node._child), ("right", getattr(node, "other", None))]
+    else:
+        child = getattr(node, "_child", None)
+        if child is not None:
+            out.append(("child", child))
+    for ref in getattr(node, "_references", None) or []:
+        out.append(("ref", ref))
+    return [(slot, c) for slot, c in out if c is not None]
+
+
+def assign(root: Any, view_mode: bool = False) -> _Assignment:
+    """The pushed predicate of every Delta leaf under `root` (a leaf reached along several paths gets the OR
+    of its paths' predicates, or nothing when one path pushes nothing)."""
+    from ...kernel.expressions.predicate import Or
+
+    found: dict[int, list[Any]] = {}
+    leaves: dict[int, DeltaScan] = {}
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(root, ())]
+    seen_paths = 0
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, DeltaScan):
+            leaves[id(node)] = node
+            found.setdefault(id(node), []).append(_path_predicate(node, path))
+            continue
+        seen_paths += 1
+        if seen_paths > 100_000:  # a pathological plan: push nothing rather than spend the time
+            return _Assignment({}, leaves, view_mode)
+        for slot, child in _children(node):
+            stack.append((child, (*path, (node, slot))))
+    predicates: dict[int, Any] = {}
+    for key, preds in found.items():
+        if any(p is None for p in preds):
+            predicates[key] = None
+            continue
+        unique = list(dict.fromkeys(preds))
+        predicates[key] = unique[0] if len(unique) == 1 else Or(*unique)
+    return _Assignment(predicates, leaves, view_mode)
+
+
+def _path_predicate(leaf: DeltaScan, path: tuple[Any, ...]) -> Any:
+    """The conjuncts that filter `leaf`'s rows along one root-to-leaf path, as one kernel predicate or None."""
+    from ...kernel.expressions.predicate import And
+    from . import connect_filters as cf
+
+    names = [f.name for f in leaf.snapshot.schema.fields]
+    cols = [_Col(n, (n,)) for n in names]
+    state = _State(cols, True, {leaf._plan_id: cols})
+    preds: list[Any] = []
+    schema = leaf.snapshot.schema
+    for node, slot in reversed(path):
+        if slot == "ref":
+            break
+        kind = type(node).__name__
+        if kind == "Filter":
+            if not cf.deterministic(node.filter):
+                break
+            preds += _translate(node.filter, state, schema)
+        elif kind == "Project":
+            new = _project(node._columns, state)
+            if new is None:
+                break
+            state = new
+        elif kind == "WithColumns":
+            new = _with_columns(node._columnNames, node._columns, state)
+            if new is None:
+                break
+            state = new
+        elif kind == "WithColumnsRenamed":
+            renames = {k.lower(): v for k, v in (node._colsMap or {}).items()}
+            state = _State([_Col(renames.get((c.name or "").lower(), c.name), c.leaf, c.quals) for c in state.cols],
+                           state.complete, state.by_plan)
+        elif kind == "Drop":
+            state = _drop(node._columns, state)
+        elif kind == "SubqueryAlias":
+            alias = str(node._alias).lower()
+            state = _State([_Col(c.name, c.leaf, frozenset({alias})) for c in state.cols], state.complete,
+                           state.by_plan)
+        elif kind in ("Sort", "Hint", "Repartition", "RepartitionByExpression"):
+            pass
+        elif kind == "Aggregate":  # GROUP BY: a condition on a grouping column filters whole groups
+            new = _aggregate(node, state)
+            if new is None:
+                break
+            state = new
+        elif kind == "Join":
+            above, inside, conjuncts = _join(node, slot, state)
+            for c in conjuncts:
+                preds += _translate(c, inside, schema)
+            if above is None:
+                break
+            state = above
+        elif kind == "SetOperation":
+            new = _set_operation(node, slot, state)
+            if new is None:
+                break
+            state = new
+        else:  # anything else may change which rows reach the leaf: conditions above it do not apply
+            break
+        state.by_plan = {**state.by_plan, node._plan_id: state.cols}
+    preds = [p for p in preds if p is not None]
+    if not preds:
+        return None
+    unique = list(dict.fromkeys(preds))
+    return unique[0] if len(unique) == 1 else And(*unique)
+
+
+def _translate(column: Any, state: _State, schema: Any) -> list[Any]:
+    """Kernel predicates of the conjuncts of a Connect Column over `state`'s columns (those it can read)."""
+    from . import connect_filters as cf
+
+    return [p for p in cf.conjunct_predicates(column, lambda parts, plan_id: _resolve(state, parts, plan_id), schema)
+            if p is not None]
+
+
+def _resolve(state: _State, parts: tuple[str, ...], plan_id: int | None) -> tuple[str, ...] | None:
+    """The Delta column path a (possibly qualified) name reads at this point of the plan, or None."""
+    cols = state.by_plan.get(plan_id) if plan_id is not None else state.cols
+    if cols is None or not parts:
+        return None
+    low = [p.lower() for p in parts]
+    by_name = [c for c in cols if c.name is not None and c.name.lower() == low[0]]
+    qualified = [c for c in cols if len(low) > 1 and low[0] in c.quals and (c.name or "").lower() == low[1]]
+    if qualified and by_name:
+        return None  # `a.b`: a qualifier and a struct column at once
+    if qualified:
+        hit, rest = qualified, low[2:]
+    else:
+        hit, rest = by_name, low[1:]
+    if len(hit) != 1 or hit[0].leaf is None:
+        return None
+    if rest and plan_id is None and not state.complete:
+        return None
+    return (*hit[0].leaf, *parts[len(parts) - len(rest):]) if rest else hit[0].leaf
+
+
+_SIMPLE_NAME = re.compile(r"^\s*(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(?:\s*\.\s*(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*))?\s*$")
+
+
+def _output(expr: Any, state: _State) -> list[_Col] | None:
+    """Output columns of one select-list expression (several for a star), or None when it is not row-wise."""
+    from pyspark.sql.connect import expressions as X
+
+    from . import connect_filters as cf
+
+    e = getattr(expr, "_expr", expr)
+    if isinstance(e, X.UnresolvedStar) or (isinstance(e, X.ColumnReference) and
+                                           e._unparsed_identifier.endswith("*")):
+        target = getattr(e, "_unparsed_target", None) or (
+            e._unparsed_identifier if isinstance(e, X.ColumnReference) else None)
+        plan_id = getattr(e, "_plan_id", None)
+        cols = state.by_plan.get(plan_id, []) if plan_id is not None else state.cols
+        if target in (None, "*"):
+            return list(cols)
+        qual = target[:-2].strip("`").lower()
+        return [c for c in cols if qual in c.quals]
+    if isinstance(e, X.ColumnReference):
+        parts = cf.identifier_parts(e._unparsed_identifier)
+        if parts is None or e._is_metadata_column:
+            return [_Col(None, None)]
+        leaf = _resolve(state, parts, e._plan_id)
+        src = [c for c in (state.by_plan.get(e._plan_id, []) if e._plan_id is not None else state.cols)
+               if (c.name or "").lower() == parts[-1].lower()]
+        quals = src[0].quals if len(src) == 1 and len(parts) <= 2 else frozenset()
+        return [_Col(parts[-1], leaf if len(parts) <= 2 else None, quals)]
+    if isinstance(e, X.ColumnAlias):
+        if not cf.row_wise(e._child):
+            return None
+        inner = _output(e._child, state) if isinstance(e._child, X.ColumnReference) else None
+        leaf = inner[0].leaf if inner and len(inner) == 1 else None
+        return [_Col(e._alias[0] if len(e._alias) == 1 else None, leaf)]
+    if isinstance(e, X.SQLExpression):
+        m = _SIMPLE_NAME.match(e._expr)
+        if m is None:
+            return [_Col(None, None)] if cf.row_wise(e) else None
+        parts = tuple(g.strip("`") for g in m.groups() if g)
+        return [_Col(parts[-1], _resolve(state, parts, None))]
+    return [_Col(None, None)] if cf.row_wise(e) else None
+
+
+def _project(columns: list[Any], state: _State) -> _State | None:
+    out: list[_Col] = []
+    for c in columns:
+        cols = _output(c, state)
+        if cols is None:
+            return None
+        out += cols
+    return _State(out, state.complete, state.by_plan)
+
+
+def _aggregate(node: Any, state: _State) -> _State | None:
+    if getattr(node, "_group_type", None) != "groupby":
+        return None
+    keys = _project(list(node._grouping_cols), state)
+    if keys is None:
+        return None
+    from pyspark.sql.connect import expressions as X
+
+    aggs = []
+    for c in node._aggregate_cols:
+        e = getattr(c, "_expr", c)
+        aggs.append(_Col(e._alias[0] if isinstance(e, X.ColumnAlias) and len(e._alias) == 1 else None, None))
+    return _State(keys.cols + aggs, state.complete, state.by_plan)
+
+
+def _with_columns(names: list[str], columns: list[Any], state: _State) -> _State | None:
+    cols = list(state.cols)
+    for name, column in zip(names, columns):
+        new = _output(column, state)
+        if new is None or len(new) != 1:
+            return None
+        col = _Col(name, new[0].leaf)
+        idx = [i for i, c in enumerate(cols) if (c.name or "").lower() == name.lower()]
+        if idx:
+            cols[idx[0]] = col
+        else:
+            cols.append(col)
+    return _State(cols, state.complete, state.by_plan)
+
+
+def _drop(columns: list[Any], state: _State) -> _State:
+    from . import connect_filters as cf
+
+    drop: set[str] = set()
+    for c in columns:
+        if isinstance(c, str):
+            drop.add(c.lower())
+        else:
+            e = getattr(c, "_expr", None)
+            parts = cf.identifier_parts(getattr(e, "_unparsed_identifier", "")) if e is not None else None
+            if parts:
+                drop.add(parts[-1].lower())
+    return _State([c for c in state.cols if (c.name or "").lower() not in drop], state.complete, state.by_plan)
+
+
+# Connect's proto join types (spark/connect/relations.proto: JoinType)
+_INNER, _FULL, _LEFT, _RIGHT, _ANTI, _SEMI, _CROSS = 1, 2, 3, 4, 5, 6, 7
+
+
+def _join(node: Any, slot: str, state: _State) -> tuple[_State | None, _State, list[Any]]:
+    """(our side's columns above the join, or None when conditions above it cannot filter our rows; the columns
+    the join condition sees; the join-condition conjuncts that may drop our rows)."""
+    how = int(node.how) if isinstance(node.how, int) else -1  # unknown: neither list below
+    other = node.right if slot == "left" else node.left
+    other_ids = _plan_ids(other)
+    by_plan = {k: v for k, v in state.by_plan.items() if k not in other_ids}  # a self-join: ambiguous
+    own = _State(state.cols, False, by_plan)
+    on = node.on
+    if on is None or isinstance(on, str):
+        conds: list[Any] = []
+    elif isinstance(on, list):
+        conds = [c for c in on if not isinstance(c, str)]
+    else:
+        conds = [on]
+    # our rows reach the output unchanged (a using key is ours there too): conditions above filter them
+    above = {"left": (_INNER, _LEFT, _SEMI, _ANTI, _CROSS), "right": (_INNER, _RIGHT, _CROSS)}[slot]
+    # our rows failing a conjunct of the join condition never match and are not kept unmatched
+    condition = {"left": (_INNER, _SEMI, _RIGHT, _CROSS), "right": (_INNER, _SEMI, _LEFT, _ANTI, _CROSS)}[slot]
+    return (own if how in above else None), own, (conds if how in condition else [])
+
+
+def _set_operation(node: Any, slot: str, state: _State) -> _State | None:
+    """Our branch's columns above a union / intersect / except (output names come from the left branch)."""
+    if node.set_op not in ("union", "intersect", "except"):
+        return None
+    if node.set_op == "except" and slot == "right":
+        return None
+    if node.by_name:
+        return _State([_Col(c.name, c.leaf) for c in state.cols], state.complete, {})
+    if slot == "left":
+        return _State([_Col(c.name, c.leaf) for c in state.cols], state.complete, {})
+    left = output_names(node._child)
+    if left is None or not state.complete or len(left) != len(state.cols):
+        return None
+    return _State([_Col(n, c.leaf) for n, c in zip(left, state.cols)], True, {})
+
+
+def output_names(node: Any) -> list[str] | None:
+    """A branch's output column names when the client can tell them (Delta leaves through select lists)."""
+    chain: list[Any] = []
+    while not isinstance(node, DeltaScan):
+        kind = type(node).__name__
+        if kind not in ("Filter", "Project", "WithColumns", "WithColumnsRenamed", "Drop", "SubqueryAlias", "Sort",
+                        "Hint", "Repartition", "RepartitionByExpression", "Limit"):
+            return None
+        chain.append(node)
+        node = node._child
+        if node is None:
+            return None
+    cols = [_Col(f.name, (f.name,)) for f in node.snapshot.schema.fields]
+    state = _State(cols, True, {node._plan_id: cols})
+    for n in reversed(chain):
+        kind = type(n).__name__
+        if kind == "Project":
+            new = _project(n._columns, state)
+        elif kind == "WithColumns":
+            new = _with_columns(n._columnNames, n._columns, state)
+        elif kind == "WithColumnsRenamed":
+            renames = {k.lower(): v for k, v in (n._colsMap or {}).items()}
+            new = _State([_Col(renames.get((c.name or "").lower(), c.name), c.leaf) for c in state.cols])
+        elif kind == "Drop":
+            new = _drop(n._columns, state)
+        else:
+            new = state
+        if new is None:
+            return None
+        new.by_plan = {**state.by_plan, n._plan_id: new.cols}
+        state = new
+    if any(c.name is None for c in state.cols):
+        return None
+    return [c.name for c in state.cols if c.name is not None]
+
+
+def _plan_ids(node: Any) -> set[int]:
+    out: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.add(n._plan_id)
+        stack.extend(c for _, c in _children(n))
+    return out
+
+
+# ----------------------------------------------------------------------------- serialization hooks
+def _wrap(method: Any, view_mode: bool = False) -> Any:
+    @functools.wraps(method)
+    def serialize(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _ACTIVE.get() is not None:  # nested: the outer pass covers this tree
+            return method(self, *args, **kwargs)
+        token = _ACTIVE.set(assign(self, view_mode or _view_command(self)))
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            _ACTIVE.reset(token)
+
+    serialize._dk_original = method  # type: ignore[attr-defined]
+    return serialize
+
+
+def _view_command(node: Any) -> bool:
+    """A user's temporary view command: its Delta leaves read through the Python source in Spark's copy."""
+    return type(node).__name__ == "CreateView" and not getattr(node, "_dk_native", False)
+
+
+def serialize_hook(original: Any) -> Any:
+    """The registry's factory (`install.PATCHES`) for `LogicalPlan.to_proto` (relations) and the `command` of every
+    command node (views, writes, SQL with references...): run the pushdown pass whenever a Connect plan is
+    serialized."""
+    return _wrap(original)
+
+
+def command_classes() -> list[str]:
+    """The Connect plan classes that define their own `command` (patched with `serialize_hook`)."""
+    try:
+        from pyspark.sql.connect import plan as P
+    except ImportError:  # pragma: no cover - pyspark without grpc
+        return []
+    return sorted(name for name, obj in vars(P).items() if isinstance(obj, type) and issubclass(obj, P.LogicalPlan)
+                  and obj is not P.LogicalPlan and "command" in vars(obj))
+
+
+# ----------------------------------------------------------------------------- temporary views from DataFrames
+def _views(spark: Any) -> dict[str, Any]:
+    store = spark.__dict__.get("_dk_frame_views")
+    if store is None:
+        store = spark.__dict__.setdefault("_dk_frame_views", {})
+    return store  # type: ignore[no-any-return]
+
+
+def has_delta_leaf(plan: Any) -> bool:
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, DeltaScan):
+            return True
+        stack.extend(c for _, c in _children(node))
+    return False
+
+
+def frame_view(spark: Any, name: str) -> Any:
+    """The DataFrame a temporary view `name` was made from through this client, when it reads Delta tables."""
+    return _views(spark).get(name.lower())
+
+
+def frame_view_table(spark: Any, name: str) -> Any:
+    """`spark.table(name)` of such a view: its DataFrame under the view's name (a fresh plan id, `name.col`
+    resolves), or None."""
+    if "_dk_frame_views" not in spark.__dict__ or "." in name or "`" in name:
+        return None
+    df = frame_view(spark, name)
+    if df is None:
+        return None
+    from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.plan import SubqueryAlias
+
+    return DataFrame(SubqueryAlias(df._plan, name), spark)
+
+
+def forget_view(spark: Any, name: str) -> None:
+    _views(spark).pop(name.lower(), None)
+
+
+def native_temp_view(df: Any, name: str) -> None:
+    """`df.createOrReplaceTempView(name)` with the Delta leaves' Parquet scans (the router's own views)."""
+    from pyspark.sql.connect import plan as P
+
+    node = P.CreateView(child=df._plan, name=name, is_global=False, replace=True)
+    node._dk_native = True
+    session = df.sparkSession
+    session.client.execute_command(node.command(session=session.client), df._plan.observations)
+
+
+def temp_view_hook(original: Any) -> Any:
+    """The registry's factory for Connect's `createTempView` / `createOrReplaceTempView`: remember the frame of a
+    view that reads Delta tables, so SQL over the view is planned with its conditions."""
+
+    @functools.wraps(original)
+    def create(self: Any, name: str) -> None:
+        original(self, name)
+        if has_delta_leaf(self._plan):
+            _views(self.sparkSession)[name.lower()] = self
+        else:
+            forget_view(self.sparkSession, name)
+
+    return create
+
+
+def drop_temp_view_hook(original: Any) -> Any:
+    """The registry's factory for Connect's `Catalog.dropTempView`: forget the view's frame too."""
+
+    @functools.wraps(original)
+    def drop_temp_view(self: Any, viewName: str) -> Any:
+        forget_view(self._sparkSession, viewName)
+        return original(self, viewName)
+
+    return drop_temp_view
+
+
+__all__ = ["DeltaScan", "TESTED_PYSPARK", "assign", "delta_frame", "forget_view", "frame_view", "has_delta_leaf",
+           "command_classes", "drop_temp_view_hook", "frame_view_table", "native_temp_view", "output_names",
+           "serialize_hook", "temp_view_hook"]
