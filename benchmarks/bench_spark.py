@@ -57,7 +57,7 @@ def main() -> None:
 
     import deltakernel.spark as dks
     from deltakernel import DeltaTable
-    from deltakernel.spark.datasource import python_source_frame
+    from deltakernel.spark.scan.datasource import python_source_frame
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g").getOrCreate())

@@ -56,7 +56,7 @@ def _advised(scratch: str, line: str) -> dict:
 def main() -> None:
     mode, scratch = sys.argv[1], sys.argv[2]
     from deltakernel.spark import enable
-    from deltakernel.spark.python_workers import PythonWorkerError
+    from deltakernel.spark.install.python_workers import PythonWorkerError
 
     if mode == "advice":
         print(json.dumps(_advised(scratch, sys.argv[3])))

@@ -20,7 +20,7 @@ from deltakernel import DeltaTable as KernelTable
 from deltakernel.errors import DeltaError, TableNotFoundError
 from deltakernel.operations.write.api import write_deltalake
 from deltakernel.spark import DeltaFrame, DeltaTable
-from deltakernel.spark.catalog import CatalogTableError, lookup
+from deltakernel.spark.catalog.tables import CatalogTableError, lookup
 
 deltalake = pytest.importorskip("deltalake")
 

@@ -368,7 +368,7 @@ def test_concurrent_delete_conflicts(spark, tmp_path, mode, monkeypatch):
 
 # ----------------------------------------------------------------------------- what the driver sees
 def _record_collects(monkeypatch, spark) -> list[int]:
-    from deltakernel.spark.session import dataframe_class
+    from deltakernel.spark.kinds.session import dataframe_class
 
     DataFrame = dataframe_class(spark)
 

@@ -151,7 +151,7 @@ def test_overflow_fails_the_write_instead_of_wrapping(spark, tmp_path):
 
 def test_first_value_after_the_mark_stays_on_the_sequence():
     """delta-spark's rule: the next value is on start + k * step past the mark, in the step's direction."""
-    from deltakernel.spark.identity import Identity
+    from deltakernel.spark.writing.identity import Identity
 
     assert Identity("c", 1, 1, None, False).base == 1
     assert Identity("c", 10, 3, 16, False).base == 19

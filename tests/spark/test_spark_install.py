@@ -1,4 +1,4 @@
-"""`enable()` / `disable()` through the one patch registry (`deltakernel.spark.install`), on both session kinds.
+"""`enable()` / `disable()` through the one patch registry (`deltakernel.spark.install.registry`), on both session kinds.
 
 The shared session fixtures are enabled for the whole run, so every case that disables one enables it again in a
 `finally` (other tests must not notice). The full restore (no enabled session left in the process) is checked in
@@ -199,7 +199,7 @@ def test_call_sites_are_switched_off_per_thread_only(spark):
     """The one process-wide PySpark switch deltakernel used to flip is asked per thread (`_errors.py`)."""
     import pyspark.errors.utils as utils
 
-    from deltakernel.spark._errors import internal_plans
+    from deltakernel.spark.common.task_errors import internal_plans
 
     assert (utils, "is_debugging_enabled") in [(o, a) for o, a in install.patched()]
     user = utils.is_debugging_enabled()

@@ -206,7 +206,7 @@ def test_footer_float_max_dropped_for_unknown_writers(tmp_path):
     import pyarrow as pa
 
     from deltakernel.kernel.schema.types import PrimitiveType, StructField, StructType
-    from deltakernel.spark.footer_stats import FooterStats
+    from deltakernel.spark.writing.footer_stats import FooterStats
 
     f = str(tmp_path / "x.parquet")
     pq.write_table(pa.table({"d": [1.0, float("nan"), 3.0], "n": pa.array([1, None, 5], pa.int64())}), f)

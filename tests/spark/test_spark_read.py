@@ -11,8 +11,8 @@ import pytest
 
 import deltakernel.spark as dks
 from deltakernel import DeltaTable, write_deltalake
-from deltakernel.spark.datasource import python_source_frame
-from deltakernel.spark.reader import DeltaFrame
+from deltakernel.spark.scan.datasource import python_source_frame
+from deltakernel.spark.scan.reader import DeltaFrame
 
 
 def arrow(df) -> pa.Table:

@@ -19,7 +19,7 @@ from deltakernel.errors import DeltaError
 
 def plan_text(df) -> str:
     """The optimized logical plan's text (over Connect: from the extended explain)."""
-    from deltakernel.spark.session import is_connect
+    from deltakernel.spark.kinds.session import is_connect
 
     if is_connect(df.sparkSession):
         text = df._explain_string(extended=True)
@@ -131,7 +131,7 @@ def test_s3_without_s3a_jars_uses_the_kernel_storage(spark, s3_bucket, s3_option
     monkeypatch.setattr(filesystems, "_WARNED", set())
     uri = f"s3://{s3_bucket}/t"
     df = spark.range(20).withColumn("p", (F.col("id") % 2).cast("string"))
-    with caplog.at_level(logging.WARNING, logger="deltakernel.spark.filesystems"):
+    with caplog.at_level(logging.WARNING, logger="deltakernel.spark.scan.filesystems"):
         df.write.format("delta").options(**s3_options).partitionBy("p").save(uri)
         df.write.format("delta").options(**s3_options).mode("append").save(uri)
         back = spark.read.format("delta").options(**s3_options).load(uri)

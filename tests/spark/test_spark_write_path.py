@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 import deltakernel
 from deltakernel import DeltaTable, write_deltalake
 from deltakernel.errors import ConstraintViolationError, DeltaError, SchemaError, UnsupportedFeatureError
-from deltakernel.spark._errors import marker, typed_error
+from deltakernel.spark.common.task_errors import marker, typed_error
 
 PATHS = ["native", "arrow"]
 

@@ -10,7 +10,7 @@ import pytest
 
 utils = pytest.importorskip("pyspark.errors.utils")
 
-from deltakernel.spark._errors import internal_plans, planning_here, thread_debugging
+from deltakernel.spark.common.task_errors import internal_plans, planning_here, thread_debugging
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from deltakernel.errors import DeltaError
-from deltakernel.spark._schema import Options
+from deltakernel.spark.common.schema import Options
 from deltakernel.spark.streaming.log_walk import LogWalk
 from deltakernel.spark.streaming.offsets import Budget, SourceOffset, SourceOptions, StreamingSourceError, parse_bytes
 from deltakernel.storage import storage_for_uri

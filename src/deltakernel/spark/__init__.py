@@ -27,16 +27,17 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from .install import disable, enable
-    from .reader import DeltaFrame, read
+    from .api.tables import DeltaTable, DeltaTableBuilder, IdentityGenerator
+    from .install.registry import disable, enable
+    from .scan.reader import DeltaFrame, read
     from .scan.report import ScanReport, scan_report
-    from .tables import DeltaTable, DeltaTableBuilder, IdentityGenerator
-    from .writer import write
+    from .writing.writer import write
 
 # loaded on first use: Spark's Python workers import submodules (the data sources, the executors' tasks)
 # without paying for the whole engine (a streaming query starts a Python process for its source)
-_LAZY = {"DeltaFrame": ".reader", "read": ".reader", "enable": ".install", "disable": ".install",
-         "DeltaTable": ".tables", "DeltaTableBuilder": ".tables", "IdentityGenerator": ".tables", "write": ".writer",
+_LAZY = {"DeltaFrame": ".scan.reader", "read": ".scan.reader", "enable": ".install.registry",
+         "disable": ".install.registry", "DeltaTable": ".api.tables", "DeltaTableBuilder": ".api.tables",
+         "IdentityGenerator": ".api.tables", "write": ".writing.writer",
          "scan_report": ".scan.report", "ScanReport": ".scan.report"}
 
 

@@ -168,7 +168,7 @@ def load_target(spark: Any, path: str, alias: str | None, storage_options: dict[
     """The table at `path` as of now (latest snapshot)."""
     from ...kernel.snapshot import Snapshot
     from ...storage import storage_for_uri
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     uri = table_uri(path)
     snapshot = Snapshot.load(storage_for_uri(uri, storage_options), None)
@@ -177,8 +177,8 @@ def load_target(spark: Any, path: str, alias: str | None, storage_options: dict[
 
 def native_readable(target: Target) -> bool:
     """Whether Spark's Parquet plan can scan the table (else the embedded engine runs the DML on the driver)."""
-    from ..filesystems import hadoop_can_read
-    from ..reader import native_supported
+    from ..scan.filesystems import hadoop_can_read
+    from ..scan.reader import native_supported
 
     return native_supported(target.snapshot) and hadoop_can_read(target.spark, target.storage)
 

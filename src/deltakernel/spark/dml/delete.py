@@ -31,7 +31,7 @@ from ...operations.dml.commit import ms_since
 from ...operations.dml.delete import DeleteMetrics, live_rows
 from ...operations.dml.touched_rows import DmlPredicate, candidate_files, partition_matches
 from ...operations.files.change_data import cdf_enabled
-from .._errors import internal_plans
+from ..common.task_errors import internal_plans
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, Target, target_frame
 from .output import RowsPlan, write_change_data, write_rows

@@ -28,9 +28,9 @@ from ...kernel.arrow_build import bool_to_arrow
 from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from ...kernel.snapshot import Snapshot
 from ...storage import Storage, storage_for_uri
-from .. import file_columns as fc
+from ..kinds.session import Shared, has_jvm
+from ..scan import file_columns as fc
 from ..scan.layout import ScanLayout, quote
-from ..session import Shared, has_jvm
 
 FID = "__dk_fid"
 MAP_LOOKUP_FILES = 2_000  # unpartitioned scans of at most this many files get their file columns by map lookup

@@ -73,8 +73,8 @@ from ...operations.dml.merge.plan import (
 from ...operations.dml.rewrite import remove_action
 from ...operations.files.change_data import cdf_enabled
 from ...operations.write.enforcement import Enforcer
-from .. import identity as idc
-from .._errors import internal_plans
+from ..common.task_errors import internal_plans
+from ..writing import identity as idc
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, ROW, Target
 from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
@@ -441,7 +441,7 @@ def merge(spark: Any, path: str, source: Any, condition: Any, clauses: list[Spar
                             engine_info=ENGINE_INFO)
     if schema_evolution:
         from ...operations.dml.merge.schema_evolution import evolve_schema
-        from ..writer import table_arrow_schema
+        from ..writing.writer import table_arrow_schema
 
         evolve_schema(txn, table_arrow_schema(source.schema), kernel_clauses, alias)
     plan = MergePlan(target, source, condition, clauses, txn.metadata)

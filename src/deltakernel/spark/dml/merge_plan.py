@@ -43,7 +43,7 @@ from ...operations.dml.merge.plan import (
     Names,
     unprefix,
 )
-from .._schema import to_spark_schema
+from ..common.schema import to_spark_schema
 from .facts import Analysis
 from .frame import FID, ROW, Target, quote, target_frame
 from .plan import analysis_error, facts_of, resolved

@@ -27,8 +27,8 @@ from ...kernel.log.actions import Metadata, Protocol
 from ...kernel.schema.arrow import to_arrow_schema
 from ...operations.files.change_data import ChangeDataWriter
 from ...operations.write.enforcement import Enforcer
-from .._errors import marked
-from ..session import Shared
+from ..common.task_errors import marked
+from ..kinds.session import Shared
 from .frame import Target, executor_storage
 from .merge_plan import ACTION as CLAUSE
 from .output import Written, cast_table, collect_written, with_hidden_columns, write_task_files

@@ -42,10 +42,10 @@ from ...operations.write.enforcement import (
     INVARIANTS,
     Enforcer,
 )
-from .._errors import marked, task_errors
-from ..native_write import WRITE_PATH_OPTION, native_or_fallback, write_native, write_path_choice
-from ..session import Shared
-from ..writer import ARROW_BATCH_ROWS, arrow_batch_rows
+from ..common.task_errors import marked, task_errors
+from ..kinds.session import Shared
+from ..writing.native_write import WRITE_PATH_OPTION, native_or_fallback, write_native, write_path_choice
+from ..writing.writer import ARROW_BATCH_ROWS, arrow_batch_rows
 from .frame import Target, executor_storage
 from .touched import to_arrow
 

@@ -21,7 +21,7 @@ from ...kernel.expressions import predicate as ex
 from ...kernel.snapshot import Snapshot
 from ...operations.dml.assignments import SetTargets
 from ...operations.dml.touched_rows import DmlPredicate, plan_predicate
-from .._schema import to_spark_schema
+from ..common.schema import to_spark_schema
 from .facts import ExpressionFacts
 
 _log = logging.getLogger(__name__)

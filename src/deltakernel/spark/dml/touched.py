@@ -34,8 +34,8 @@ from ...kernel.deletion_vectors import DeletionVectorDescriptor
 from ...kernel.paths import resolve_file
 from ...operations.dml.dv_writer import DeletionVectorWriter, dv_add_action
 from ...operations.dml.rewrite import FILE_COLUMNS, remove_action
-from .._errors import marked, task_errors
-from ..session import Shared
+from ..common.task_errors import marked, task_errors
+from ..kinds.session import Shared
 from .frame import FID, ROW, Target, executor_storage, existing_deleted
 
 DV_RESULT = "fid int, deleted long, full boolean, dv string, upd long, del long, n long"

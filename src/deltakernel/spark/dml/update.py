@@ -33,7 +33,7 @@ from ...operations.dml.commit import ms_since
 from ...operations.dml.touched_rows import DmlPredicate, candidate_files, partition_matches
 from ...operations.dml.update import UpdateMetrics
 from ...operations.files.change_data import cdf_enabled
-from .._errors import internal_plans
+from ..common.task_errors import internal_plans
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, Target, quote, target_frame
 from .output import RowsPlan, update_rules, write_rows

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..catalog_entry import CatalogEntry
+    from ..catalog.entry import CatalogEntry
 
 
 class CatalogAccess(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..catalog_entry import CatalogEntry
+from ..catalog.entry import CatalogEntry
 
 
 def _first_line(e: BaseException) -> str:
@@ -50,7 +50,7 @@ class ClassicCatalog:
             return None
 
     def lookup(self, parts: list[str]) -> CatalogEntry | None:
-        from ..catalog_entry import session_table
+        from ..catalog.entry import session_table
 
         dt = session_table(parts, self.unqualified)
         md = self.table_metadata(*dt) if dt is not None else None

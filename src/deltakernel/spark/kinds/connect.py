@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..catalog_entry import CatalogEntry
+from ..catalog.entry import CatalogEntry
 
 
 class ConnectCatalog:

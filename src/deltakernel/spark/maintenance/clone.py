@@ -39,8 +39,8 @@ from ...operations.create.clone import (
 from ...operations.files.dml_output import delete_quietly
 from ...operations.files.layout import uri_encode_path
 from ...storage import Storage, storage_for_uri
-from .._errors import marked, task_errors
-from ..session import default_parallelism
+from ..common.task_errors import marked, task_errors
+from ..kinds.session import default_parallelism
 from ._common import ENGINE_INFO, executor_storage, map_partitions, spark_timestamp
 
 log = logging.getLogger(__name__)
@@ -210,7 +210,7 @@ def clone(spark: Any, uri: str, storage_options: dict[str, str] | None, target: 
           timestamp: str | None = None) -> str:
     """delta-spark's clone family; returns the target path (for `DeltaTable.forPath`)."""
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     check_types(target, is_shallow, replace, properties)
     path = target_path(target)

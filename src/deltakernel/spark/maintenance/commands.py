@@ -35,9 +35,9 @@ from ...operations.maintenance.vacuum import (
     plan_vacuum,
     retention_ms,
 )
-from .. import error_classes as ec
-from .._errors import marked, task_errors
-from ..error_classes import spark_vacuum_errors
+from ..common import error_classes as ec
+from ..common.error_classes import spark_vacuum_errors
+from ..common.task_errors import marked, task_errors
 from ._common import (
     commit_info,
     commit_properties,
@@ -209,7 +209,7 @@ def _check_restore_timestamp(snapshot: Snapshot, text: str, target: Any) -> None
     """delta-spark's RESTORE TIMESTAMP checks: before the first commit still in the log or after the latest
     one is an error with its class (`DELTA_CANNOT_RESTORE_TIMESTAMP_EARLIER` / `..._GREATER`)."""
     from ...kernel.log.time_travel import format_timestamp_ms
-    from ..time_bounds import version_within_log
+    from ..common.time_bounds import version_within_log
 
     def too_early(earliest: int) -> Exception:
         return RestoreError(ec.classed(ec.RESTORE_TIMESTAMP_EARLIER, f"Cannot restore table to timestamp ({text}) "
@@ -237,7 +237,7 @@ def parse_identifier(identifier: str) -> tuple[str, str]:
 def _partition_schema(spark: Any, schema: Any) -> Any:
     from pyspark.sql.types import DataType, StructType
 
-    from .._schema import from_spark_schema
+    from ..common.schema import from_spark_schema
 
     if schema is None:
         return None
@@ -256,7 +256,7 @@ def convert_to_delta(spark: Any, identifier: str, partition_schema: Any = None,
     """delta-spark's `DeltaTable.convertToDelta`: the Parquet directory becomes a Delta table (a Delta table
     already there is left as it is); returns the table path."""
     from ...operations.create.convert import convert_to_deltalake
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     fmt, path = parse_identifier(identifier)
     uri = table_uri(path)

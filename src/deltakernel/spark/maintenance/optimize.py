@@ -59,8 +59,8 @@ from ...operations.maintenance.optimize.execute import (
     target_file_size,
 )
 from ...operations.maintenance.optimize.plan import Bin, OptimizePlan
-from .._errors import marked, task_errors
-from ..session import default_parallelism
+from ..common.task_errors import marked, task_errors
+from ..kinds.session import default_parallelism
 from ._common import ENGINE_INFO, SnapshotState, commit_properties, conf, map_partitions
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class DeltaOptimizeBuilder:
     def _refuse_partition_columns(self, cols: tuple[str, ...]) -> None:
         """delta-spark's check, with its error class: files already hold one value of a partition column."""
         from ...table import DeltaTable as KernelTable
-        from ..error_classes import ZORDERING_ON_PARTITION_COLUMN, classed
+        from ..common.error_classes import ZORDERING_ON_PARTITION_COLUMN, classed
 
         parts = {p.lower() for p in KernelTable(self._uri, storage_options=self._storage_options)
                  .snapshot.partition_columns}
@@ -330,7 +330,7 @@ def result_frame(spark: Any, job: _Job, metrics: OptimizeMetrics, start_ms: int,
                                 "numDeletionVectorRowsRemoved": dv_rows},
         "numTableColumns": len(job.snapshot.schema.fields), "numTableColumnsWithStats": _stats_columns(job.snapshot),
     }
-    from ..reader import metadata_file_path
+    from ..scan.reader import metadata_file_path
 
     path = metadata_file_path(job.snapshot.storage, "").rstrip("/")
     table = pa.Table.from_pylist([{"path": path, "metrics": row}], schema=RESULT_SCHEMA)

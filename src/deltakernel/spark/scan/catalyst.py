@@ -252,17 +252,17 @@ class _Translator:
             return None, False
         if node.cls == "Like":
             escape = node.fields.get("escapeChar")
-            value = _like_prefix(value, str(escape) if isinstance(escape, str) and escape else "\\")
+            value = like_prefix(value, str(escape) if isinstance(escape, str) and escape else "\\")
             if value is None:
                 return None, False
         if not value:
             return None, False
         path = col[0]
-        lower = ex.Comparison(">=", ex.Column(path), ex.Literal(value, _string_type()))
-        upper = _next_prefix(value)
+        lower = ex.Comparison(">=", ex.Column(path), ex.Literal(value, string_type()))
+        upper = next_prefix(value)
         if upper is None:
             return lower, False
-        return ex.And(lower, ex.Comparison("<", ex.Column(path), ex.Literal(upper, _string_type()))), False
+        return ex.And(lower, ex.Comparison("<", ex.Column(path), ex.Literal(upper, string_type()))), False
 
 
 def translate(expr: Any, resolve: Resolver) -> tuple[ex.Expr | None, bool]:
@@ -290,7 +290,7 @@ def _bool_type() -> Any:
     return pa.bool_()
 
 
-def _string_type() -> Any:
+def string_type() -> Any:
     import pyarrow as pa
 
     return pa.string()
@@ -338,7 +338,7 @@ def _from_text(text: str, dtype: str) -> Any:
     raise ValueError(f"no IN-set values of type {dtype}")
 
 
-def _like_prefix(pattern: str, escape: str) -> str | None:
+def like_prefix(pattern: str, escape: str) -> str | None:
     """The literal text before the first wildcard of a LIKE pattern (None for a malformed escape)."""
     out = []
     i = 0
@@ -357,7 +357,7 @@ def _like_prefix(pattern: str, escape: str) -> str | None:
     return "".join(out)
 
 
-def _next_prefix(prefix: str) -> str | None:
+def next_prefix(prefix: str) -> str | None:
     """The smallest string above every string starting with `prefix` (code point order), if any."""
     chars = list(prefix)
     while chars:

@@ -83,17 +83,17 @@ def skipping_predicate(conjunct: Any, schema: StructType) -> Any:
             not isinstance(pattern.value, str):
         return None
     from ...kernel.expressions import predicate as ex
-    from .catalyst import _like_prefix, _next_prefix, _string_type
+    from .catalyst import like_prefix, next_prefix, string_type
 
-    prefix = _like_prefix(pattern.value, "\\")
+    prefix = like_prefix(pattern.value, "\\")
     path = conjunct.operand.path
     field = next((f for f in schema.fields if len(path) == 1 and f.name.lower() == path[0].lower()), None)
     if not prefix or field is None or getattr(field.type, "name", None) != "string":
         return None
     column = ex.Column((field.name,))
-    lower = ex.Comparison(">=", column, ex.Literal(prefix, _string_type()))
-    upper = _next_prefix(prefix)
-    return lower if upper is None else ex.And(lower, ex.Comparison("<", column, ex.Literal(upper, _string_type())))
+    lower = ex.Comparison(">=", column, ex.Literal(prefix, string_type()))
+    upper = next_prefix(prefix)
+    return lower if upper is None else ex.And(lower, ex.Comparison("<", column, ex.Literal(upper, string_type())))
 
 
 def _map_columns(node: Any, refs: list[tuple[tuple[str, ...], int | None]], resolve: Any) -> Any:

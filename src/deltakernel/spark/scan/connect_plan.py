@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...kernel.snapshot import Snapshot
+from ..kinds.dataframe_subclass import PlainNew
 
 TESTED_PYSPARK = ("4.3.0",)
 
@@ -109,14 +110,13 @@ class DeltaScan(_plan_base()):  # type: ignore[misc]
 
 
 def _source_frame(spark: Any, snapshot: Snapshot) -> Any:
-    from ..datasource import python_source_frame
+    from .datasource import python_source_frame
 
     return python_source_frame(spark, snapshot.storage.root_uri, {"versionAsOf": str(snapshot.version)})
 
 
 def delta_frame(spark: Any, snapshot: Snapshot, row_tracking: bool = False, predicate: Any = None) -> Any:
     """What `load()` returns on a Connect session: a `ConnectDeltaFrame` over a `DeltaScan` leaf."""
-    from .public_plan import ConnectDeltaFrame
 
     return ConnectDeltaFrame(DeltaScan(spark, snapshot, row_tracking, predicate), spark)
 
@@ -587,6 +587,32 @@ def drop_temp_view_hook(original: Any) -> Any:
     return drop_temp_view
 
 
-__all__ = ["DeltaScan", "TESTED_PYSPARK", "assign", "delta_frame", "forget_view", "frame_view", "has_delta_leaf",
+def _connect_base() -> type:
+    try:
+        from pyspark.sql.connect.dataframe import DataFrame
+    except ImportError:  # pragma: no cover - pyspark without grpc: never instantiated
+        return object
+    return DataFrame  # type: ignore[no-any-return]
+
+
+class ConnectDeltaFrame(PlainNew, _connect_base()):  # type: ignore[misc]
+    """What `load()` returns on a Spark Connect session: a plain Connect DataFrame whose plan is a lazy Delta
+    leaf (`connect_plan.DeltaScan`); every DataFrame built on it is a plain Connect DataFrame, and the files are
+    chosen with the conditions above the leaf when the plan is sent (`connect_plan.py`)."""
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._plan.snapshot  # type: ignore[no-any-return]
+
+    @property
+    def skipped_files(self) -> int:
+        """Files of this table the kernel skips for this frame's plan."""
+        leaf = self._plan
+        kept = leaf.planned(assign(leaf).predicates.get(id(leaf)))[1]
+        return leaf.snapshot.num_files - kept  # type: ignore[no-any-return]
+
+
+__all__ = ["ConnectDeltaFrame", "DeltaScan", "TESTED_PYSPARK", "assign", "delta_frame", "forget_view", "frame_view",
+           "has_delta_leaf",
            "command_classes", "drop_temp_view_hook", "frame_view_table", "native_temp_view", "output_names",
            "serialize_hook", "temp_view_hook"]

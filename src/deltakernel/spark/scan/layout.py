@@ -12,7 +12,7 @@ from typing import Any
 from ...kernel.schema.column_mapping import to_physical_schema
 from ...kernel.schema.types import StructField, StructType
 from ...kernel.snapshot import Snapshot
-from .._schema import to_spark_schema
+from ..common.schema import to_spark_schema
 
 
 def quote(name: str) -> str:

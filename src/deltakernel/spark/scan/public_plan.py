@@ -23,9 +23,8 @@ from ...kernel import row_tracking as rt
 from ...kernel.scan.scan import Scan
 from ...kernel.schema.column_mapping import physical_name
 from ...kernel.snapshot import Snapshot
-from .. import file_columns as fc
-from .._schema import spark_path
-from ..dataframe_subclass import PlainNew
+from ..common.schema import spark_path
+from . import file_columns as fc
 from .deleted_rows import drop_deleted_rows
 from .hive_layout import base_path, hive_discoverable
 from .layout import ScanLayout, quote, row_tracking_columns
@@ -148,31 +147,4 @@ def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_t
     return df.select(*select)
 
 
-def _connect_base() -> type:
-    try:
-        from pyspark.sql.connect.dataframe import DataFrame
-    except ImportError:  # pragma: no cover - pyspark without grpc: never instantiated
-        return object
-    return DataFrame  # type: ignore[no-any-return]
-
-
-class ConnectDeltaFrame(PlainNew, _connect_base()):  # type: ignore[misc]
-    """What `load()` returns on a Spark Connect session: a plain Connect DataFrame whose plan is a lazy Delta
-    leaf (`connect_plan.DeltaScan`); every DataFrame built on it is a plain Connect DataFrame, and the files are
-    chosen with the conditions above the leaf when the plan is sent (`connect_plan.py`)."""
-
-    @property
-    def snapshot(self) -> Snapshot:
-        return self._plan.snapshot  # type: ignore[no-any-return]
-
-    @property
-    def skipped_files(self) -> int:
-        """Files of this table the kernel skips for this frame's plan."""
-        from .connect_plan import assign
-
-        leaf = self._plan
-        kept = leaf.planned(assign(leaf).predicates.get(id(leaf)))[1]
-        return leaf.snapshot.num_files - kept  # type: ignore[no-any-return]
-
-
-__all__ = ["ConnectDeltaFrame", "planned_files", "public_frame", "scan_frame"]
+__all__ = ["planned_files", "public_frame", "scan_frame"]

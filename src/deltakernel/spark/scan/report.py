@@ -78,7 +78,7 @@ def delta_scans(df: Any) -> list[tuple[Any, DeltaFileIndex]]:
 
 def scan_report(df: Any, *, list_files: bool = True) -> list[ScanReport]:
     """One entry per Delta scan of the query (see the module docstring)."""
-    from ..session import is_connect
+    from ..kinds.session import is_connect
 
     if is_connect(df.sparkSession):
         return connect_scan_report(df)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import DeltaError, SchemaError, UnsupportedFeatureError
-from ..error_classes import ALTER_CHANGE_COLUMN_OP, classed
+from ..common.error_classes import ALTER_CHANGE_COLUMN_OP, classed
 from .syntax import Statement, TableName, Token
 
 
@@ -145,10 +145,10 @@ def sql_type(t: Any) -> str:
 
 def _parse_type(spark: Any, text: str) -> Any:
     """A DDL type as Delta JSON, parsed by Spark (either session kind)."""
-    from ..session import is_connect
+    from ..kinds.session import is_connect
 
     if is_connect(spark):
-        from ..connect_internals import parse_ddl
+        from ..kinds.connect_internals import parse_ddl
 
         return json.loads(parse_ddl(spark, f"x {text}").json())["fields"][0]["type"]
     from pyspark.sql.types import DataType
@@ -181,8 +181,8 @@ def run(spark: Any, location: str, stmt: ChangeColumn) -> None:
 
     from ...kernel.transaction.transaction import Transaction
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
-    from ..tables import ENGINE_INFO
+    from ..api.tables import ENGINE_INFO
+    from ..common.schema import table_uri
 
     path = ".".join(stmt.column)
     if stmt.default is not None:

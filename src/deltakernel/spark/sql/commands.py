@@ -15,14 +15,14 @@ import os
 from typing import Any
 
 from ...errors import UnsupportedFeatureError
-from ..catalog import DeltaRef, require, sync_schema
+from ..catalog.tables import DeltaRef, require, sync_schema
 from . import grammar as g
 from .grammar import DeltaSqlError
 
 
 def resolve_table(spark: Any, table: g.TableName, required: bool = True) -> DeltaRef | None:
     """A grammar table reference as a Delta table: `'path'` strings, delta.`/path`, or catalog names."""
-    from ..catalog import resolve
+    from ..catalog.tables import resolve
 
     if table.path is not None:
         return DeltaRef(table.path, table.text)
@@ -32,7 +32,7 @@ def resolve_table(spark: Any, table: g.TableName, required: bool = True) -> Delt
 
 
 def spark_table(spark: Any, ref: DeltaRef) -> Any:
-    from ..tables import DeltaTable
+    from ..api.tables import DeltaTable
 
     return DeltaTable(spark, ref.location)
 
@@ -134,7 +134,7 @@ def _vacuum(spark: Any, ref: DeltaRef, stmt: g.Vacuum) -> Any:
     check = conf_flag(spark, "spark.databricks.delta.retentionDurationCheck.enabled", True)
     if stmt.mode == "LITE" and not stmt.dry_run:
         from ...table import DeltaTable as KernelTable
-        from .._schema import table_uri
+        from ..common.schema import table_uri
         from ..maintenance.commands import vacuum as spark_vacuum
 
         uri = KernelTable(table_uri(ref.location)).table_uri
@@ -142,8 +142,8 @@ def _vacuum(spark: Any, ref: DeltaRef, stmt: g.Vacuum) -> Any:
         return _paths_frame(spark, [_uri(uri)])
     if stmt.dry_run:
         from ...table import DeltaTable as KernelTable
-        from .._schema import table_uri
-        from ..error_classes import spark_vacuum_errors
+        from ..common.error_classes import spark_vacuum_errors
+        from ..common.schema import table_uri
         from ..maintenance.commands import table_retention_hours
 
         kt = KernelTable(table_uri(ref.location))
@@ -158,7 +158,7 @@ def _vacuum(spark: Any, ref: DeltaRef, stmt: g.Vacuum) -> Any:
     else:
         vacuum()
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     return _paths_frame(spark, [_uri(KernelTable(table_uri(ref.location)).table_uri)])
 
@@ -190,7 +190,7 @@ def _convert(spark: Any, stmt: g.ConvertToDelta) -> Any:
     if not (len(parts) == 2 and parts[0].lower() == "parquet"):
         raise UnsupportedFeatureError("CONVERT TO DELTA", "CONVERT TO DELTA takes a parquet.`/path` table; "
                                       "converting catalog tables is not supported")
-    from ..tables import DeltaTable
+    from ..api.tables import DeltaTable
 
     convert = method(DeltaTable, "convertToDelta", "CONVERT TO DELTA")
     identifier = f"parquet.`{parts[1].replace('`', '``')}`"
@@ -203,7 +203,7 @@ def _convert(spark: Any, stmt: g.ConvertToDelta) -> Any:
 
 def _alter(spark: Any, ref: DeltaRef, stmt: g.Statement) -> Any:
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     kt = KernelTable(table_uri(ref.location))
     if isinstance(stmt, g.AddConstraint):

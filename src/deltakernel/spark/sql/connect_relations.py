@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import UnsupportedFeatureError
-from ..catalog import DeltaRef, delta_ref, lookup, path_of
-from ..catalog_entry import CatalogEntry
+from ..catalog.entry import CatalogEntry
+from ..catalog.tables import DeltaRef, delta_ref, lookup, path_of
 from . import text_plans as T
 from .commands import evaluate_timestamp
 from .grammar import DeltaSqlError
@@ -249,8 +249,8 @@ def _view_frame(spark: Any, view: CatalogEntry, route: Any, conditions: list[str
 
 def _base_frame(spark: Any, use: _Use) -> Any:
     """The reference's frame before its conditions (the table's latest or time-travelled scan, or its CDF)."""
-    from ..reader import read
-    from ..table_frames import latest_frame
+    from ..catalog.table_frames import latest_frame
+    from ..scan.reader import read
 
     assert use.ref is not None
     opts: dict[str, Any] = dict(use.options)
@@ -259,8 +259,8 @@ def _base_frame(spark: Any, use: _Use) -> Any:
 
 def _columns(spark: Any, use: _Use, base: Any) -> list[str] | None:
     """The columns a reference exposes to the statement (for the pushdown analysis), None when unknown."""
-    from ..reader import DeltaFrame
     from ..scan.connect_plan import output_names
+    from ..scan.reader import DeltaFrame
 
     if use.frame_view is not None:
         return output_names(use.frame_view._plan) or list(use.frame_view.columns)
@@ -273,7 +273,7 @@ def _columns(spark: Any, use: _Use, base: Any) -> list[str] | None:
 
 def _frame(spark: Any, use: _Use, base: Any = None) -> tuple[str, Any]:
     """(view name, frame) of one reference: the table's scan, planned with the reference's conjuncts."""
-    from ..reader import DeltaFrame
+    from ..scan.reader import DeltaFrame
 
     assert use.ref is not None
     from ..scan.connect_filters import condition_predicate

@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog import DeltaRef, TableSpec, create, sync_schema
+from ..catalog.tables import DeltaRef, TableSpec, create, sync_schema
 from .commands import empty_frame, method, spark_table
 from .grammar import DeltaSqlError
 from .statements import (
@@ -70,7 +70,7 @@ def run_create_like(spark: Any, stmt: CreateLike) -> Any:
     partition_by: list[str] = []
     if stmt.source is not None:
         from ...table import DeltaTable as KernelTable
-        from .._schema import table_uri
+        from ..common.schema import table_uri
 
         snap = KernelTable(table_uri(stmt.source.location)).snapshot
         schema = snap.schema
@@ -79,7 +79,7 @@ def run_create_like(spark: Any, stmt: CreateLike) -> Any:
         properties = {**{k: v for k, v in snap.metadata.configuration.items()
                          if not k.startswith("delta.constraints.")}, **properties}
     else:
-        from .._schema import from_spark_schema
+        from ..common.schema import from_spark_schema
         from .public_catalog import quote
 
         schema = from_spark_schema(spark.table(".".join(quote(p) for p in stmt.source_name)).schema)
@@ -98,7 +98,7 @@ def run_truncate(spark: Any, stmt: Truncate) -> Any:
 # ----------------------------------------------------------------------------- ALTER TABLE
 def run_alter(spark: Any, stmt: AlterTable) -> Any:
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     ref = stmt.target
     kt = KernelTable(table_uri(ref.location))
@@ -128,8 +128,8 @@ def unset_properties(ref: DeltaRef, keys: list[str], if_exists: bool) -> None:
 
     from ...kernel.transaction.transaction import Transaction
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
-    from ..tables import ENGINE_INFO
+    from ..api.tables import ENGINE_INFO
+    from ..common.schema import table_uri
 
     snap = KernelTable(table_uri(ref.location)).snapshot
     conf = dict(snap.metadata.configuration)
@@ -156,7 +156,7 @@ def run_describe(spark: Any, stmt: Describe) -> Any:
     from pyspark.sql.types import StringType, StructField, StructType
 
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri, to_spark_schema
+    from ..common.schema import table_uri, to_spark_schema
 
     ref = stmt.target
     snap = KernelTable(table_uri(ref.location)).snapshot
@@ -201,7 +201,7 @@ def run_show_properties(spark: Any, stmt: ShowProperties) -> Any:
     from pyspark.sql.types import StringType, StructField, StructType
 
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     ref, key = stmt.target, stmt.key
     props = table_properties(KernelTable(table_uri(ref.location)).snapshot)

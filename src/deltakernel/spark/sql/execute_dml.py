@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog import DeltaRef, resolve_name, sync_schema
+from ..catalog.tables import DeltaRef, resolve_name, sync_schema
 from .commands import method, spark_table
 from .grammar import DeltaSqlError, tokenize
 from .statements import Assignment, Delete, Insert, Merge, MergeClause, Update
@@ -95,7 +95,7 @@ def assignments(items: tuple[Assignment, ...], quals: set[tuple[str, ...]], colu
 def table_columns(ref: DeltaRef) -> list[str]:
     """The table's top-level column names (latest version)."""
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     return [f.name for f in KernelTable(table_uri(ref.location)).snapshot.schema.fields]
 
@@ -103,7 +103,7 @@ def table_columns(ref: DeltaRef) -> list[str]:
 def table_version(ref: DeltaRef) -> int:
     """The table's latest version (before a statement, for `commit_metrics`)."""
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     return int(KernelTable(table_uri(ref.location)).version())
 
@@ -112,7 +112,7 @@ def commit_metrics(ref: DeltaRef, before: int, operations: tuple[str, ...]) -> d
     """operationMetrics of the newest commit after `before` whose operation is one of `operations` (any when
     empty); {} when the statement committed nothing."""
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri
+    from ..common.schema import table_uri
 
     kt = KernelTable(table_uri(ref.location))
     latest = int(kt.version())
@@ -226,7 +226,7 @@ def positional_frame(df: Any, ref: DeltaRef, columns: list[str] | None, by_name:
     from pyspark.sql import functions as F
 
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri, to_spark_schema
+    from ..common.schema import table_uri, to_spark_schema
 
     schema = to_spark_schema(KernelTable(table_uri(ref.location)).snapshot.schema)
     by_lower = {f.name.lower(): f for f in schema.fields}
@@ -282,7 +282,7 @@ def _quote(part: str) -> str:
 def static_condition(ref: DeltaRef, static: dict[str, str]) -> str:
     """INSERT OVERWRITE ... PARTITION (k = v, ...) as the replaceWhere condition of those partitions."""
     from ...table import DeltaTable as KernelTable
-    from .._schema import table_uri, to_spark_schema
+    from ..common.schema import table_uri, to_spark_schema
 
     types = {f.name.lower(): f.dataType
              for f in to_spark_schema(KernelTable(table_uri(ref.location)).snapshot.schema).fields}
@@ -299,7 +299,7 @@ def run_insert(spark: Any, stmt: Insert, run_sql: Callable[[str], Any]) -> Any:
     if stmt.overwrite and static and replace_where is None:
         replace_where = static_condition(ref, static)
     before = table_version(ref)
-    from ..writer import write
+    from ..writing.writer import write
 
     opts = {"replaceWhere": replace_where, "partitionOverwriteMode": "static"} if replace_where is not None else {}
     write(frame, ref.location, mode="overwrite" if stmt.overwrite or replace_where is not None else "append", **opts)
@@ -316,7 +316,7 @@ def insert_into(df: Any, name: str, overwrite: bool) -> bool:
     ref = resolve_name(spark, name)
     if ref is None:
         return False
-    from ..writer import write
+    from ..writing.writer import write
 
     frame = positional_frame(df, ref, None)
     write(frame, ref.location, mode="overwrite" if overwrite else "append")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import UnsupportedFeatureError
-from ..catalog import DeltaRef, path_of, resolve
+from ..catalog.tables import DeltaRef, path_of, resolve
 from . import plans as P
 from .execute_ddl import is_delta_provider
 from .grammar import DeltaSqlError, DeltaSqlSyntaxError, head

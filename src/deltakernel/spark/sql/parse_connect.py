@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import UnsupportedFeatureError
 from ...operations.sql_statement import merge_inserts
-from ..catalog import DeltaRef, path_of, resolve
+from ..catalog.tables import DeltaRef, path_of, resolve
 from . import text_plans as T
 from .execute_ddl import is_delta_provider
 from .grammar import DeltaSqlError, DeltaSqlSyntaxError, head, tokenize

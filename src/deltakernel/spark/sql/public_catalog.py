@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from ..catalog_entry import SESSION_CATALOG, CatalogEntry
+from ..catalog.entry import SESSION_CATALOG, CatalogEntry
 
 _KEY = re.compile(r"^([A-Z][A-Za-z ]*?): ?(.*)$")
 _KEYS = {"Catalog", "Database", "Namespace", "Table", "Owner", "Created Time", "Last Access", "Created By", "Type",
@@ -29,7 +29,7 @@ _KEYS = {"Catalog", "Database", "Namespace", "Table", "Owner", "Created Time", "
 
 def original_sql(spark: Any, text: str, args: Any = None) -> Any:
     """`spark.sql(text, args)` as pyspark defines it (not routed through the Delta SQL router)."""
-    from ..patch_state import original
+    from ..install.state import original
 
     return original(type(spark), "sql")(spark, text, args)
 
@@ -163,7 +163,7 @@ def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...]) -> CatalogEntry
 
 def catalog_columns(spark: Any, name: str) -> list[Any]:
     """`spark.catalog.listColumns(name)` as Spark answers it (not the Delta log's answer patched in)."""
-    from ..patch_state import original
+    from ..install.state import original
 
     return list(original(type(spark.catalog), "listColumns")(spark.catalog, name))
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import UnsupportedFeatureError
-from ..catalog import DeltaRef, require, resolve, split_name
+from ..catalog.tables import DeltaRef, require, resolve, split_name
 from . import plans as P
 from .commands import evaluate_timestamp
 from .grammar import DeltaSqlError
@@ -168,7 +168,7 @@ def find_uses(spark: Any, plan: Any, run_sql: Any, database: str | None = None, 
 
 def _permanent_view(spark: Any, parts: list[str]) -> _View | None:
     """A permanent view of the session catalog named by `parts` (temp views are Spark's: None)."""
-    from ..catalog import catalog_table
+    from ..catalog.tables import catalog_table
 
     md = catalog_table(spark, parts)
     if md is None or str(md.tableType().name()) != "VIEW":
@@ -199,7 +199,7 @@ def rewrite(spark: Any, text: str, plan: Any, run_sql: Any, route: Any = None) -
     uses = find_uses(spark, plan, run_sql)
     if not uses:
         return None
-    from ..table_frames import cache_catalog_plan
+    from ..catalog.table_frames import cache_catalog_plan
 
     for use in uses:
         if not use.rewrites and use.ref is not None:
@@ -249,7 +249,7 @@ def _frame(spark: Any, use: _Use, run_sql: Any) -> Any:
     """The DataFrame a rewritten reference reads: the table's plan, or an expanded view's routed text."""
     if use.view is None:
         assert use.ref is not None
-        from ..table_frames import latest_frame
+        from ..catalog.table_frames import latest_frame
 
         return latest_frame(spark, use.ref.location, use.options)
     catalog = spark._jsparkSession.sessionState().catalog()

@@ -107,7 +107,7 @@ class Router:
             if t.is_kw("USING") and toks[i + 1].is_kw("DELTA"):
                 return True
         if toks and toks[0].is_kw("MERGE", "UPDATE", "DELETE", "INSERT"):
-            from ..catalog import resolve
+            from ..catalog.tables import resolve
 
             j = 1
             while j < len(toks) and toks[j].is_kw("INTO", "FROM", "OVERWRITE", "TABLE"):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ...kernel.schema.types import StructType
-    from ..catalog import DeltaRef
+    from ..catalog.tables import DeltaRef
 
 #: a SET / INSERT VALUES item: (the column's name parts as written, the value's Spark SQL text)
 Assignment = tuple[tuple[str, ...], str]

@@ -16,10 +16,10 @@ import functools
 import json
 from typing import Any
 
-from .. import connect_internals
-from ..datasource import SOURCE_NAME
-from ..install import is_enabled
-from ..session import owner_session
+from ..install.registry import is_enabled
+from ..kinds import connect_internals
+from ..kinds.session import owner_session
+from ..scan.datasource import SOURCE_NAME
 
 PARTITION_OPTION = "__partition_columns"
 
@@ -96,7 +96,7 @@ def stream_reader_table(original_table: Any) -> Any:
     def table(self: Any, tableName: str) -> Any:
         spark = owner_session(self)
         if is_enabled(spark) and isinstance(tableName, str):
-            from ..catalog import resolve_name
+            from ..catalog.tables import resolve_name
 
             ref = resolve_name(spark, tableName)
             if ref is not None:
@@ -109,9 +109,9 @@ def stream_reader_table(original_table: Any) -> Any:
 def _delta_table_for_stream(writer: Any, name: str, fmt: str | None, partition_by: Any) -> Any:
     """The Delta catalog table `name` (created empty with the stream's schema when format is delta and the
     table does not exist); None when `name` is not a Delta table and the format is not delta."""
-    from .._schema import from_spark_schema
-    from ..catalog import TableSpec, create, resolve_name, split_name
-    from ..writer import as_nullable
+    from ..catalog.tables import TableSpec, create, resolve_name, split_name
+    from ..common.schema import from_spark_schema
+    from ..writing.writer import as_nullable
 
     spark = owner_session(writer)
     ref = resolve_name(spark, name)

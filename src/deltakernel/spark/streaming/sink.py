@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter
 
 from ...errors import CommitConflictError, DeltaError
-from .._schema import Options, table_path, table_uri
+from ..common.schema import Options, table_path, table_uri
 
 _log = logging.getLogger(__name__)
 OPERATION = "STREAMING UPDATE"
@@ -36,7 +36,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     """One micro-batch's write; see the module docstring. `overwrite` is Spark's flag for outputMode complete."""
 
     def __init__(self, opts: Options, schema: Any, overwrite: bool) -> None:
-        from ..writer import WritePlan, plan_write, table_arrow_schema, write_arguments
+        from ..writing.writer import WritePlan, plan_write, table_arrow_schema, write_arguments
 
         self.opts = opts
         self.complete = bool(overwrite)
@@ -51,9 +51,9 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
 
     # ------------------------------------------------------------------ executors
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Any:
-        from .._errors import marked
-        from ..task_payloads import DeltaCommitMessage
-        from ..writer import write_batches
+        from ..common.task_errors import marked
+        from ..writing.task_payloads import DeltaCommitMessage
+        from ..writing.writer import write_batches
 
         with marked():
             adds, rows = write_batches(self.plan, iterator)
@@ -73,7 +73,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         return query_id(self.opts.get("checkpointLocation"))
 
     def commit(self, messages: list[Any], batchId: int) -> None:
-        from .._errors import marked
+        from ..common.task_errors import marked
 
         with marked():
             self._commit(messages, int(batchId))
@@ -85,7 +85,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         from ...operations.write.overwrite import plan_overwrite
         from ...operations.write.pipeline import load_snapshot
         from ...operations.write.plan import plan_metadata
-        from ..writer import ENGINE_INFO
+        from ..writing.writer import ENGINE_INFO
 
         adds = [a for m in messages if m is not None for a in m.adds]
         rows = sum(m.rows for m in messages if m is not None)

@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from .._schema import Options, storage_options, table_path
+from ..common.schema import Options, storage_options, table_path
 from .offsets import (
     BASE_INDEX,
     DEFAULT_MAX_FILES,
@@ -127,7 +127,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._until = self._log().latest_version()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        from .._errors import marked
+        from ..common.task_errors import marked
 
         with marked():
             first = SourceOffset.from_json(start, self._log().table_id)
@@ -152,7 +152,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return SourceOffset(walk.table_id, walk.latest_version() + 1, BASE_INDEX, False).to_json()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        from .._errors import marked
+        from ..common.task_errors import marked
 
         with marked():
             walk = self._log()
@@ -168,7 +168,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ------------------------------------------------------------------ executors
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from .._errors import marked
+        from ..common.task_errors import marked
 
         with marked():
             yield from _read(partition.value, self.spark_schema)
@@ -218,7 +218,7 @@ def _read(value: dict[str, Any], spark_schema: Any) -> Iterator[pa.RecordBatch]:
 
     from ...kernel.log.actions import Metadata
     from ...kernel.scan.scan import Scan
-    from ..task_payloads import LiteSnapshot
+    from ..writing.task_payloads import LiteSnapshot
 
     target = to_arrow_schema(spark_schema, timezone="UTC")
     h = value["header"]

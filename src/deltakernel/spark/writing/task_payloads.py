@@ -13,7 +13,7 @@ from typing import Any
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from ..kernel.schema.types import parse_schema_string
+from ...kernel.schema.types import parse_schema_string
 
 
 class LiteSnapshot:
@@ -21,7 +21,7 @@ class LiteSnapshot:
 
     def __init__(self, uri: str, storage_options: dict[str, str] | None, schema_json: str, mode: str,
                  partition_columns: list[str], version: int) -> None:
-        from ..storage import storage_for_uri
+        from ...storage import storage_for_uri
 
         self.storage = storage_for_uri(uri, storage_options)
         self.schema = parse_schema_string(schema_json)

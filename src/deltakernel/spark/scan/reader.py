@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kernel import row_tracking as rt
-from ..kernel.snapshot import Snapshot
-from ._schema import Options, spark_compatible, storage_options, table_uri
-from .dataframe_subclass import PlainNew
+from ...kernel import row_tracking as rt
+from ...kernel.snapshot import Snapshot
+from ..common.schema import Options, spark_compatible, storage_options, table_uri
+from ..kinds.dataframe_subclass import PlainNew
 from .filesystems import hadoop_can_read
 from .read_snapshot import load_snapshot
 
@@ -36,7 +36,7 @@ def read(spark: Any, path: str | None = None, *, table: tuple[str, str] | None =
     opts = Options(options)
     path = path or opts.get("path")
     if not path:
-        from ..errors import DeltaError
+        from ...errors import DeltaError
 
         raise DeltaError("a Delta table path is needed: load(path) or option('path', ...)")
     if opts.flag("readChangeFeed") or opts.flag("readChangeData"):
@@ -53,7 +53,7 @@ def read(spark: Any, path: str | None = None, *, table: tuple[str, str] | None =
 
 def read_change_feed(spark: Any, path: str, opts: Options) -> Any:
     """Change data feed: computed by the kernel on the driver, handed to Spark as Arrow."""
-    from ..table import DeltaTable
+    from ...table import DeltaTable
 
     dtab = DeltaTable(table_uri(path), storage_options=storage_options(opts))
     start = opts.int("startingVersion")
@@ -79,15 +79,15 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
                        table: tuple[str, str] | None = None) -> Any:
     """A DataFrame over `snapshot`: a DeltaFrame over the Delta file index when Spark can read the files; on a
     Spark Connect session a ConnectDeltaFrame (the public-API plan, `scan/public_plan.py`)."""
-    from .session import is_connect
+    from ..kinds.session import is_connect
 
     jvm_fs = hadoop_can_read(spark, snapshot.storage)
     if is_connect(spark) and jvm_fs and native_supported(snapshot):
-        from .scan.connect_plan import delta_frame as connect_frame
+        from .connect_plan import delta_frame as connect_frame
 
         return connect_frame(spark, snapshot, row_tracking=row_tracking)
     if not native_supported(snapshot) or not jvm_fs:
-        from ..errors import UnsupportedFeatureError
+        from ...errors import UnsupportedFeatureError
         from .datasource import python_source_frame
 
         if row_tracking:
@@ -96,7 +96,7 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
                                           "Hadoop filesystem for its scheme)")
         return python_source_frame(spark, snapshot.storage.root_uri,
                                    {"versionAsOf": str(snapshot.version), **(storage_opts or {})})
-    from .scan.relation import delta_frame
+    from .relation import delta_frame
 
     df = delta_frame(spark, snapshot, row_tracking=row_tracking, time_travel=time_travel, table=table)
     return DeltaFrame(df._jdf, spark, snapshot)
@@ -104,7 +104,7 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
 
 def metadata_file_path(storage: Any, key: str) -> str:
     """What Spark reports as `_metadata.file_path` for a storage key (a java.net.URI string)."""
-    from .scan.paths import file_uri
+    from .paths import file_uri
 
     return file_uri(storage, key)
 
@@ -123,7 +123,7 @@ class _DeltaFrameType(type):
     def __instancecheck__(cls, obj: Any) -> bool:
         if type.__instancecheck__(cls, obj):
             return True
-        from .scan.public_plan import ConnectDeltaFrame
+        from .connect_plan import ConnectDeltaFrame
 
         return cls.__name__ == "DeltaFrame" and isinstance(obj, ConnectDeltaFrame)
 
@@ -146,7 +146,7 @@ class DeltaFrame(PlainNew, _frame_base(), metaclass=_DeltaFrameType):  # type: i
     @property
     def skipped_files(self) -> int:
         """Files of this table the kernel skipped for this frame's query (lists the scans if not yet planned)."""
-        from .scan.report import scan_report
+        from .report import scan_report
 
         return sum(r.files_total - r.files_kept for r in scan_report(self))
 

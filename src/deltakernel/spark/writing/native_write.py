@@ -41,22 +41,22 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from ..errors import DeltaError, SchemaError
-from ..kernel.log.actions import Metadata, Protocol
-from ..kernel.scan.partition_values import serialize_partition_value
-from ..kernel.schema.column_mapping import physical_name, to_physical_schema
-from ..kernel.schema.types import DataType, DecimalType, PrimitiveType, StructType, schema_to_json
-from ..operations.files.layout import (
+from ...errors import DeltaError, SchemaError
+from ...kernel.log.actions import Metadata, Protocol
+from ...kernel.scan.partition_values import serialize_partition_value
+from ...kernel.schema.column_mapping import physical_name, to_physical_schema
+from ...kernel.schema.types import DataType, DecimalType, PrimitiveType, StructType, schema_to_json
+from ...operations.files.layout import (
     HIVE_DEFAULT_PARTITION,
     random_prefix,
     random_prefix_length,
     unescape_path_name,
     uri_encode_path,
 )
-from ..storage import storage_for_uri
-from ..storage.base import Storage
-from ..storage.local import LocalStorage
-from ._schema import to_spark_schema
+from ...storage import storage_for_uri
+from ...storage.base import Storage
+from ...storage.local import LocalStorage
+from ..common.schema import to_spark_schema
 from .footer_stats import FooterStats
 
 _log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ def native_frame(df: Any, metadata: Metadata, protocol: Protocol, predicate: str
     """
     from pyspark.sql import functions as F
 
-    from ..operations.write.data_files import enforcer_for
+    from ...operations.write.data_files import enforcer_for
 
     if predicate is not None:
         raise Ineligible("replaceWhere checks every row")
@@ -173,7 +173,7 @@ def native_or_fallback(spark: Any, df: Any, storage: Storage, metadata: Metadata
     """The native-write frame for `df`, or None when the caller should write through `mapInArrow` instead
     (the write is ineligible, or Spark has no Hadoop filesystem for the storage: the kernel's storage writes).
     `choice` "native" makes ineligibility an error. Shared by batch writes and Spark DML."""
-    from .filesystems import hadoop_can_read
+    from ..scan.filesystems import hadoop_can_read
 
     try:
         if not hadoop_can_read(spark, storage):

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import DeltaError
+from ...errors import DeltaError
 
 MARKER = "DeltaKernelTaskError"
 _PATTERN = re.compile(MARKER + r'\[([A-Za-z_][\w.]*)\]: ("(?:[^"\\]|\\.)*")')

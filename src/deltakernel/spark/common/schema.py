@@ -13,11 +13,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import DeltaError
-from ..kernel.schema.column_mapping import ID_KEY
-from ..kernel.schema.types import StructType, parse_schema_string, schema_to_json
-from ..storage import Storage
-from ..storage.local import LocalStorage
+from ...errors import DeltaError
+from ...kernel.schema.column_mapping import ID_KEY
+from ...kernel.schema.types import StructType, parse_schema_string, schema_to_json
+from ...storage import Storage
+from ...storage.local import LocalStorage
 
 _GLOB = re.compile(r"([\[\]{}*?\\])")
 

@@ -27,13 +27,19 @@ from urllib.parse import unquote
 import numpy as np
 import pyarrow as pa
 
-from ..errors import ConstraintViolationError, DeltaError
-from ..kernel.log.actions import Metadata, Protocol
-from ..kernel.protocol.select import features_in_effect
-from ..kernel.schema.column_mapping import physical_name
-from ..kernel.schema.types import StructField, StructType, schema_to_json
-from ..operations.write.enforcement import IDENTITY_EXPLICIT, IDENTITY_HWM, IDENTITY_START, IDENTITY_STEP, identity_spec
-from .error_classes import classed
+from ...errors import ConstraintViolationError, DeltaError
+from ...kernel.log.actions import Metadata, Protocol
+from ...kernel.protocol.select import features_in_effect
+from ...kernel.schema.column_mapping import physical_name
+from ...kernel.schema.types import StructField, StructType, schema_to_json
+from ...operations.write.enforcement import (
+    IDENTITY_EXPLICIT,
+    IDENTITY_HWM,
+    IDENTITY_START,
+    IDENTITY_STEP,
+    identity_spec,
+)
+from ..common.error_classes import classed
 
 EXPLICIT_INSERT_CLASS = "DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED"
 _LONG_MAX = 2**63 - 1
@@ -116,7 +122,7 @@ def with_identity_values(df: Any, metadata: Metadata, protocol: Protocol) -> tup
     """`df` with a generated column for each identity column it does not supply; the generated ones.
 
     Supplied GENERATED ALWAYS columns are refused before any job; supplied BY DEFAULT ones are kept as given."""
-    from ._schema import to_spark_schema
+    from ..common.schema import to_spark_schema
 
     idents = identities(metadata, protocol)
     if not idents:
@@ -150,7 +156,7 @@ def generated_values(
     the rows of the clauses that do not assign them (column `action` holds the row's clause index)."""
     from pyspark.sql import functions as F
 
-    from ._schema import to_spark_schema
+    from ..common.schema import to_spark_schema
 
     if not generating:
         return values

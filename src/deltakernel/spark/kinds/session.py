@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UnsupportedFeatureError
-from .kinds import is_connect_session, kind_of
+from ...errors import UnsupportedFeatureError
+from . import is_connect_session, kind_of
 
 
 def is_connect(spark: Any) -> bool:

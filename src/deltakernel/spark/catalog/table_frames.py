@@ -21,8 +21,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..kernel.log.segment import commits_from
-from .catalog_entry import SESSION_CATALOG
+from ...kernel.log.segment import commits_from
+from .entry import SESSION_CATALOG
 
 _lock = threading.Lock()
 _TIME_TRAVEL = {"versionasof", "timestampasof", "readchangefeed", "readchangedata", "startingversion",
@@ -59,7 +59,7 @@ def latest_frame(spark: Any, location: str, options: dict[str, Any] | None = Non
                  table: tuple[str, str] | None = None) -> Any:
     """`reader.read(spark, location, **options)`, reusing the session's plan while the table has no newer commit;
     `table`: the catalog table at `location` (its plan is then tied to the catalog entry)."""
-    from .reader import DeltaFrame, read
+    from ..scan.reader import DeltaFrame, read
 
     options = dict(options or {})
     if any(k.lower() in _TIME_TRAVEL for k in options):
@@ -85,7 +85,7 @@ def latest_frame(spark: Any, location: str, options: dict[str, Any] | None = Non
 def cache_catalog_plan(spark: Any, ref: Any) -> Any:
     """Put the latest plan of Delta catalog table `ref` in Spark's relation cache (see the module docstring);
     returns the frame."""
-    from .session import has_jvm
+    from ..kinds.session import has_jvm
 
     if not ref.is_catalog or not has_jvm(spark):  # Spark Connect: no relation cache; the router rewrites names
         return latest_frame(spark, ref.location)

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DeltaError, VersionNotFoundError
-from ..kernel.log.time_travel import format_timestamp_ms, parse_timestamp
-from ..kernel.snapshot import Snapshot
-from ._schema import Options, storage_options, table_uri
-from .error_classes import TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION, TIMESTAMP_GREATER_THAN_COMMIT, classed
-from .time_bounds import version_within_log
+from ...errors import DeltaError, VersionNotFoundError
+from ...kernel.log.time_travel import format_timestamp_ms, parse_timestamp
+from ...kernel.snapshot import Snapshot
+from ..common.error_classes import TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION, TIMESTAMP_GREATER_THAN_COMMIT, classed
+from ..common.schema import Options, storage_options, table_uri
+from ..common.time_bounds import version_within_log
 
 
 def load_snapshot(path: str, opts: Options) -> Snapshot:
     """The snapshot named by versionAsOf / timestampAsOf (latest without them)."""
-    from ..table import DeltaTable
+    from ...table import DeltaTable
 
     version, ts = opts.get("versionAsOf"), opts.get("timestampAsOf")
     if version is not None and ts is not None:

@@ -12,12 +12,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import DeltaError
-from ..kernel.log.actions import Protocol
-from ..kernel.snapshot import Snapshot
-from ..kernel.transaction.transaction import Transaction as KernelTransaction
-from ..table import DeltaTable as KernelTable
-from ._schema import from_spark_schema, table_uri
+from ...errors import DeltaError
+from ...kernel.log.actions import Protocol
+from ...kernel.snapshot import Snapshot
+from ...kernel.transaction.transaction import Transaction as KernelTransaction
+from ...table import DeltaTable as KernelTable
+from ..common.schema import from_spark_schema, table_uri
 from .builder import DeltaTableBuilder, IdentityGenerator
 
 ENGINE_INFO = "deltakernel-spark/0.1.0"
@@ -32,7 +32,7 @@ class DeltaTable:
         self._uri = table_uri(path)
         self._alias = alias
         if not KernelTable.is_deltatable(self._uri):
-            from .error_classes import MISSING_DELTA_TABLE, classed
+            from ..common.error_classes import MISSING_DELTA_TABLE, classed
 
             raise DeltaError(classed(MISSING_DELTA_TABLE, f"{path!r} is not a Delta table."))
 
@@ -44,7 +44,7 @@ class DeltaTable:
     @classmethod
     def forName(cls, sparkSession: Any, tableOrViewName: str) -> DeltaTable:
         """A Delta catalog table (Spark's session catalog, provider delta) or `delta`.`/path` (see catalog.py)."""
-        from .catalog import require, split_name
+        from ..catalog.tables import require, split_name
 
         ref = require(sparkSession, split_name(sparkSession, tableOrViewName), tableOrViewName)
         return cls(sparkSession, ref.location)
@@ -74,7 +74,7 @@ class DeltaTable:
         return KernelTable(self._uri).snapshot
 
     def toDF(self) -> Any:
-        from .reader import frame_for_snapshot
+        from ..scan.reader import frame_for_snapshot
 
         df = frame_for_snapshot(self._spark, self._snapshot())
         return df.alias(self._alias) if self._alias else df
@@ -90,7 +90,7 @@ class DeltaTable:
 
     def detail(self) -> Any:
         """One row describing the table (delta-spark's DESCRIBE DETAIL columns)."""
-        from ..kernel.detail import table_detail
+        from ...kernel.detail import table_detail
 
         row = table_detail(self._snapshot())
         row["createdAt"], row["lastModified"] = _ts(row["createdAt"]), _ts(row["lastModified"])
@@ -117,7 +117,7 @@ class DeltaTable:
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         """Raise the protocol to at least these versions; a lower version is ignored (delta-spark's DeltaTable
         API ignores downgrades: no commit, no error)."""
-        from ..kernel.protocol.select import with_min_versions
+        from ...kernel.protocol.select import with_min_versions
 
         for name, value in (("readerVersion", readerVersion), ("writerVersion", writerVersion)):
             if isinstance(value, bool) or not isinstance(value, int):
@@ -128,9 +128,9 @@ class DeltaTable:
 
     def addFeatureSupport(self, featureName: str) -> None:
         """Add a table feature to the protocol (delta-spark: `delta.feature.<name> = supported`)."""
-        from ..kernel.protocol.features import SUPPORTED_WRITER_FEATURES
-        from ..kernel.protocol.select import table_features_protocol
-        from .error_classes import UNSUPPORTED_FEATURES_IN_CONFIG, classed
+        from ...kernel.protocol.features import SUPPORTED_WRITER_FEATURES
+        from ...kernel.protocol.select import table_features_protocol
+        from ..common.error_classes import UNSUPPORTED_FEATURES_IN_CONFIG, classed
 
         if not isinstance(featureName, str):
             raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
@@ -146,83 +146,83 @@ class DeltaTable:
     # ------------------------------------------------------------------ DML (spark/dml: distributed jobs)
     def delete(self, condition: Any = None) -> None:
         """Delete the rows matching `condition` (SQL string or Column; all rows when None), as delta-spark."""
-        from .dml.delete import delete
+        from ..dml.delete import delete
 
         delete(self._spark, self._path, condition, alias=self._alias)
 
     def update(self, condition: Any = None, set: Any = None) -> None:
         """Set `set` (column -> SQL string or Column) on the rows matching `condition`, as delta-spark."""
-        from .dml.update import update
+        from ..dml.update import update
 
         update(self._spark, self._path, condition, set, alias=self._alias)
 
     def merge(self, source: Any, condition: Any) -> Any:
         """delta-spark's `DeltaMergeBuilder` for `source` (a DataFrame) on `condition` (SQL string or Column)."""
-        from .dml.merge import DeltaMergeBuilder
+        from ..dml.merge import DeltaMergeBuilder
 
         return DeltaMergeBuilder(self._spark, self._path, self._alias, source, condition)
 
     # ------------------------------------------------------------------ maintenance (spark/maintenance)
     def vacuum(self, retentionHours: float | None = None) -> Any:
         """Delete files no retained version needs (a full VACUUM); an empty DataFrame, as delta-spark."""
-        from .maintenance import vacuum
+        from ..maintenance import vacuum
 
         return vacuum(self._spark, self._uri, None, retentionHours)
 
     def optimize(self) -> Any:
         """`DeltaOptimizeBuilder`: `.where(partitionFilter)`, `.executeCompaction()`, `.executeZOrderBy(*cols)`."""
-        from .maintenance import DeltaOptimizeBuilder
+        from ..maintenance import DeltaOptimizeBuilder
 
         return DeltaOptimizeBuilder(self._spark, self._uri)
 
     def restoreToVersion(self, version: int) -> Any:
         """Restore an earlier version in one commit; delta-spark's metrics DataFrame."""
-        from .maintenance import restore
+        from ..maintenance import restore
 
         return restore(self._spark, self._uri, None, version=version)
 
     def restoreToTimestamp(self, timestamp: str) -> Any:
         """Restore the version current at `timestamp` (`yyyy-MM-dd[ HH:mm:ss]`, session time zone)."""
-        from .maintenance import restore
+        from ..maintenance import restore
 
         return restore(self._spark, self._uri, None, timestamp=timestamp)
 
     def clone(self, target: str, isShallow: bool = False, replace: bool = False,
               properties: dict[str, str] | None = None) -> DeltaTable:
         """Clone the current version to `target` (a path or delta.`path`); deep copies run as a Spark job."""
-        from .maintenance import clone
+        from ..maintenance import clone
 
         return DeltaTable(self._spark, clone(self._spark, self._uri, None, target, isShallow, replace, properties))
 
     def cloneAtVersion(self, version: int, target: str, isShallow: bool = False, replace: bool = False,
                        properties: dict[str, str] | None = None) -> DeltaTable:
-        from .maintenance import clone
+        from ..maintenance import clone
 
         return DeltaTable(self._spark, clone(self._spark, self._uri, None, target, isShallow, replace, properties,
                                              version=version))
 
     def cloneAtTimestamp(self, timestamp: str, target: str, isShallow: bool = False, replace: bool = False,
                          properties: dict[str, str] | None = None) -> DeltaTable:
-        from .maintenance import clone
+        from ..maintenance import clone
 
         return DeltaTable(self._spark, clone(self._spark, self._uri, None, target, isShallow, replace, properties,
                                              timestamp=timestamp))
 
     def generate(self, mode: str) -> None:
         """`generate("symlink_format_manifest")`: `_symlink_format_manifest/` for Presto / Athena."""
-        from .maintenance import generate
+        from ..maintenance import generate
 
         generate(self._uri, None, mode)
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
-        from .maintenance import drop_feature_support
+        from ..maintenance import drop_feature_support
 
         drop_feature_support(self._uri, None, featureName, truncateHistory)
 
     @classmethod
     def convertToDelta(cls, sparkSession: Any, identifier: str, partitionSchema: Any = None) -> DeltaTable:
         """`parquet.\\`/path\\`` (Hive-style partition directories described by `partitionSchema`) -> Delta."""
-        from .maintenance import convert_to_delta
+        from ..maintenance import convert_to_delta
 
         return cls(sparkSession, convert_to_delta(sparkSession, identifier, partitionSchema))
 

@@ -20,11 +20,11 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
-from ..kernel.schema.types import StructType
-from . import identity as idc
-from ._schema import Options, storage_options, table_path, table_uri, to_spark_schema
+from ...kernel.schema.types import StructType
+from ..common.schema import Options, storage_options, table_path, table_uri, to_spark_schema
+from ..writing import identity as idc
+from ..writing.task_payloads import DeltaCommitMessage, LiteSnapshot
 from .read_snapshot import load_snapshot
-from .task_payloads import DeltaCommitMessage, LiteSnapshot
 
 SOURCE_NAME = "delta"
 TARGET_PARTITION_BYTES = 256 * 1024 * 1024
@@ -63,13 +63,13 @@ class DeltaDataSource(DataSource):
 
     def streamReader(self, schema: Any) -> Any:
         """`spark.readStream.format("delta")` (spark/streaming/source.py)."""
-        from .streaming.source import DeltaStreamReader
+        from ..streaming.source import DeltaStreamReader
 
         return DeltaStreamReader(self._opts(), schema)
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         """`df.writeStream.format("delta")`, exactly once per batch (spark/streaming/sink.py)."""
-        from .streaming.sink import DeltaStreamWriter
+        from ..streaming.sink import DeltaStreamWriter
 
         return DeltaStreamWriter(self._opts(), schema, overwrite)
 
@@ -89,7 +89,7 @@ class DeltaSourceReader(DataSourceReader):
 
     @property
     def predicate(self) -> Any:
-        from ..kernel.expressions.predicate import And
+        from ...kernel.expressions.predicate import And
 
         preds = [p for p in (_filter_to_predicate(f) for f in self.filters) if p is not None]
         if not preds:
@@ -97,8 +97,8 @@ class DeltaSourceReader(DataSourceReader):
         return preds[0] if len(preds) == 1 else And(*preds)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from ..kernel.scan.scan import Scan
-        from ..kernel.schema.types import schema_to_json
+        from ...kernel.scan.scan import Scan
+        from ...kernel.schema.types import schema_to_json
 
         opts = self.opts
         if opts.flag("readChangeFeed"):
@@ -135,7 +135,7 @@ class DeltaSourceReader(DataSourceReader):
         if "cdf" in value:
             yield from _read_cdf(Options(value["cdf"]), target)
             return
-        from ..kernel.scan.scan import Scan
+        from ...kernel.scan.scan import Scan
 
         h = value["header"]
         snap = LiteSnapshot(h["uri"], h["storage_options"], h["schema"], h["mode"], h["partition_columns"],
@@ -155,7 +155,7 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
 
 
 def _read_cdf(opts: Options, target: pa.Schema) -> Iterator[pa.RecordBatch]:
-    from ..table import DeltaTable
+    from ...table import DeltaTable
 
     dtab = DeltaTable(table_path(opts), storage_options=storage_options(opts))
     start = opts.int("startingVersion")
@@ -171,7 +171,7 @@ def _filter_to_predicate(f: Any) -> Any:
     """A pushed-down Spark filter as a kernel predicate (None when not expressible)."""
     from pyspark.sql import datasource as ds
 
-    from ..kernel.expressions import predicate as ex
+    from ...kernel.expressions import predicate as ex
 
     def col(attr: tuple[str, ...]) -> Any:
         return ex.Column(tuple(attr))
@@ -206,11 +206,11 @@ class DeltaSourceWriter(DataSourceArrowWriter):
     def __init__(self, opts: Options, schema: Any, overwrite: bool) -> None:
         from pyspark.sql import SparkSession
 
-        from .writer import WritePlan, plan_write, write_arguments
+        from ..writing.writer import WritePlan, plan_write, write_arguments
 
         spark = SparkSession.getActiveSession()
         self.kwargs = write_arguments(spark, table_path(opts), "overwrite" if overwrite else "append", None, opts)
-        from .writer import table_arrow_schema
+        from ..writing.writer import table_arrow_schema
 
         self.arrow_schema = table_arrow_schema(schema)
         md, proto = plan_write(self.kwargs, self.arrow_schema)
@@ -225,8 +225,8 @@ class DeltaSourceWriter(DataSourceArrowWriter):
                               k.get("max_rows_per_file"), None)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> DeltaCommitMessage:
-        from ._errors import marked
-        from .writer import write_batches
+        from ..common.task_errors import marked
+        from ..writing.writer import write_batches
 
         with marked():
             batches = idc.generated_batches(iterator, self.generated) if self.generated else iterator
@@ -236,9 +236,9 @@ class DeltaSourceWriter(DataSourceArrowWriter):
     def commit(self, messages: list[Any]) -> None:
         from pyspark.sql import SparkSession
 
-        from ..errors import CommitConflictError
-        from ..operations.write.pipeline import execute_write
-        from ..operations.write.request import WriteRequest
+        from ...errors import CommitConflictError
+        from ...operations.write.pipeline import execute_write
+        from ...operations.write.request import WriteRequest
 
         # from here on the write pipeline owns the files: it deletes them only when its commit is known absent,
         # so Spark's abort() after a failed commit must not (the commit may have landed)
@@ -260,8 +260,8 @@ class DeltaSourceWriter(DataSourceArrowWriter):
         execute_write(target, self.arrow_schema.empty_table(), WriteRequest.of(**kwargs), write_files=files)
 
     def abort(self, messages: list[Any]) -> None:
-        from ..operations.files.dml_output import delete_quietly
-        from ..storage import storage_for_uri
+        from ...operations.files.dml_output import delete_quietly
+        from ...storage import storage_for_uri
 
         if getattr(self, "_commit_attempted", False):
             return
@@ -273,7 +273,7 @@ class DeltaSourceWriter(DataSourceArrowWriter):
 def python_source_frame(spark: Any, path: str, options: dict[str, str]) -> Any:
     """A DataFrame read through the registered Python source (bypassing enable()'s routing)."""
     register(spark)
-    from .kinds import kind_of
+    from ..kinds import kind_of
 
     return kind_of(spark).sources.python_source_frame(SOURCE_NAME, path, options)
 

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TypeVar
 
-from ..errors import DeltaError, VacuumRetentionError
+from ...errors import DeltaError, VacuumRetentionError
 
 E = TypeVar("E", bound=BaseException)
 

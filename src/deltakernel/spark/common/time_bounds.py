@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..kernel.log.time_travel import commit_timestamps, version_at_timestamp
-from ..kernel.snapshot import Snapshot
+from ...kernel.log.time_travel import commit_timestamps, version_at_timestamp
+from ...kernel.snapshot import Snapshot
 
 
 def version_within_log(snapshot: Snapshot, target_ms: int, too_early: Callable[[int], Exception],

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, NoReturn, TypeVar
 
-from ..errors import DeltaError, SchemaError
-from . import error_classes as ec
-from ._schema import table_uri
+from ...errors import DeltaError, SchemaError
+from ..common import error_classes as ec
+from ..common.schema import table_uri
 
 #: what `execute` returns: the Spark `DeltaTable` (tables.py hands its class in, being above this module)
 TableT = TypeVar("TableT")
@@ -221,14 +221,14 @@ class DeltaTableBuilder(Generic[TableT]):
             )
 
     def execute(self) -> TableT:
-        from ..kernel.schema.types import parse_schema_string
-        from ..operations.write.api import create_table
-        from ..table import DeltaTable as KernelTable
+        from ...kernel.schema.types import parse_schema_string
+        from ...operations.write.api import create_table
+        from ...table import DeltaTable as KernelTable
 
         self._check()
         schema = parse_schema_string(json.dumps({"type": "struct", "fields": self._fields}))
         if self._name is not None:  # a catalog table (managed without .location): spark/catalog.py
-            from .catalog import TableSpec, create, split_name
+            from ..catalog.tables import TableSpec, create, split_name
 
             spec = TableSpec(
                 schema=schema,

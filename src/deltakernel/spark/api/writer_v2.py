@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..errors import DeltaError, UnsupportedFeatureError
+from ...errors import DeltaError, UnsupportedFeatureError
 
 try:  # pragma: no cover - import guard for pyspark builds without the classic writer
     from pyspark.sql.readwriter import DataFrameWriterV2 as _Base
@@ -47,7 +47,7 @@ class _DeltaWriting:
         """The DataFrame written (Connect's writer holds its logical plan)."""
         if hasattr(self._df, "sparkSession"):
             return self._df
-        from .connect_internals import plan_frame
+        from ..kinds.connect_internals import plan_frame
 
         return plan_frame(self._df, self._spark)
 
@@ -121,24 +121,24 @@ class _DeltaWriting:
     # ------------------------------------------------------------------ helpers
     def _dk_existing(self) -> Any:
         """The Delta table written to, or None (not a Delta table: Spark's writer decides)."""
-        from .catalog import resolve_name
+        from ..catalog.tables import resolve_name
 
         ref = resolve_name(self._spark, self._dk_table)
         if ref is None:
             return None
         if not ref.is_catalog:
-            from ..table import DeltaTable as KernelTable
-            from ._schema import table_uri
+            from ...table import DeltaTable as KernelTable
+            from ..common.schema import table_uri
 
             if not KernelTable.is_deltatable(table_uri(ref.location)):
-                from ..errors import TableNotFoundError
+                from ...errors import TableNotFoundError
 
                 raise TableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] no Delta table at {ref.location} to write to")
         return ref
 
     def _dk_write(self, ref: Any, mode: str, **extra: Any) -> None:
-        from .catalog import sync_schema
-        from .writer import write
+        from ..catalog.tables import sync_schema
+        from ..writing.writer import write
 
         if self._dk_partition_by or self._dk_cluster_by or self._dk_properties:
             raise DeltaError(f"writeTo({self._dk_table!r}).{'append' if mode == 'append' else 'overwrite'}(): "
@@ -157,7 +157,7 @@ class _DeltaWriting:
         if default == "delta":
             return True
         if replacing:
-            from .catalog import resolve_name
+            from ..catalog.tables import resolve_name
 
             try:
                 return resolve_name(self._spark, self._dk_table) is not None
@@ -166,7 +166,7 @@ class _DeltaWriting:
         return False
 
     def _dk_create(self, mode: str) -> None:
-        from .catalog import TableSpec, create, split_name
+        from ..catalog.tables import TableSpec, create, split_name
 
         if self._dk_transforms:
             raise UnsupportedFeatureError("partition transforms", f"writeTo({self._dk_table!r}).partitionedBy(...): "
@@ -235,20 +235,20 @@ def _condition_sql(spark: Any, ref: Any, condition: Any) -> str:
     from pyspark.sql import Column
     from pyspark.sql import functions as F
 
-    from ..table import DeltaTable as KernelTable
-    from ._schema import table_uri
-    from .session import is_connect
+    from ...table import DeltaTable as KernelTable
+    from ..common.schema import table_uri
+    from ..kinds.session import is_connect
 
     if isinstance(condition, str):
         condition = F.col(condition)
     if not isinstance(condition, Column):
         raise TypeError(f"writeTo(...).overwrite(condition): a Column, found {type(condition).__name__}")
     if is_connect(spark):  # the client's expression tree as SQL (Spark resolves it when the write runs)
-        from .scan.connect_filters import column_sql
+        from ..scan.connect_filters import column_sql
 
         text = column_sql(condition)
     else:
-        from .dml.plan import empty_frame, sql_text
+        from ..dml.plan import empty_frame, sql_text
 
         empty = empty_frame(spark, KernelTable(table_uri(ref.location)).snapshot)
         text = sql_text(condition, empty)
@@ -265,13 +265,13 @@ def classic_write_to(original: Any) -> Any:
 
 def connect_write_to(original: Any) -> Any:
     """`DataFrame.writeTo` of Connect sessions returns the Connect `DeltaWriterV2` in enabled sessions."""
-    from .connect_internals import plan_and_session
+    from ..kinds.connect_internals import plan_and_session
 
     return _write_to(original, lambda df, table: connect_writer_class()(*plan_and_session(df), table))
 
 
 def _write_to(original: Any, make: Any) -> Any:
-    from .install import is_enabled
+    from ..install.registry import is_enabled
 
     @functools.wraps(original)
     def write_to(self: Any, table: str) -> Any:

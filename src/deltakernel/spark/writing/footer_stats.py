@@ -26,8 +26,8 @@ from collections.abc import Mapping
 
 import pyarrow.parquet as pq
 
-from ..kernel.schema.types import PrimitiveType, StructType
-from ..kernel.stats.collect import (
+from ...kernel.schema.types import PrimitiveType, StructType
+from ...kernel.stats.collect import (
     LeafStats,
     fold_footer_chunk,
     stat_kind,

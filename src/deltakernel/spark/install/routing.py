@@ -28,10 +28,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from . import connect_internals
-from .datasource import SOURCE_NAME
-from .install import is_enabled
-from .session import is_connect, owner_session
+from ..kinds import connect_internals
+from ..kinds.session import is_connect, owner_session
+from ..scan.datasource import SOURCE_NAME
+from .registry import is_enabled
 
 _enabled = is_enabled
 
@@ -88,7 +88,7 @@ def reader_load(original_load: Any) -> Any:
         if str(fmt or "").lower() != SOURCE_NAME or (path is not None and not isinstance(path, str)) \
                 or not _enabled(owner_session(self)):
             return original_load(self, path, format, schema, **options)
-        from .reader import read
+        from ..scan.reader import read
 
         opts = {**_opts(self), **options}
         return read(owner_session(self), path, **opts)
@@ -103,7 +103,7 @@ def writer_save(original_save: Any) -> Any:
         fmt = format or getattr(self, "_dk_format", None)
         if str(fmt or "").lower() != SOURCE_NAME or not _enabled(self._spark):
             return original_save(self, path, format, mode, partitionBy, **options)
-        from .writer import write
+        from ..writing.writer import write
 
         opts = {**_opts(self), **options}
         target = path or opts.pop("path", None)
@@ -137,7 +137,7 @@ def writer_save_as_table(original_save_as_table: Any) -> Any:
         spark = self._spark
         fmt = format or getattr(self, "_dk_format", None)
         if _enabled(spark) and isinstance(name, str) and _delta_target(spark, name, fmt):
-            from .catalog import save_as_table as save_table
+            from ..catalog.tables import save_as_table as save_table
 
             if isinstance(partitionBy, str):
                 partitionBy = [partitionBy]
@@ -155,7 +155,7 @@ def writer_insert_into(original_insert_into: Any) -> Any:
     def insert_into(self: Any, tableName: str, overwrite: bool | None = None) -> None:
         spark = self._spark
         if _enabled(spark) and isinstance(tableName, str):
-            from .sql.execute_dml import insert_into as insert_table
+            from ..sql.execute_dml import insert_into as insert_table
 
             mode = str(getattr(self, "_dk_mode", None) or "append").lower()
             replace = overwrite if overwrite is not None else mode == "overwrite"
@@ -174,7 +174,7 @@ def session_sql(original_sql: Any) -> Any:
     def sql(self: Any, sqlQuery: str, args: Any = None, **kwargs: Any) -> Any:
         if not _enabled(self) or not isinstance(sqlQuery, str):
             return original_sql(self, sqlQuery, args, **kwargs)
-        from .sql import execute_sql
+        from ..sql import execute_sql
 
         if kwargs and is_connect(self):  # Connect's `{df}` formatting: the frames travel with each statement
             text, views = connect_internals.format_sql(self, sqlQuery, kwargs)
@@ -214,7 +214,7 @@ def catalog_create_table(original_create: Any) -> Any:
                      schema: Any = None, description: str | None = None, **options: Any) -> Any:
         session = self._sparkSession
         if _enabled(session) and str(source or "").lower() == SOURCE_NAME:
-            from .catalog import create_from_catalog_api
+            from ..catalog.tables import create_from_catalog_api
 
             return create_from_catalog_api(session, tableName, path, schema, description, options)
         return original_create(self, tableName, path, source, schema, description, **options)
@@ -230,7 +230,7 @@ def catalog_list_columns(original: Any) -> Any:
     def list_columns(self: Any, tableName: str, dbName: str | None = None) -> Any:
         session = self._sparkSession
         if _enabled(session) and dbName is None and isinstance(tableName, str):
-            from .catalog import log_columns
+            from ..catalog.tables import log_columns
 
             cols = log_columns(session, tableName)
             if cols is not None:
@@ -248,7 +248,7 @@ def frame_explain(original: Any) -> Any:
     def explain(self: Any, *args: Any, **kwargs: Any) -> None:
         if _enabled(self.sparkSession):
             try:
-                from .scan.report import scan_report
+                from ..scan.report import scan_report
 
                 scan_report(self)
             except Exception:  # explain must work whatever happens here
@@ -261,13 +261,13 @@ def frame_explain(original: Any) -> Any:
 # ----------------------------------------------------------------------------- helpers
 def _read_table(spark: Any, name: str, options: dict[str, Any]) -> Any:
     """A Delta table read by name (native plan), or None when `name` is not a Delta table."""
-    from ..errors import DeltaError
-    from .catalog import read_table
+    from ...errors import DeltaError
+    from ..catalog.tables import read_table
 
     try:
         return read_table(spark, name, options)
     except DeltaError as e:
-        from .catalog import CatalogTableError
+        from ..catalog.tables import CatalogTableError
 
         if isinstance(e, CatalogTableError) and str(e).startswith("invalid table name"):
             return None  # Spark's own error for a malformed name
@@ -292,8 +292,8 @@ def _delta_target(spark: Any, name: str, fmt: str | None) -> bool:
         default = ""
     if default == SOURCE_NAME:
         return True
-    from ..errors import DeltaError
-    from .catalog import resolve_name
+    from ...errors import DeltaError
+    from ..catalog.tables import resolve_name
 
     try:
         return resolve_name(spark, name) is not None

@@ -30,11 +30,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .datasource import register
-from .patch_state import MISSING as _MISSING
-from .patch_state import Applied as _Applied
-from .patch_state import State as _State
-from .patch_state import applications, is_enabled, original, patched
+from ..scan.datasource import register
+from .state import MISSING as _MISSING
+from .state import Applied as _Applied
+from .state import State as _State
+from .state import applications, is_enabled, original, patched
 
 _log = logging.getLogger(__name__)
 
@@ -54,26 +54,31 @@ def _both(classic: str, connect: str, owner: str, attrs: dict[str, str]) -> list
     return [Patch(module, owner, attr, factory) for module in (classic, connect) for attr, factory in attrs.items()]
 
 
+def _routing(**attrs: str) -> dict[str, str]:
+    """{attribute: factory} for factories of `install/routing.py`."""
+    return {attr: f"install.routing:{function}" for attr, function in attrs.items()}
+
+
 #: every patch `enable()` applies (pyspark 4.x; classic and Connect classes)
 PATCHES: tuple[Patch, ...] = (
     # format("delta") reads and writes, by path and by catalog name
-    *_both("pyspark.sql.readwriter", "pyspark.sql.connect.readwriter", "DataFrameReader", {
-        "format": "routing:record_format", "option": "routing:record_option", "options": "routing:record_options",
-        "load": "routing:reader_load", "table": "routing:reader_table"}),
-    *_both("pyspark.sql.readwriter", "pyspark.sql.connect.readwriter", "DataFrameWriter", {
-        "format": "routing:record_format", "option": "routing:record_option", "options": "routing:record_options",
-        "mode": "routing:record_mode", "partitionBy": "routing:record_partition_by", "save": "routing:writer_save",
-        "saveAsTable": "routing:writer_save_as_table", "insertInto": "routing:writer_insert_into"}),
+    *_both("pyspark.sql.readwriter", "pyspark.sql.connect.readwriter", "DataFrameReader", _routing(
+        format="record_format", option="record_option", options="record_options", load="reader_load",
+        table="reader_table")),
+    *_both("pyspark.sql.readwriter", "pyspark.sql.connect.readwriter", "DataFrameWriter", _routing(
+        format="record_format", option="record_option", options="record_options", mode="record_mode",
+        partitionBy="record_partition_by", save="writer_save", saveAsTable="writer_save_as_table",
+        insertInto="writer_insert_into")),
     # Delta SQL and catalog tables
-    *_both("pyspark.sql.session", "pyspark.sql.connect.session", "SparkSession", {
-        "sql": "routing:session_sql", "table": "routing:session_table"}),
-    *_both("pyspark.sql.catalog", "pyspark.sql.connect.catalog", "Catalog", {
-        "createTable": "routing:catalog_create_table"}),
-    Patch("pyspark.sql.connect.catalog", "Catalog", "listColumns", "routing:catalog_list_columns"),
+    *_both("pyspark.sql.session", "pyspark.sql.connect.session", "SparkSession", _routing(
+        sql="session_sql", table="session_table")),
+    *_both("pyspark.sql.catalog", "pyspark.sql.connect.catalog", "Catalog", _routing(
+        createTable="catalog_create_table")),
+    Patch("pyspark.sql.connect.catalog", "Catalog", "listColumns", "install.routing:catalog_list_columns"),
     # df.writeTo(name) and df.explain()
-    Patch("pyspark.sql.classic.dataframe", "DataFrame", "writeTo", "writer_v2:classic_write_to"),
-    Patch("pyspark.sql.connect.dataframe", "DataFrame", "writeTo", "writer_v2:connect_write_to"),
-    Patch("pyspark.sql.classic.dataframe", "DataFrame", "explain", "routing:frame_explain"),
+    Patch("pyspark.sql.classic.dataframe", "DataFrame", "writeTo", "api.writer_v2:classic_write_to"),
+    Patch("pyspark.sql.connect.dataframe", "DataFrame", "writeTo", "api.writer_v2:connect_write_to"),
+    Patch("pyspark.sql.classic.dataframe", "DataFrame", "explain", "install.routing:frame_explain"),
     # streams
     *_both("pyspark.sql.streaming.readwriter", "pyspark.sql.connect.streaming.readwriter", "DataStreamWriter", {
         "format": "streaming.routing:stream_format", "partitionBy": "streaming.routing:stream_partition_by",
@@ -84,10 +89,11 @@ PATCHES: tuple[Patch, ...] = (
     # classes' `command` too: `_expanded`); temporary views over them are remembered (scan/connect_plan.py)
     Patch("pyspark.sql.connect.plan", "LogicalPlan", "to_proto", "scan.connect_plan:serialize_hook"),
     Patch("pyspark.sql.connect.dataframe", "DataFrame", "createTempView", "scan.connect_plan:temp_view_hook"),
-    Patch("pyspark.sql.connect.dataframe", "DataFrame", "createOrReplaceTempView", "scan.connect_plan:temp_view_hook"),
+    Patch("pyspark.sql.connect.dataframe", "DataFrame", "createOrReplaceTempView",
+          "scan.connect_plan:temp_view_hook"),
     Patch("pyspark.sql.connect.catalog", "Catalog", "dropTempView", "scan.connect_plan:drop_temp_view_hook"),
     # PySpark's call-site capture, asked per thread (see `_errors.internal_plans`)
-    Patch("pyspark.errors.utils", None, "is_debugging_enabled", "_errors:thread_debugging"),
+    Patch("pyspark.errors.utils", None, "is_debugging_enabled", "common.task_errors:thread_debugging"),
 )
 
 #: session confs `enable()` sets: column mapping id mode matches Parquet field ids (files without ids - older
@@ -149,7 +155,7 @@ def _register_source(spark: Any) -> None:
         if _State.source_registered and "DATA_SOURCE_ALREADY_EXISTS" in str(e):
             spark._deltakernel_registered = True  # spark.newSession() of an enabled session: the source is shared
         else:
-            from ..errors import DeltaError
+            from ...errors import DeltaError
 
             raise DeltaError(f"cannot register the 'delta' Python data source: {e}") from e
     _State.source_registered = True
@@ -157,10 +163,10 @@ def _register_source(spark: Any) -> None:
 
 def _session_confs(spark: Any) -> dict[str, str]:
     confs = dict(ID_CONFS)
-    from .session import is_connect
+    from ..kinds.session import is_connect
 
     if is_connect(spark):
-        from .scan.public_plan import keep_file_listing_on_driver
+        from ..scan.public_plan import keep_file_listing_on_driver
 
         before = _conf(spark, _DISCOVERY_THRESHOLD)
         keep_file_listing_on_driver(spark)  # decides whether to raise it; undone by disable like the others
@@ -226,12 +232,12 @@ def _owner(patch: Patch) -> Any:
 
 def _factory(name: str) -> Any:
     module, _, function = name.partition(":")
-    return getattr(importlib.import_module(f"{__package__}.{module}"), function)
+    return getattr(importlib.import_module(f"deltakernel.spark.{module}"), function)
 
 
 def _expanded() -> list[Patch]:
     """`PATCHES` plus one serialization hook per Connect command class (their set depends on the pyspark line)."""
-    from .scan.connect_plan import command_classes
+    from ..scan.connect_plan import command_classes
 
     return [*PATCHES, *(Patch("pyspark.sql.connect.plan", name, "command", "scan.connect_plan:serialize_hook")
                         for name in command_classes())]

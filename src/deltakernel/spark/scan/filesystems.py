@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..storage.local import LocalStorage
-from ._schema import spark_path
-from .kinds import kind_of
+from ...storage.local import LocalStorage
+from ..common.schema import spark_path
+from ..kinds import kind_of
 
 _log = logging.getLogger(__name__)
 _WARNED: set[str] = set()

@@ -27,13 +27,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import DeltaError
-from ..kernel.log.actions import Metadata, Protocol
-from ..kernel.schema.types import ArrayType, MapType, StructField, StructType
-from ..operations.commit_options import CommitProperties, Transaction
-from ..storage import storage_for_uri
-from ._errors import marked, task_errors
-from ._schema import Options, from_spark_schema, storage_options, table_uri
+from ...errors import DeltaError
+from ...kernel.log.actions import Metadata, Protocol
+from ...kernel.schema.types import ArrayType, MapType, StructField, StructType
+from ...operations.commit_options import CommitProperties, Transaction
+from ...storage import storage_for_uri
+from ..common.schema import Options, from_spark_schema, storage_options, table_uri
+from ..common.task_errors import marked, task_errors
 from .identity import high_water_marks, task_metadata, with_identity_values
 from .native_write import native_or_fallback, write_native, write_path_choice
 
@@ -61,7 +61,7 @@ class WritePlan:
 
 def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[list[dict[str, Any]], int]:
     """One task's share: conform, check and write `batches`; returns (add actions, rows written)."""
-    from ..operations.write.data_files import write_data
+    from ...operations.write.data_files import write_data
 
     storage = storage_for_uri(plan.table_uri, plan.storage_options)
     adds, rows, _ = write_data(storage, batches, plan.metadata, plan.protocol, predicate=plan.predicate or None,
@@ -91,7 +91,7 @@ def arrow_schema_of(df: Any) -> pa.Schema:
 
 def table_arrow_schema(spark_schema: Any) -> pa.Schema:
     """`arrow_schema_of` for a pyspark StructType."""
-    from ..kernel.schema.arrow import to_arrow_schema
+    from ...kernel.schema.arrow import to_arrow_schema
 
     return to_arrow_schema(as_nullable(from_spark_schema(spark_schema)), include_metadata=False)
 
@@ -110,8 +110,8 @@ def as_nullable(t: Any) -> Any:
 def plan_write(kwargs: dict[str, Any], schema: pa.Schema) -> tuple[Any, Any]:
     """The metadata and protocol a write with `write_arguments` would commit, without writing or committing (the
     table's current ones when the write would be a no-op)."""
-    from ..operations.write.pipeline import planned_table_state
-    from ..operations.write.request import WriteRequest
+    from ...operations.write.pipeline import planned_table_state
+    from ...operations.write.request import WriteRequest
 
     k = dict(kwargs)
     return planned_table_state(k.pop("table_or_uri"), schema, WriteRequest.of(**k))
@@ -195,8 +195,8 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
 
     `_table`: the write creates / replaces a table (CREATE TABLE AS SELECT, saveAsTable): its operation name,
     comment, properties and clustering go into the same single commit as the data."""
-    from ..operations.write.pipeline import execute_write
-    from ..operations.write.request import WriteRequest
+    from ...operations.write.pipeline import execute_write
+    from ...operations.write.request import WriteRequest
 
     if isinstance(partitionBy, str):
         partitionBy = [partitionBy]
@@ -240,7 +240,7 @@ def _write_job(df: Any, path: str, uri: str, kwargs: dict[str, Any], choice: str
 
 def _existing_table(uri: str, storage_options: dict[str, str] | None) -> Any:
     """The Delta table at `uri` (a kernel DeltaTable at its latest version), or None when there is none yet."""
-    from ..table import DeltaTable as KernelTable
+    from ...table import DeltaTable as KernelTable
 
     if not KernelTable.is_deltatable(uri, storage_options):
         return None
@@ -264,7 +264,7 @@ class TableCreation:
         if self.cluster_by:
             from functools import partial
 
-            from ..operations.maintenance.optimize.clustering import CLUSTERING_FEATURE, creation_domain
+            from ...operations.maintenance.optimize.clustering import CLUSTERING_FEATURE, creation_domain
 
             conf[f"delta.feature.{CLUSTERING_FEATURE}"] = "supported"
             out["domain_metadata"] = partial(creation_domain, columns=list(self.cluster_by))

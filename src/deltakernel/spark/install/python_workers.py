@@ -24,7 +24,7 @@ import subprocess
 import sys
 from typing import Any
 
-from ..errors import DeltaError
+from ...errors import DeltaError
 
 _CHECKED: set[str] = set()
 _PROBE = "import deltakernel.spark.scan.paths"
@@ -138,7 +138,7 @@ def worker_advice(problems: str, local: bool = True) -> str:
 
 def check_python_workers(spark: Any) -> None:
     """Raise PythonWorkerError (saying what to set) when Spark's Python workers cannot import deltakernel."""
-    from .session import is_connect
+    from ..kinds.session import is_connect
 
     if is_connect(spark):
         key = f"connect:{getattr(getattr(spark, 'client', None), 'host', '')}:{spark.session_id}"

@@ -12,10 +12,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..kernel.scan.partition_values import parse_partition_array
-from ..kernel.schema.column_mapping import physical_name
-from ..kernel.snapshot import Snapshot
-from ._schema import spark_compatible
+from ...kernel.scan.partition_values import parse_partition_array
+from ...kernel.schema.column_mapping import physical_name
+from ...kernel.snapshot import Snapshot
+from ..common.schema import spark_compatible
 
 PATH_COL = "__dk_path"
 BASE_ROW_ID = "__dk_base_row_id"
@@ -24,7 +24,7 @@ DEFAULT_VERSION = "__dk_default_row_commit_version"
 
 def file_table(snapshot: Snapshot, files: pa.Table, partitions: bool, row_tracking: bool) -> pa.Table:
     """`__dk_path` (as `_metadata.file_path`) plus typed partition columns and/or row-tracking columns."""
-    from .scan.paths import file_uris
+    from .paths import file_uris
 
     mode = snapshot.column_mapping_mode
     cols: dict[str, Any] = {PATH_COL: file_uris(snapshot.storage, files.column("path"))}

@@ -37,11 +37,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import DeltaError, TableNotFoundError
-from ..kernel.schema.types import StructType
-from ._schema import catalog_schema_json, table_uri, to_spark_schema
-from .catalog_entry import SESSION_CATALOG, CatalogEntry, session_table
-from .kinds import kind_of
+from ...errors import DeltaError, TableNotFoundError
+from ...kernel.schema.types import StructType
+from ..common.schema import catalog_schema_json, table_uri, to_spark_schema
+from ..kinds import kind_of
+from .entry import SESSION_CATALOG, CatalogEntry, session_table
 
 SOURCE_NAME = "delta"
 _log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def _db_table(spark: Any, parts: list[str] | tuple[str, ...]) -> tuple[str, str]
 def catalog_table(spark: Any, parts: list[str] | tuple[str, ...]) -> Any:
     """The JVM's CatalogTable (table or permanent view) for a name, or None (temp views too): classic sessions
     only (the classic relation rewriter reads a view's plan from it)."""
-    from .kinds.classic import ClassicCatalog
+    from ..kinds.classic import ClassicCatalog
 
     dt = _db_table(spark, parts)
     return ClassicCatalog(spark).table_metadata(*dt) if dt is not None else None
@@ -188,7 +188,7 @@ def sync_schema(spark: Any, ref: DeltaRef) -> None:
     """Make the catalog's column list the log's (after a write or ALTER that may have changed it)."""
     if not ref.is_catalog:
         return
-    from ..table import DeltaTable as KernelTable
+    from ...table import DeltaTable as KernelTable
 
     try:
         want = catalog_schema_json(KernelTable(table_uri(ref.location)).snapshot.schema)
@@ -250,7 +250,7 @@ def create(spark: Any, parts: list[str] | tuple[str, ...], spec: TableSpec, mode
         try:
             _create_at(spark, ref, spec, "create", df)
         except BaseException:
-            from ..table import DeltaTable as KernelTable
+            from ...table import DeltaTable as KernelTable
 
             if not KernelTable.is_deltatable(ref.location):  # nothing committed: undo the registration
                 unregister(spark, db, table)
@@ -258,7 +258,7 @@ def create(spark: Any, parts: list[str] | tuple[str, ...], spec: TableSpec, mode
         return ref
     ref = DeltaRef(table_uri(spec.location), label, db, table, False)
     _create_at(spark, ref, spec, "external", df)
-    from ..table import DeltaTable as KernelTable
+    from ...table import DeltaTable as KernelTable
 
     schema = KernelTable(ref.location).snapshot.schema
     register(spark, db, table, catalog_schema_json(schema), spec.location, spec.comment)
@@ -275,7 +275,7 @@ def _declared_schema_json(spec: TableSpec, df: Any) -> str | None:
 
 def _create_at(spark: Any, ref: DeltaRef, spec: TableSpec, mode: str, df: Any) -> DeltaRef:
     """The Delta side of create / replace at `ref.location`."""
-    from ..table import DeltaTable as KernelTable
+    from ...table import DeltaTable as KernelTable
 
     uri = table_uri(ref.location)
     exists = KernelTable.is_deltatable(uri)
@@ -311,7 +311,7 @@ def _plain(schema: StructType) -> list[tuple[str, str]]:
 
 
 def _create_empty(uri: str, spec: TableSpec, replacing: bool) -> None:
-    from ..operations.write.api import create_table
+    from ...operations.write.api import create_table
 
     assert spec.schema is not None
     create_table(uri, spec.schema, mode="overwrite" if replacing else "error", partition_by=spec.partition_by or None,
@@ -326,7 +326,7 @@ def _write_query(spark: Any, ref: DeltaRef, spec: TableSpec, df: Any, replacing:
     """CREATE / REPLACE ... AS SELECT (and saveAsTable of a new table): ONE commit holding the protocol, the
     metadata (comment, properties, clustering) and the data, recorded as delta-spark records it
     (`CREATE TABLE AS SELECT`, `CREATE OR REPLACE TABLE AS SELECT`, `REPLACE TABLE AS SELECT`)."""
-    from .writer import TableCreation, write
+    from ..writing.writer import TableCreation, write
 
     opts: dict[str, Any] = dict(spec.options or {})
     if replacing:
@@ -341,7 +341,7 @@ def _write_query(spark: Any, ref: DeltaRef, spec: TableSpec, df: Any, replacing:
 def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> Any:
     """`spark.table(name)` / `spark.read.table(name)` for a Delta table: the native read plan; None when
     `name` is not a Delta table (Spark reads it as before)."""
-    from .scan.connect_plan import frame_view_table
+    from ..scan.connect_plan import frame_view_table
 
     view = frame_view_table(spark, name)  # Connect: a temporary view made from a Delta DataFrame
     if view is not None:
@@ -361,8 +361,8 @@ def save_as_table(df: Any, name: str, mode: str | None, partition_by: list[str] 
     """`df.write.format("delta").saveAsTable(name)` with delta-spark's modes: error / errorifexists, ignore,
     append (creates a missing table), overwrite (replaces data, schema and partitioning of an existing table,
     as delta-spark's CREATE OR REPLACE TABLE AS SELECT does; with replaceWhere it overwrites only that)."""
-    from ._schema import Options
-    from .writer import write
+    from ..common.schema import Options
+    from ..writing.writer import write
 
     spark = df.sparkSession
     parts = split_name(spark, name)
@@ -375,7 +375,7 @@ def save_as_table(df: Any, name: str, mode: str | None, partition_by: list[str] 
     if ref is None and lookup(spark, parts) is not None:
         raise CatalogTableError(f"table {name!r} exists and is not a Delta table")
     if ref is not None and not ref.is_catalog:
-        from ..table import DeltaTable as KernelTable
+        from ...table import DeltaTable as KernelTable
 
         if not KernelTable.is_deltatable(table_uri(ref.location)):
             ref = None  # delta.`/path` with no table there yet: created below
@@ -391,7 +391,7 @@ def save_as_table(df: Any, name: str, mode: str | None, partition_by: list[str] 
             replace = None
             if not opts.get("replaceWhere") and not (opts.get("partitionOverwriteMode") or "").lower() == "dynamic":
                 write_opts.setdefault("overwriteSchema", "true")
-                from .writer import TableCreation
+                from ..writing.writer import TableCreation
 
                 # delta-spark runs a full overwrite as ReplaceTableAsSelect: its history names it so
                 replace = TableCreation("CREATE OR REPLACE TABLE AS SELECT")
@@ -417,7 +417,7 @@ def log_columns(spark: Any, name: str) -> list[Any] | None:
         return None
     if ref is None or not ref.is_catalog:
         return None
-    from ..table import DeltaTable as KernelTable
+    from ...table import DeltaTable as KernelTable
 
     snap = KernelTable(table_uri(ref.location)).snapshot
     parts = {p.lower() for p in snap.partition_columns}
@@ -429,14 +429,14 @@ def create_from_catalog_api(spark: Any, name: str, path: str | None, schema: Any
                             options: dict[str, Any]) -> Any:
     """`spark.catalog.createTable(name, path, source="delta", schema, description, **options)`: an external
     table at `path` (an existing Delta table, or a new one with `schema`), else a managed one."""
-    from ._schema import from_spark_schema
+    from ..common.schema import from_spark_schema
 
     location = path or options.get("path")
     spec = TableSpec(schema=from_spark_schema(schema) if schema is not None else None, location=location,
                      comment=description,
                      properties={k: str(v) for k, v in options.items() if k.lower().startswith("delta.")} or None)
     ref = create(spark, split_name(spark, name), spec, "create", label=name)
-    from .reader import read
+    from ..scan.reader import read
 
     return read(spark, ref.location)
 
