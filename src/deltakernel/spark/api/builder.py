@@ -118,6 +118,8 @@ class DeltaTableBuilder(Generic[TableT]):
         (GENERATED ALWAYS AS IDENTITY), `generatedByDefaultAs` an IdentityGenerator (BY DEFAULT)."""
         from pyspark.sql.types import DataType, LongType
 
+        from ..kinds import kind_of
+
         if type(colName) is not str:
             _type_error("Column name must be str.", [colName])
         if type(dataType) is not str and not isinstance(dataType, DataType):
@@ -144,7 +146,8 @@ class DeltaTableBuilder(Generic[TableT]):
             identity, explicit_insert = generatedByDefaultAs, True
         if comment is not None and type(comment) is not str:
             _type_error("Comment must be str or None.", [colName])
-        typ = dataType if isinstance(dataType, DataType) else DataType.fromDDL(str(dataType))
+        typ = dataType if isinstance(dataType, DataType) else \
+            kind_of(self._spark).types.parse_columns(f"x {dataType}").fields[0].dataType
         meta: dict[str, Any] = {}
         if comment is not None:
             meta["comment"] = comment

@@ -237,21 +237,15 @@ def _condition_sql(spark: Any, ref: Any, condition: Any) -> str:
 
     from ...table import DeltaTable as KernelTable
     from ..common.schema import table_uri
-    from ..kinds.session import is_connect
 
     if isinstance(condition, str):
         condition = F.col(condition)
     if not isinstance(condition, Column):
         raise TypeError(f"writeTo(...).overwrite(condition): a Column, found {type(condition).__name__}")
-    if is_connect(spark):  # the client's expression tree as SQL (Spark resolves it when the write runs)
-        from ..scan.connect_filters import column_sql
+    from ..dml.plan import empty_frame, sql_text
 
-        text = column_sql(condition)
-    else:
-        from ..dml.plan import empty_frame, sql_text
-
-        empty = empty_frame(spark, KernelTable(table_uri(ref.location)).snapshot)
-        text = sql_text(condition, empty)
+    # the session kind's expression facts (dml/facts.py): Spark's analyzed plan, or the client's expression tree
+    text = sql_text(condition, empty_frame(spark, KernelTable(table_uri(ref.location)).snapshot))
     if text is None:
         raise DeltaError(f"writeTo(...).overwrite({condition!r}): the condition does not resolve on the columns of "
                          f"{ref.label}")

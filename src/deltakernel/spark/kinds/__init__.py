@@ -7,6 +7,7 @@ protocol per concern, each with a classic implementation (`classic.py`) and a Co
   run a catalog statement below the Delta SQL router, keep the catalog's column list in step with the log;
 - `TaskShipping` - how executors' tasks receive driver-side values (broadcast variables vs the task's closure) and
   how many tasks a job should have;
+- `TypeParsing` - a column list in Spark DDL parsed by Spark itself (`a INT, b STRUCT<...>`), bound to the session;
 - `SourceAccess` - whether Spark's JVM has a Hadoop filesystem for a table's scheme, and a frame read through the
   registered Python data source below enable()'s routing.
 The kind is chosen once per session (`kind_of`, remembered on the session object) from the session's class, so
@@ -56,6 +57,13 @@ class TaskShipping(Protocol):
         """Spark's default parallelism as far as this kind can see it."""
 
 
+class TypeParsing(Protocol):
+    """Spark DDL types as Spark reads them, by this session (not the process's "active" one)."""
+
+    def parse_columns(self, ddl: str) -> Any:
+        """`name type [NOT NULL] [COMMENT ...], ...` parsed by Spark: a pyspark `StructType`."""
+
+
 class SourceAccess(Protocol):
     """What a read asks of Spark's side before choosing its plan."""
 
@@ -74,6 +82,7 @@ class SessionKind(Protocol):
     catalog: CatalogAccess
     tasks: TaskShipping
     sources: SourceAccess
+    types: TypeParsing
 
 
 def is_connect_session(spark: Any) -> bool:
@@ -101,4 +110,5 @@ def kind_of(spark: Any) -> SessionKind:
     return kind
 
 
-__all__ = ["CatalogAccess", "SessionKind", "SourceAccess", "TaskShipping", "is_connect_session", "kind_of"]
+__all__ = ["CatalogAccess", "SessionKind", "SourceAccess", "TaskShipping", "TypeParsing", "is_connect_session",
+           "kind_of"]

@@ -120,6 +120,19 @@ class ClassicSources:
         return DataFrame(reader.load(path), self._spark)
 
 
+class ClassicTypes:
+    """`TypeParsing` by the JVM's parser of this session's driver."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+
+    def parse_columns(self, ddl: str) -> Any:
+        from pyspark.sql.types import StructType
+
+        parsed = self._spark._jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl)
+        return StructType.fromJson(json.loads(str(parsed.json())))
+
+
 class ClassicKind:
     """A classic SparkSession's side of the seam."""
 
@@ -129,6 +142,7 @@ class ClassicKind:
         self.catalog = ClassicCatalog(spark)
         self.tasks = ClassicTasks(spark)
         self.sources = ClassicSources(spark)
+        self.types = ClassicTypes(spark)
 
 
-__all__ = ["ClassicCatalog", "ClassicKind", "ClassicSources", "ClassicTasks"]
+__all__ = ["ClassicCatalog", "ClassicKind", "ClassicSources", "ClassicTasks", "ClassicTypes"]

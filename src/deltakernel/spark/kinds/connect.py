@@ -118,6 +118,21 @@ class ConnectSources:
         return ConnectFrame(plan, self._spark)
 
 
+class ConnectTypes:
+    """`TypeParsing` by the Connect server (a `ddl_parse` analysis of this session)."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+
+    def parse_columns(self, ddl: str) -> Any:
+        from pyspark.sql.types import StructType
+
+        from .connect_internals import parse_ddl
+
+        parsed = parse_ddl(self._spark, ddl)
+        return parsed if isinstance(parsed, StructType) else StructType.fromJson(json.loads(parsed.json()))
+
+
 class ConnectKind:
     """A Spark Connect session's side of the seam."""
 
@@ -127,6 +142,7 @@ class ConnectKind:
         self.catalog = ConnectCatalog(spark)
         self.tasks = ConnectTasks(spark)
         self.sources = ConnectSources(spark)
+        self.types = ConnectTypes(spark)
 
 
-__all__ = ["ConnectCatalog", "ConnectKind", "ConnectSources", "ConnectTasks"]
+__all__ = ["ConnectCatalog", "ConnectKind", "ConnectSources", "ConnectTasks", "ConnectTypes"]

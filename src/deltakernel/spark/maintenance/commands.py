@@ -235,14 +235,15 @@ def parse_identifier(identifier: str) -> tuple[str, str]:
 
 
 def _partition_schema(spark: Any, schema: Any) -> Any:
-    from pyspark.sql.types import DataType, StructType
+    from pyspark.sql.types import StructType
 
     from ..common.schema import from_spark_schema
+    from ..kinds import kind_of
 
     if schema is None:
         return None
     if isinstance(schema, str):
-        parsed = DataType.fromDDL(schema)
+        parsed = kind_of(spark).types.parse_columns(schema)
         if not isinstance(parsed, StructType):
             raise DeltaError(f"partitionSchema {schema!r} is not a list of columns (e.g. 'part int')")
         schema = parsed

@@ -145,15 +145,9 @@ def sql_type(t: Any) -> str:
 
 def _parse_type(spark: Any, text: str) -> Any:
     """A DDL type as Delta JSON, parsed by Spark (either session kind)."""
-    from ..kinds.session import is_connect
+    from ..kinds import kind_of
 
-    if is_connect(spark):
-        from ..kinds.connect_internals import parse_ddl
-
-        return json.loads(parse_ddl(spark, f"x {text}").json())["fields"][0]["type"]
-    from pyspark.sql.types import DataType
-
-    return DataType.fromDDL(f"x {text}").fields[0].dataType.jsonValue()
+    return kind_of(spark).types.parse_columns(f"x {text}").fields[0].dataType.jsonValue()
 
 
 def _find(fields: list[dict[str, Any]], name: str, label: str) -> int:
