@@ -29,8 +29,9 @@ from .._lazy import lazy_names
 if TYPE_CHECKING:
     from .api.tables import DeltaTable, DeltaTableBuilder, IdentityGenerator
     from .install.registry import disable, enable
+    from .scan.read_plans import scan_report
     from .scan.reader import DeltaFrame, read
-    from .scan.report import ScanReport, scan_report
+    from .scan.report import ScanReport
     from .writing.writer import write
 
 # loaded on first use: Spark's Python workers import submodules (the data sources, the executors' tasks)
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 _LAZY = {"DeltaFrame": ".scan.reader", "read": ".scan.reader", "enable": ".install.registry",
          "disable": ".install.registry", "DeltaTable": ".api.tables", "DeltaTableBuilder": ".api.tables",
          "IdentityGenerator": ".api.tables", "write": ".writing.writer",
-         "scan_report": ".scan.report", "ScanReport": ".scan.report"}
+         "scan_report": ".scan.read_plans", "ScanReport": ".scan.report"}
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

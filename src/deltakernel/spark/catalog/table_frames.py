@@ -85,9 +85,9 @@ def latest_frame(spark: Any, location: str, options: dict[str, Any] | None = Non
 def cache_catalog_plan(spark: Any, ref: Any) -> Any:
     """Put the latest plan of Delta catalog table `ref` in Spark's relation cache (see the module docstring);
     returns the frame."""
-    from ..kinds.session import has_jvm
+    from ..scan.read_plans import read_plans
 
-    if not ref.is_catalog or not has_jvm(spark):  # Spark Connect: no relation cache; the router rewrites names
+    if not ref.is_catalog or not read_plans(spark).caches_catalog_plans:  # Connect: the router rewrites names
         return latest_frame(spark, ref.location)
     table = (ref.db or "default", str(ref.table))
     frame = latest_frame(spark, ref.location, table=table)

@@ -28,7 +28,7 @@ from ...kernel.arrow_build import bool_to_arrow
 from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from ...kernel.snapshot import Snapshot
 from ...storage import Storage, storage_for_uri
-from ..kinds.session import Shared, has_jvm
+from ..kinds.session import Shared
 from ..scan import file_columns as fc
 from ..scan.layout import ScanLayout, quote
 
@@ -194,20 +194,9 @@ def _scan(spark: Any, snapshot: Snapshot, read_schema: Any, files: pa.Table, dat
     existing deletion vectors are kept (`target_frame` handles them). Classic sessions scan through the Delta
     file index (no listing, no existence checks, and filters Spark pushes prune the files further); Spark
     Connect, which cannot hand Spark a file index, through Spark's Parquet reader of the files' paths."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType as SparkStruct
+    from ..scan.read_plans import read_plans
 
-    if not has_jvm(spark):
-        from ..scan.public_plan import scan_frame
-
-        dv = files.schema.get_field_index("deletion_vector")
-        bare = files.set_column(dv, files.schema.field(dv), pa.nulls(files.num_rows, files.schema.field(dv).type))
-        return scan_frame(spark, snapshot, read_schema, bare)
-    from ..scan.relation import relation_frame
-
-    df, _index = relation_frame(spark, snapshot, read_schema, SparkStruct([]), data_names, files)
-    return df.select(*[F.col(quote(n)) for n in read_schema.fieldNames()],
-                     F.col("_metadata.file_path").alias(_PATH), F.col("_metadata.row_index").alias(ROW))
+    return read_plans(spark).files_frame(spark, snapshot, read_schema, files, data_names)
 
 
 __all__ = ["FID", "ROW", "Target", "executor_storage", "existing_deleted", "quote", "target_frame"]

@@ -248,7 +248,7 @@ def frame_explain(original: Any) -> Any:
     def explain(self: Any, *args: Any, **kwargs: Any) -> None:
         if _enabled(self.sparkSession):
             try:
-                from ..scan.report import scan_report
+                from ..scan.read_plans import scan_report
 
                 scan_report(self)
             except Exception:  # explain must work whatever happens here

@@ -18,8 +18,8 @@ from typing import Any
 from ...kernel import row_tracking as rt
 from ...kernel.snapshot import Snapshot
 from ..common.schema import Options, spark_compatible, storage_options, table_uri
-from ..kinds.dataframe_subclass import PlainNew
 from .filesystems import hadoop_can_read
+from .frames import DeltaFrame
 from .read_snapshot import load_snapshot
 
 ROW_TRACKING_OPTION = "readRowTracking"
@@ -79,14 +79,7 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
                        table: tuple[str, str] | None = None) -> Any:
     """A DataFrame over `snapshot`: a DeltaFrame over the Delta file index when Spark can read the files; on a
     Spark Connect session a ConnectDeltaFrame (the public-API plan, `scan/public_plan.py`)."""
-    from ..kinds.session import is_connect
-
-    jvm_fs = hadoop_can_read(spark, snapshot.storage)
-    if is_connect(spark) and jvm_fs and native_supported(snapshot):
-        from .connect_plan import delta_frame as connect_frame
-
-        return connect_frame(spark, snapshot, row_tracking=row_tracking)
-    if not native_supported(snapshot) or not jvm_fs:
+    if not native_supported(snapshot) or not hadoop_can_read(spark, snapshot.storage):
         from ...errors import UnsupportedFeatureError
         from .datasource import python_source_frame
 
@@ -96,10 +89,9 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
                                           "Hadoop filesystem for its scheme)")
         return python_source_frame(spark, snapshot.storage.root_uri,
                                    {"versionAsOf": str(snapshot.version), **(storage_opts or {})})
-    from .relation import delta_frame
+    from .read_plans import read_plans
 
-    df = delta_frame(spark, snapshot, row_tracking=row_tracking, time_travel=time_travel, table=table)
-    return DeltaFrame(df._jdf, spark, snapshot)
+    return read_plans(spark).table_frame(spark, snapshot, row_tracking, time_travel, table)
 
 
 def metadata_file_path(storage: Any, key: str) -> str:
@@ -107,48 +99,6 @@ def metadata_file_path(storage: Any, key: str) -> str:
     from .paths import file_uri
 
     return file_uri(storage, key)
-
-
-def _frame_base() -> type:
-    try:
-        from pyspark.sql.classic.dataframe import DataFrame
-    except ImportError:  # pragma: no cover - pyspark 3
-        from pyspark.sql import DataFrame  # type: ignore[assignment]
-    return DataFrame  # type: ignore[no-any-return]
-
-
-class _DeltaFrameType(type):
-    """`isinstance(df, DeltaFrame)` holds for the Spark Connect kind too (`scan/public_plan.ConnectDeltaFrame`)."""
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        if type.__instancecheck__(cls, obj):
-            return True
-        from .connect_plan import ConnectDeltaFrame
-
-        return cls.__name__ == "DeltaFrame" and isinstance(obj, ConnectDeltaFrame)
-
-
-class DeltaFrame(PlainNew, _frame_base(), metaclass=_DeltaFrameType):  # type: ignore[misc]
-    """The DataFrame `load()` returns: a plain Spark plan over the Delta file index, remembering its snapshot.
-
-    Filters need nothing special (Spark pushes them to the index); `skipped_files` reports the skipping. On a
-    Spark Connect session `load()` returns a `ConnectDeltaFrame`, which is also a `DeltaFrame` for
-    `isinstance` (same `snapshot` and `skipped_files`)."""
-
-    def __init__(self, jdf: Any, spark: Any, snapshot: Snapshot) -> None:
-        super().__init__(jdf, spark)
-        self._dk_snapshot = snapshot
-
-    @property
-    def snapshot(self) -> Snapshot:
-        return self._dk_snapshot
-
-    @property
-    def skipped_files(self) -> int:
-        """Files of this table the kernel skipped for this frame's query (lists the scans if not yet planned)."""
-        from .report import scan_report
-
-        return sum(r.files_total - r.files_kept for r in scan_report(self))
 
 
 __all__ = ["DeltaFrame", "frame_for_snapshot", "metadata_file_path", "native_supported", "read", "read_change_feed"]

@@ -76,12 +76,8 @@ def delta_scans(df: Any) -> list[tuple[Any, DeltaFileIndex]]:
     return out
 
 
-def scan_report(df: Any, *, list_files: bool = True) -> list[ScanReport]:
-    """One entry per Delta scan of the query (see the module docstring)."""
-    from ..kinds.session import is_connect
-
-    if is_connect(df.sparkSession):
-        return connect_scan_report(df)
+def classic_scan_report(df: Any, list_files: bool) -> list[ScanReport]:
+    """`scan_report` on a classic session: the executed (or planned) physical plan's Delta scans."""
     reports = []
     for node, index in delta_scans(df):
         kept = int(node.selectedPartitions().totalNumberOfFiles()) if list_files else -1
@@ -119,4 +115,4 @@ def connect_scan_report(df: Any) -> list[ScanReport]:
     return out
 
 
-__all__ = ["ScanReport", "connect_scan_report", "delta_scans", "note_scan", "scan_report"]
+__all__ = ["ScanReport", "classic_scan_report", "connect_scan_report", "delta_scans", "note_scan"]
