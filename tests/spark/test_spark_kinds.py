@@ -79,3 +79,32 @@ def test_tasks_and_sources(spark, tmp_path):
         assert handle is None  # Connect: values travel in the task's closure
     write_deltalake(str(tmp_path / "t"), pa.table({"id": [1]}))
     assert kind.sources.has_hadoop_filesystem("file", f"file://{tmp_path}/t/_delta_log") is True
+
+
+@pytest.mark.parametrize("ddl", ["a INT, b STRING NOT NULL", "s STRUCT<x: BIGINT, y: ARRAY<DATE>>, m MAP<STRING, DOUBLE>",
+                                 "d DECIMAL(10,2) COMMENT 'money', `odd name` TIMESTAMP_NTZ"])
+def test_type_parsing_agrees_across_kinds(classic_spark, connect_spark, ddl):
+    classic = kind_of(classic_spark).types.parse_columns(ddl)
+    connect = kind_of(connect_spark).types.parse_columns(ddl)
+    assert classic.jsonValue() == connect.jsonValue()
+    assert classic.fields[0].name in ("a", "s", "d") and len(classic.fields) == 2
+
+
+def test_type_parsing_refuses_bad_ddl(spark):
+    with pytest.raises(Exception):
+        kind_of(spark).types.parse_columns("a NOT_A_TYPE")
+
+
+def test_read_plans_follow_the_kind(spark, tmp_path):
+    from deltakernel.spark import read
+    from deltakernel.spark.scan.read_plans import read_plans, scan_report
+
+    plans = read_plans(spark)
+    assert plans.caches_catalog_plans is (kind_of(spark).name == "classic")
+    path = tmp_path / "t"
+    for i in range(3):
+        write_deltalake(str(path), pa.table({"id": pa.array([i * 10 + j for j in range(3)], pa.int64())}), mode="append")
+    df = read(spark, str(path)).where("id = 21")
+    assert [r.id for r in df.collect()] == [21]
+    (report,) = scan_report(df)
+    assert (report.files_total, report.files_kept) == (3, 1)

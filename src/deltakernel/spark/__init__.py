@@ -8,13 +8,13 @@
 After `enable()`, `spark.sql` also runs Delta SQL (MERGE / DELETE / UPDATE / INSERT, CREATE TABLE ... USING
 delta, DESCRIBE HISTORY, OPTIMIZE, VACUUM, RESTORE, `SELECT ... FROM delta.`/path` VERSION AS OF n`, ...; see
 `spark/sql/`), and Delta tables live in Spark's session catalog (`saveAsTable`, `spark.table`,
-`DeltaTable.forName`; see `spark/catalog.py`).
+`DeltaTable.forName`; see `spark/catalog/tables.py`).
 
 Reads are Spark's Parquet scan over a Delta file index that skips files with the query's pushed filters,
 whatever the query's shape; `scan_report(df)` tells what each Delta scan of a query keeps (see `spark/scan/`).
 
 `disable(spark)` undoes `enable(spark)`: the session is routed no more and its confs are put back; once no
-enabled session remains, pyspark's classes are exactly as before (see `spark/install.py`).
+enabled session remains, pyspark's classes are exactly as before (see `spark/install/registry.py`).
 
 Without `enable()` the same is available as functions: `read(spark, path, **options)` and
 `write(df, path, mode=..., partitionBy=..., **options)`. See docs/decisions.md ("PySpark engine").

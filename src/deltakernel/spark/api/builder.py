@@ -6,7 +6,7 @@ clustering, properties and a comment, then creates the table through the kernel 
 `catalog.create` (names). Identity columns (`generatedAlwaysAs=IdentityGenerator(start, step)` or
 `generatedByDefaultAs=...`) are written as delta-spark writes them: `delta.identity.start / step /
 allowExplicitInsert` column metadata, which makes the protocol carry `identityColumns`; writers then generate
-the values (see `spark/native_write.py`). Argument errors are delta-spark's Python ones (TypeError /
+the values (see `spark/writing/native_write.py`). Argument errors are delta-spark's Python ones (TypeError /
 ValueError with its wording); table-level errors carry its error classes (`error_classes.py`).
 """
 

@@ -33,7 +33,7 @@
    `mapInArrow` (`merge_write.py`) when a table rule must be checked or change data (insert / delete /
    update pre- and post-images) written. Row tracking: updated and copied rows keep their row ids.
 5. One kernel transaction commits (operation MERGE, delta-spark's parameters and metrics).
-Inserted rows get identity values the clause does not assign from the executors (`spark/identity.py`); the
+Inserted rows get identity values the clause does not assign from the executors (`spark/writing/identity.py`); the
 new high-water marks, from the written files, are committed with the adds. Tables Spark's Parquet plan cannot
 scan run the embedded MERGE on the driver with the source collected as Arrow.
 """

@@ -1,6 +1,6 @@
 """Rows a Spark DML writes back (copied and updated rows) and its change data files, from the executors.
 
-Two write paths, as for ordinary writes (`spark/writer.py`):
+Two write paths, as for ordinary writes (`spark/writing/writer.py`):
 - native (`native_write`): Spark's own Parquet writer and footer statistics, when nothing needs checking
   (copied rows were valid already; updated rows only when the table has no rule that could fail or fill
   a column) and no change data is written in the same pass. The rows carry their stable row ids in the
