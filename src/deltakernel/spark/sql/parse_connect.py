@@ -322,7 +322,7 @@ def _properties(tree: Any) -> dict[str, Any]:
 
 def columns_schema(spark: Any, columns: list[Any]) -> Any:
     """Kernel schema of sqlglot ColumnDefs: types written back as Spark DDL and parsed by the server
-    (`SparkSession._parse_ddl`, Connect's `ddl_parse` analysis), so a type means what Spark says; constraints
+    (`connect_internals.parse_ddl`, Connect's `ddl_parse` analysis), so a type means what Spark says; constraints
     as Delta metadata, as delta-spark writes them."""
     from sqlglot import exp
 
@@ -356,7 +356,9 @@ def columns_schema(spark: Any, columns: list[Any]) -> Any:
             piece += f" COMMENT {sql_string(meta['comment'])}"
         ddl.append(piece)
         metas.append(meta)
-    parsed = json.loads(spark._parse_ddl(", ".join(ddl)).json())
+    from ..connect_internals import parse_ddl
+
+    parsed = json.loads(parse_ddl(spark, ", ".join(ddl)).json())
     fields = []
     for f, meta in zip(parsed["fields"], metas):
         typ = f["type"]
