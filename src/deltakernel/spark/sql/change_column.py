@@ -14,7 +14,6 @@ name in the Hive form is refused (use RENAME COLUMN).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,23 +148,6 @@ def _parse_type(spark: Any, text: str) -> Any:
     from ..kinds import kind_of
 
     return kind_of(spark).types.parse_columns(f"x {text}").fields[0].dataType.jsonValue()
-
-
-def _connect_type(spark: Any, text: str) -> Any:
-    from ..connect_internals import parse_ddl  # bound to this session (`DataType.fromDDL` uses the active one)
-
-    return json.loads(parse_ddl(spark, f"x {text}").json())["fields"][0]["type"]
-
-
-#: how each session kind (`kinds.kind_of(spark).name`) has Spark parse a DDL type
-_TYPE_PARSERS: dict[str, Callable[[Any, str], Any]] = {"classic": _classic_type, "connect": _connect_type}
-
-
-def _parse_type(spark: Any, text: str) -> Any:
-    """A DDL type as Delta JSON, parsed by Spark (by the session's kind)."""
-    from ..kinds import kind_of
-
-    return _TYPE_PARSERS[kind_of(spark).name](spark, text)
 
 
 def _find(fields: list[dict[str, Any]], name: str, label: str) -> int:
