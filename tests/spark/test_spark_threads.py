@@ -44,14 +44,14 @@ def test_four_readers_and_an_appender_share_a_session(spark, tmp_path):
                 counts[i].append(int(readers[i]()))
                 if done.is_set() and len(counts[i]) >= 2:
                     break
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+        except BaseException as e:
             errors.append(e)
 
     def append() -> None:
         try:
             for _ in range(APPENDS):
                 batch.write.format("delta").mode("append").save(path)
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
         finally:
             done.set()
