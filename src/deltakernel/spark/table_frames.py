@@ -70,12 +70,22 @@ def _get(store: OrderedDict[tuple[Any, ...], _Kept], key: tuple[Any, ...]) -> _K
         return kept
 
 
+def _exists(storage: Any, version: int) -> bool:
+    """Is `version` still in the table's log (a newer plan of a table dropped and created again is not)?"""
+    if storage is None:
+        return False
+    try:
+        return version in commits_from(storage, version)
+    except Exception:
+        return False
+
+
 def _put(store: OrderedDict[tuple[Any, ...], _Kept], key: tuple[Any, ...], kept: _Kept) -> _Kept:
     """Keep `kept` unless a newer plan of the table is kept already (then that one); least recently used
     entries beyond MAX_KEPT are dropped."""
     with _lock:
         old = store.get(key)
-        if old is not None and old.version > kept.version:
+        if old is not None and old.version > kept.version and _exists(old.storage, old.version):
             store.move_to_end(key)
             return old
         store[key] = kept
@@ -127,7 +137,8 @@ def cache_catalog_plan(spark: Any, ref: Any) -> Any:
     version = frame.snapshot.version if isinstance(frame, DeltaFrame) else -1
     with _lock:  # check and replace at once: a slower thread never puts back an older plan
         cached = _get(store, entry_key)
-        if cached is not None and (cached.frame is frame or cached.version > version) and _still_cached(spark, ref):
+        newer = cached is not None and cached.version > version and _exists(cached.storage, cached.version)
+        if cached is not None and (cached.frame is frame or newer) and _still_cached(spark, ref):
             return cached.frame
         jvm = spark._jvm
         name = jvm.org.apache.spark.sql.catalyst.QualifiedTableName(SESSION_CATALOG, ref.db or "default", ref.table)
@@ -151,11 +162,14 @@ def register_view(spark: Any, name: str, frame: Any) -> None:
     views = spark.__dict__.get("_dk_view_versions")
     if views is None:
         views = spark.__dict__.setdefault("_dk_view_versions", {})
+    storage = frame.snapshot.storage
     with _lock:
-        if views.get(name, -1) > version:
+        registered = views.get(name)
+        if registered is not None and registered[0] > version and registered[1].root_uri == storage.root_uri \
+                and _exists(storage, registered[0]):
             return
         frame.createOrReplaceTempView(name)
-        views[name] = version
+        views[name] = (version, storage)
 
 
 def _still_cached(spark: Any, ref: Any) -> bool:
