@@ -39,6 +39,7 @@ from ...kernel.scan.skipping import file_skipping_mask
 from ...kernel.schema.types import DataType
 from ...kernel.snapshot import Snapshot
 from . import catalyst, jvm_files
+from .callbacks import note_callback
 from .paths import file_uri, file_uris
 
 _log = logging.getLogger("deltakernel.spark")
@@ -114,6 +115,7 @@ class DeltaFileIndex:
     # ------------------------------------------------------------------ FileIndex
     def listFiles(self, partitionFilters: Any, dataFilters: Any) -> Any:
         start = time.perf_counter()
+        note_callback(self._jvm)  # a JVM pool thread's connection is closed once that thread ends
         part_exprs = _seq(partitionFilters)
         data_exprs = _seq(dataFilters)
         preds: list[Expr] = []

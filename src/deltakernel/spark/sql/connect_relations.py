@@ -19,13 +19,23 @@ named by table, version, options and predicate, so a DataFrame returned earlier 
 
 Permanent views: Spark creates a view over Delta catalog tables by itself (only their schemas are needed), so
 `CREATE VIEW` reaches it as written; reading one expands its stored text (with the statement's conjuncts on the
-view around it) in its own database. References in text sqlglot cannot parse are not seen (the statement then
-reaches Spark as written).
+view around it) in its own database.
+
+Lifetime: each distinct (table, version, options, predicate) is a view, so a session's point queries would add
+one per query (measured: benchmarks/long_session.py). The views a session's plain queries made are an LRU of
+`MAX_VIEWS` names; the least recently used beyond that are dropped (`spark.catalog.dropTempView`). Views named
+by a statement that keeps a reference to them (CREATE TEMPORARY VIEW, CACHE TABLE) are never dropped.
+
+Limits: a DataFrame of a plain query re-run after `MAX_VIEWS` newer distinct Delta references of its session
+fails with Spark's TABLE_OR_VIEW_NOT_FOUND (re-run the SQL); references in text sqlglot cannot parse are not seen
+(the statement then reaches Spark as written).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +47,37 @@ from .commands import evaluate_timestamp
 from .grammar import DeltaSqlError
 from .public_catalog import original_sql
 from .relations import CHANGES_FUNCTIONS, MAX_VIEW_DEPTH, RelationUse, changes_source
+
+MAX_VIEWS = 256  # temporary views of plain queries kept per session (see the module docstring)
+_views_lock = threading.Lock()
+
+
+def _keep_views(spark: Any, names: list[str], pinned: bool) -> None:
+    """Mark `names` used (pinned: never dropped); drop the least recently used unpinned views beyond MAX_VIEWS."""
+    store = spark.__dict__.get("_dk_connect_views")
+    if store is None:
+        store = spark.__dict__.setdefault("_dk_connect_views", OrderedDict())
+    evicted = []
+    with _views_lock:
+        for name in names:
+            store[name] = pinned or store.get(name, False)
+            store.move_to_end(name)
+        unpinned = [n for n, p in store.items() if not p]
+        for name in unpinned[:max(0, len(unpinned) - MAX_VIEWS)]:
+            del store[name]
+            evicted.append(name)
+    for name in evicted:
+        try:
+            spark.catalog.dropTempView(name)
+        except Exception:
+            pass
+
+
+def _persists(tree: Any) -> bool:
+    """Does the statement keep referring to the views it reads (a view's text, a cached table)?"""
+    from sqlglot import exp
+
+    return isinstance(tree, (exp.Create, exp.Cache))
 
 
 def frame_view(spark: Any, name: str) -> Any:
@@ -325,6 +366,7 @@ def rewrite(spark: Any, text: str, tree: Any, run_sql: Any) -> str | None:
         if name not in frames:
             frames[name] = frame
             native_temp_view(frame, name)
+    _keep_views(spark, names, _persists(tree))
     out = text
     for use, name in sorted(zip(uses, names), key=lambda p: p[0].start, reverse=True):
         replacement = name if use.alias is None else f"{name} AS {_quote(use.alias)}"
@@ -417,4 +459,4 @@ def _quote(part: str) -> str:
     return "`" + part.replace("`", "``") + "`"
 
 
-__all__ = ["find_uses", "rewrite", "view_name"]
+__all__ = ["MAX_VIEWS", "find_uses", "rewrite", "view_name"]

@@ -209,12 +209,14 @@ def rewrite(spark: Any, text: str, plan: Any, run_sql: Any, route: Any = None) -
         return None
     if P.name(plan) in ("CreateView", "AlterViewAs"):
         _refuse_permanent_view(rewritten)
+    from ..catalog.table_frames import register_view
+
     frames: dict[str, Any] = {}
     for use in rewritten:
         name = _view_name(use)
-        if name not in frames:
+        if name not in frames:  # a view never goes back to an older version (another thread's statement)
             frames[name] = _frame(spark, use, route or run_sql)
-            frames[name].createOrReplaceTempView(name)
+            register_view(spark, name, frames[name])
     out = text
     for use in sorted(rewritten, key=lambda u: u.start, reverse=True):
         name = _view_name(use)
