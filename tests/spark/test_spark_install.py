@@ -20,7 +20,7 @@ import pytest
 
 import deltakernel.spark as dks
 from deltakernel.operations.write.api import write_deltalake
-from deltakernel.spark import install
+from deltakernel.spark.install import registry as install
 
 SRC = Path(dks.__file__).resolve().parents[2]
 
@@ -78,7 +78,7 @@ def _routed(spark, path: str) -> bool:
 def test_every_declared_patch_is_applied_once_over_pyspark_s_original(classic_spark, connect_spark):
     applied = install.patched()
     assert len(applied) == len({(id(o), a) for o, a in applied})  # no attribute patched twice
-    declared = [(install._owner(p), p.attr) for p in install.PATCHES]
+    declared = [(install._owner(p), p.attr) for p in install.all_patches()]
     assert {(id(o), a) for o, a in applied} == {(id(o), a) for o, a in declared if o is not None}
     assert len(applied) >= 40  # classic and Connect: readers, writers, sessions, catalogs, frames, streams
     for owner, attr in applied:
@@ -214,7 +214,7 @@ def test_call_sites_are_switched_off_per_thread_only(spark):
 
 _PRISTINE = r"""
 import json, sys, types
-from deltakernel.spark import install
+from deltakernel.spark.install import registry as install
 CODE = (types.FunctionType, classmethod, staticmethod, property, type)
 def code(o):
     return [(k, v) for k, v in vars(o).items() if isinstance(v, CODE)]

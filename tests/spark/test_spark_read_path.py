@@ -126,7 +126,7 @@ def test_read_row_tracking_refused_without_row_tracking(spark, tmp_path):
 
 def test_s3_without_s3a_jars_uses_the_kernel_storage(spark, s3_bucket, s3_options, caplog,  # noqa: F811
                                                       monkeypatch):
-    from deltakernel.spark import filesystems
+    from deltakernel.spark.scan import filesystems
 
     monkeypatch.setattr(filesystems, "_WARNED", set())
     uri = f"s3://{s3_bucket}/t"

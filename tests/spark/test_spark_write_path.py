@@ -105,7 +105,7 @@ def test_typed_error_round_trip():
 def test_native_random_prefixes_never_overwrite_a_file(spark, tmp_path, monkeypatch):
     """One Spark task writes the same file name into every partition; a repeated random prefix must not
     make one file replace another (rows were lost about once in a few hundred writes)."""
-    from deltakernel.spark import native_write
+    from deltakernel.spark.writing import native_write
 
     prefixes = iter(["aa/", "aa/", "aa/"] + [f"b{i}/" for i in range(100)])
     monkeypatch.setattr(native_write, "random_prefix", lambda n: next(prefixes))

@@ -105,7 +105,7 @@ def test_paths_and_other_providers(spark, tmp_path):
                           "SparkContext (the server's workers are checked by enable() with a probe job)")
 def test_enable_refuses_workers_without_deltakernel(spark, tmp_path, monkeypatch):
     """A worker interpreter that cannot import deltakernel: one clear error naming PYSPARK_PYTHON."""
-    from deltakernel.spark import python_workers
+    from deltakernel.spark.install import python_workers
 
     fake = tmp_path / "python3"
     fake.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'deltakernel'\" >&2\nexit 1\n")

@@ -86,7 +86,7 @@ PATCHES: tuple[Patch, ...] = (
     *_both("pyspark.sql.streaming.readwriter", "pyspark.sql.connect.streaming.readwriter", "DataStreamReader", {
         "table": "streaming.routing:stream_reader_table"}),
     # Connect: Delta reads are lazy leaves of the client plan, planned when the plan is serialized (the command
-    # classes' `command` too: `_expanded`); temporary views over them are remembered (scan/connect_plan.py)
+    # classes' `command` too: `all_patches`); temporary views over them are remembered (scan/connect_plan.py)
     Patch("pyspark.sql.connect.plan", "LogicalPlan", "to_proto", "scan.connect_plan:serialize_hook"),
     Patch("pyspark.sql.connect.dataframe", "DataFrame", "createTempView", "scan.connect_plan:temp_view_hook"),
     Patch("pyspark.sql.connect.dataframe", "DataFrame", "createOrReplaceTempView",
@@ -140,7 +140,7 @@ def disable(spark: Any) -> Any:
 def patch_owners() -> list[Any]:
     """Every class or module `PATCHES` names that this pyspark has (patched or not)."""
     owners: list[Any] = []
-    for patch in _expanded():
+    for patch in all_patches():
         owner = _owner(patch)
         if owner is not None and all(o is not owner for o in owners):
             owners.append(owner)
@@ -235,7 +235,7 @@ def _factory(name: str) -> Any:
     return getattr(importlib.import_module(f"deltakernel.spark.{module}"), function)
 
 
-def _expanded() -> list[Patch]:
+def all_patches() -> list[Patch]:
     """`PATCHES` plus one serialization hook per Connect command class (their set depends on the pyspark line)."""
     from ..scan.connect_plan import command_classes
 
@@ -248,7 +248,7 @@ def _apply_patches() -> None:
         return
     done: list[_Applied] = []
     try:
-        for patch in _expanded():
+        for patch in all_patches():
             owner = _owner(patch)
             if owner is None or not hasattr(owner, patch.attr):
                 continue
@@ -281,5 +281,5 @@ def _restore_patches() -> None:
     _undo(applied)
 
 
-__all__ = ["ID_CONFS", "PATCHES", "Patch", "applications", "disable", "enable", "is_enabled", "original",
+__all__ = ["ID_CONFS", "PATCHES", "Patch", "all_patches", "applications", "disable", "enable", "is_enabled", "original",
            "patch_owners", "patched"]
