@@ -6,6 +6,7 @@ and with no PYSPARK_PYTHON. Usage: `python _worker_advice_job.py <mode> <scratch
   the message's in-process route (`spark.stop()`, the advice line from the message, the session again) and runs
   DELETE and a read.
 - `advice`: runs the advice line (argv 3) verbatim first, then the session, `enable()`, DELETE and a read.
+- `connect-broken` / `connect-advice`: the same over `remote("local[1]")` (a Connect server this process starts).
 
 Prints one JSON object on its last line.
 """
@@ -19,10 +20,37 @@ import sys
 
 
 def advice_line(message: str) -> str:
-    """The Python the message says to run before the session starts (between backticks after "in Python, ")."""
-    found = re.search(r"in Python, `([^`]+)`", message)
+    """The Python line the message says to run before the session starts (the backticked `import os...`)."""
+    found = re.search(r"`(import os[^`]*PYSPARK_PYTHON[^`]*)`", message)
     assert found, message
     return found.group(1)
+
+
+def _connect_session():
+    from pyspark.sql import SparkSession
+
+    return (SparkSession.builder.remote("local[1]").config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "1").getOrCreate())
+
+
+def _connect(mode: str, scratch: str) -> dict:
+    """A local Spark Connect server started by the client (`remote("local[1]")`): its workers run the server
+    JVM's PYSPARK_PYTHON, fixed when this process starts it."""
+    from deltakernel.spark import enable
+    from deltakernel.spark.python_workers import PythonWorkerError
+
+    if mode == "connect-advice":
+        exec(sys.argv[3], {})  # the advice, verbatim
+    spark = _connect_session()
+    out: dict = {}
+    try:
+        enable(spark)
+        out["error"] = None
+        out["ids"] = _delete_and_read(spark, f"{scratch}/connect")
+    except PythonWorkerError as e:
+        out["error"] = str(e)
+    spark.stop()
+    return out
 
 
 def _session():
@@ -58,6 +86,9 @@ def main() -> None:
     from deltakernel.spark import enable
     from deltakernel.spark.install.python_workers import PythonWorkerError
 
+    if mode.startswith("connect-"):
+        print(json.dumps(_connect(mode, scratch)))
+        return
     if mode == "advice":
         print(json.dumps(_advised(scratch, sys.argv[3])))
         return

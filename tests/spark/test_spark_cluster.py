@@ -1,7 +1,7 @@
 """A real Spark standalone cluster (master + 2 workers on 127.0.0.1) reading and writing through deltakernel.
 
 The session-scoped local SparkSession owns this process's SparkContext, so the cluster's driver runs in a
-subprocess (`_cluster_job.py`). Workers run this interpreter (`spark.pyspark.python`), which imports
+subprocess (`_cluster_job.py`). Workers run this interpreter (`PYSPARK_PYTHON` in the environment), which imports
 deltakernel: that is all a cluster needs besides pyspark.
 """
 

@@ -7,6 +7,7 @@ when its SparkContext starts, so this cannot share the suite's session. Shown: t
 (`.config('spark.pyspark.python', sys.executable)`) leaves `sc.pythonExec` at `python3`; `enable()` raises
 `PythonWorkerError` with the fix; without the check a DELETE fails in its tasks; the message's Python line, run
 as written (in a fresh process, and in the same process after `spark.stop()`), makes DELETE and the read work.
+The same over a local Spark Connect server (`remote("local[1]")`), whose message says to start it with the variable.
 """
 
 from __future__ import annotations
@@ -73,3 +74,22 @@ def test_worker_advice_followed_verbatim_works(tmp_path):
     assert "PYSPARK_PYTHON" in line
     fresh = _run(env, "advice", str(tmp_path / "fresh"), line)
     assert fresh == {"python_exec": sys.executable, "ids": kept}
+
+
+@pytest.mark.slow
+def test_connect_worker_advice_followed_verbatim_works(tmp_path):
+    """`remote("local[...]")`: the server this process starts gives its workers the PYSPARK_PYTHON of its JVM."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("grpc")
+    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Java is not installed")
+    sys.path.insert(0, str(HERE))
+    from _worker_advice_job import advice_line
+
+    env = _env(tmp_path)
+    broken = _run(env, "connect-broken", str(tmp_path / "broken"))
+    message = broken["error"]
+    assert message and "Spark Connect server's Python workers cannot import deltakernel" in message, broken
+    assert "PYSPARK_PYTHON" in message  # the probe's own failure: the shim cannot even start a pyspark worker
+    fresh = _run(env, "connect-advice", str(tmp_path / "fresh"), advice_line(message))
+    assert fresh == {"error": None, "ids": sorted(i for i in range(10) if i % 3)}
