@@ -83,7 +83,9 @@ def main() -> None:
 
     lo = 4_000_000
     sel = spark.read.format("delta").load(path).where(f"id >= {lo} AND id < {lo + 1000}")
-    skipped = sel.skipped_files
+    from deltakernel.spark import scan_report
+
+    skipped = sum(r.files_total - r.files_kept for r in scan_report(sel))  # filtered frames: via the report
     run("native selective (all files opened)", lambda: noop(spark.read.parquet(*files).where(
         f"id >= {lo} AND id < {lo + 1000}")))
     run("deltakernel selective", lambda: noop(spark.read.format("delta").load(path).where(
