@@ -37,7 +37,7 @@ def _connect(mode: str, scratch: str) -> dict:
     """A local Spark Connect server started by the client (`remote("local[1]")`): its workers run the server
     JVM's PYSPARK_PYTHON, fixed when this process starts it."""
     from deltakernel.spark import enable
-    from deltakernel.spark.python_workers import PythonWorkerError
+    from deltakernel.spark.install.python_workers import PythonWorkerError
 
     if mode == "connect-advice":
         exec(sys.argv[3], {})  # the advice, verbatim

@@ -368,9 +368,7 @@ def test_concurrent_delete_conflicts(spark, tmp_path, mode, monkeypatch):
 
 # ----------------------------------------------------------------------------- what the driver sees
 def _record_collects(monkeypatch, spark) -> list[int]:
-    from deltakernel.spark.kinds.session import dataframe_class
-
-    DataFrame = dataframe_class(spark)
+    DataFrame = type(spark.range(1))  # the session kind's DataFrame class
 
     seen: list[int] = []
     for name in ("collect", "toArrow", "toPandas", "toLocalIterator", "take", "tail"):

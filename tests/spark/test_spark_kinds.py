@@ -108,3 +108,26 @@ def test_read_plans_follow_the_kind(spark, tmp_path):
     assert [r.id for r in df.collect()] == [21]
     (report,) = scan_report(df)
     assert (report.files_total, report.files_kept) == (3, 1)
+
+
+@pytest.mark.parametrize("text, reference", [
+    ("SELECT * FROM delta.`/tmp/x` WHERE id = 1", "delta.`/tmp/x`"),
+    ("SELECT * FROM delta.`/tmp/x` VERSION AS OF 3 t", "delta.`/tmp/x` VERSION AS OF 3"),
+    ("SELECT a FROM db.tbl", "db.tbl"),
+])
+def test_both_rewriters_count_spans_half_open(classic_spark, text, reference):
+    """The classic relation rewriter (Spark's spans) and the Connect one (sqlglot tokens) both use `[start, stop)`:
+    the slice is exactly the reference."""
+    from deltakernel.spark.sql import plans as P
+    from deltakernel.spark.sql import text_plans as T
+
+    plan = P.parse_plan(classic_spark, text)
+    nodes = [n for n, _ in P.walk(plan) if P.name(n) in ("UnresolvedRelation", "RelationTimeTravel")]
+    outer = next(n for n in nodes if P.name(n) == "RelationTimeTravel") if "VERSION" in text else nodes[0]
+    start, stop = P.relation_span(outer)
+    assert text[start:stop] == reference
+    tree = T.parse(text)
+    from sqlglot import exp
+
+    use = T.table_use(text, next(tree.find_all(exp.Table)))
+    assert use is not None and text[use.start:use.stop] == reference

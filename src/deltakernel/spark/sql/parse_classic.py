@@ -144,7 +144,7 @@ def _source(p: ClassicParser, text: str, node: Any) -> tuple[str, str | None]:
         if alias is None:
             parts = P.identifier_parts(inner.relation() if P.name(inner) == "RelationTimeTravel" else inner)
             alias = parts[-1] if parts else None
-        return "SELECT * FROM " + text[s[0]:s[1] + 1], alias
+        return "SELECT * FROM " + text[s[0]:s[1]], alias
     query = P.query_text(p.spark, text, inner)
     if query is None:
         raise DeltaSqlError(f"MERGE: cannot locate the USING query in the statement (in: {head(text)})")

@@ -81,12 +81,14 @@ def class_name(node: Any) -> str:
 
 # ----------------------------------------------------------------------------- spans and text
 def span(node: Any) -> tuple[int, int] | None:
-    """[start, stop] (inclusive) of the text `node` was parsed from, when Spark recorded it."""
+    """The span `[start, stop)` (stop exclusive, as Python slices and `relations.RelationUse` and the Connect
+    rewriter's `text_plans.TableUse` count) of the text `node` was parsed from, when Spark recorded it (Spark's own
+    `Origin.stopIndex` is inclusive: converted here, once)."""
     o = node.origin()
     start, stop = opt(o.startIndex()), opt(o.stopIndex())
     if start is None or stop is None:
         return None
-    return int(start), int(stop)
+    return int(start), int(stop) + 1
 
 
 def relation_span(node: Any) -> tuple[int, int] | None:
@@ -107,8 +109,8 @@ def _clean(tree: str) -> str:
 def expr_text(spark: Any, text: str, expr: Any) -> str:
     """SQL text of an expression: the original slice if it re-parses to the same expression, else `.sql()`."""
     s = span(expr)
-    if s is not None and 0 <= s[0] <= s[1] < len(text):
-        piece = text[s[0]:s[1] + 1].strip()
+    if s is not None and 0 <= s[0] < s[1] <= len(text):
+        piece = text[s[0]:s[1]].strip()
         try:
             if _clean(str(sql_parser(spark).parseExpression(piece).toString())) == _clean(str(expr.toString())):
                 return piece
@@ -121,9 +123,9 @@ def query_text(spark: Any, text: str, plan: Any) -> str | None:
     """The original text of a query node (INSERT's query, CTAS's AS SELECT, a MERGE source subquery), checked
     by re-parsing; None when Spark recorded no usable span."""
     s = span(plan)
-    if s is None or not (0 <= s[0] <= s[1] < len(text)):
+    if s is None or not (0 <= s[0] < s[1] <= len(text)):
         return None
-    piece = text[s[0]:s[1] + 1].strip()
+    piece = text[s[0]:s[1]].strip()
     try:
         if _clean(str(parse_plan(spark, piece).toString())) == _clean(str(plan.toString())):
             return piece

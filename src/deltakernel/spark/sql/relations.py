@@ -221,7 +221,7 @@ def rewrite(spark: Any, text: str, plan: Any, run_sql: Any, route: Any = None) -
     for use in sorted(rewritten, key=lambda u: u.start, reverse=True):
         name = _view_name(use)
         replacement = name if use.alias is None else f"{name} AS {P.quote(use.alias)}"
-        out = out[:use.start] + replacement + out[use.stop + 1:]
+        out = out[:use.start] + replacement + out[use.stop:]
     return out
 
 
