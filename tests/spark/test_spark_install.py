@@ -7,6 +7,7 @@ fresh Python process (a Connect client of the fixture's server: no second JVM)."
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -56,7 +57,10 @@ def _same(before: dict[object, list[tuple[str, object]]], after: dict[object, li
 
 @contextmanager
 def _all_disabled(*sessions):
-    """Both fixture sessions disabled (nothing enabled in the process: pyspark restored), enabled again after."""
+    """Both fixture sessions disabled (nothing enabled in the process: pyspark restored), enabled again after.
+    Sessions other tests enabled and dropped are collected first (a session with reference cycles of its own - its
+    cached `catalog` - stays enabled until the cyclic collector frees it)."""
+    gc.collect()
     try:
         for s in sessions:
             dks.disable(s)

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..catalog.entry import CatalogEntry
+from .bound import SessionBound
 
 
 def _first_line(e: BaseException) -> str:
@@ -13,11 +14,9 @@ def _first_line(e: BaseException) -> str:
     return s.splitlines()[0] if s else type(e).__name__
 
 
-class ClassicCatalog:
+class ClassicCatalog(SessionBound):
     """`CatalogAccess` through the JVM's `SessionCatalog`: one py4j call per question, exact as Spark answers."""
 
-    def __init__(self, spark: Any) -> None:
-        self._spark = spark
 
     def _catalog(self) -> Any:
         return self._spark._jsparkSession.sessionState().catalog()
@@ -87,11 +86,9 @@ class ClassicCatalog:
             cat.refreshTable(ident)
 
 
-class ClassicTasks:
+class ClassicTasks(SessionBound):
     """`TaskShipping` with broadcast variables (shipped once per executor) and the SparkContext's parallelism."""
 
-    def __init__(self, spark: Any) -> None:
-        self._spark = spark
 
     def broadcast(self, value: Any) -> Any:
         return self._spark.sparkContext.broadcast(value)
@@ -100,11 +97,9 @@ class ClassicTasks:
         return int(self._spark.sparkContext.defaultParallelism)
 
 
-class ClassicSources:
+class ClassicSources(SessionBound):
     """`SourceAccess` through the JVM: Hadoop's filesystem registry, the JVM session's reader."""
 
-    def __init__(self, spark: Any) -> None:
-        self._spark = spark
 
     def has_hadoop_filesystem(self, scheme: str, log_uri: str) -> bool:
         jvm = self._spark._jvm
@@ -120,11 +115,9 @@ class ClassicSources:
         return DataFrame(reader.load(path), self._spark)
 
 
-class ClassicTypes:
+class ClassicTypes(SessionBound):
     """`TypeParsing` by the JVM's parser of this session's driver."""
 
-    def __init__(self, spark: Any) -> None:
-        self._spark = spark
 
     def parse_columns(self, ddl: str) -> Any:
         from pyspark.sql.types import StructType

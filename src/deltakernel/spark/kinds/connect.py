@@ -7,13 +7,12 @@ import json
 from typing import Any
 
 from ..catalog.entry import CatalogEntry
+from .bound import SessionBound
 
 
-class ConnectCatalog:
+class ConnectCatalog(SessionBound):
     """`CatalogAccess` with statements every Spark answers (`SHOW TABLE EXTENDED`, `CREATE TABLE`, `ALTER TABLE`)."""
 
-    def __init__(self, spark: Any) -> None:
-        self._spark = spark
 
     def split_name(self, name: str) -> list[str]:
         from ..sql.public_catalog import split_name
@@ -63,11 +62,9 @@ class ConnectCatalog:
             run_ddl(self._spark, f"ALTER TABLE {name} ADD COLUMNS ({ddl})")
 
 
-class ConnectTasks:
+class ConnectTasks(SessionBound):
     """`TaskShipping` over Connect: values travel in the task's closure; the parallelism is read from the confs."""
 
-    def __init__(self, spark: Any) -> None:
-        self._spark = spark
 
     def broadcast(self, value: Any) -> Any:
         return None
@@ -88,11 +85,11 @@ class ConnectTasks:
         return 2
 
 
-class ConnectSources:
+class ConnectSources(SessionBound):
     """`SourceAccess` over Connect: the server's JVM cannot be asked directly."""
 
     def __init__(self, spark: Any) -> None:
-        self._spark = spark
+        super().__init__(spark)
         self._schemes: dict[str, bool] = {}  # per session: a handful of schemes at most
 
     def has_hadoop_filesystem(self, scheme: str, log_uri: str) -> bool:
@@ -118,11 +115,9 @@ class ConnectSources:
         return ConnectFrame(plan, self._spark)
 
 
-class ConnectTypes:
+class ConnectTypes(SessionBound):
     """`TypeParsing` by the Connect server (a `ddl_parse` analysis of this session)."""
 
-    def __init__(self, spark: Any) -> None:
-        self._spark = spark
 
     def parse_columns(self, ddl: str) -> Any:
         from pyspark.sql.types import StructType
