@@ -55,13 +55,15 @@ def test_connect_views_of_plain_queries_are_dropped_beyond_the_lru(connect_spark
     path = str(tmp_path / "t")
     _table(path, 0)
     earlier = _delta_views(spark)  # other cases' views (plain queries: evicted first)
+    # views other cases' statements pinned (CREATE TEMPORARY VIEW, CACHE TABLE) stay by design, outside the LRU
+    earlier_pinned = {n for n, kept in spark.__dict__.get("_dk_connect_views", {}).items() if kept}
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kept_view AS SELECT id FROM delta.`{path}` WHERE id = 1")
     pinned = _delta_views(spark) - earlier
     assert pinned
     for k in range(2, 10):
         assert spark.sql(f"SELECT id FROM delta.`{path}` WHERE id = {k}").collect()[0].id == k
-    made = _delta_views(spark) - pinned
-    assert len(made) <= 3
+    made = _delta_views(spark) - pinned - earlier_pinned
+    assert len(made) <= 3, made
     assert pinned <= _delta_views(spark)  # the view a temporary view reads is never dropped
     assert [r.id for r in spark.sql("SELECT id FROM kept_view").collect()] == [1]
     latest = spark.sql(f"SELECT id FROM delta.`{path}` WHERE id = 9")  # re-run within the LRU: still there
