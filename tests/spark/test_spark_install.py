@@ -57,12 +57,14 @@ def _same(before: dict[object, list[tuple[str, object]]], after: dict[object, li
 
 @contextmanager
 def _all_disabled(*sessions):
-    """Both fixture sessions disabled (nothing enabled in the process: pyspark restored), enabled again after.
-    Sessions other tests enabled and dropped are collected first (a session with reference cycles of its own - its
-    cached `catalog` - stays enabled until the cyclic collector frees it)."""
+    """Nothing enabled in the process (pyspark restored), the fixture sessions enabled again after. Sessions other
+    tests enabled and dropped can outlive them (a `DeltaFileIndex` of theirs stays in py4j's callback pool until the
+    JVM finalizes its proxy): they are disabled too, and stay so."""
+    from deltakernel.spark.install.state import State
+
     gc.collect()
     try:
-        for s in sessions:
+        for s in [*sessions, *(s for s in list(State.sessions.keys()) if all(s is not f for f in sessions))]:
             dks.disable(s)
         yield
     finally:
