@@ -205,29 +205,41 @@ def _expr_children(e: Any) -> list[Any]:
     return list(getattr(e, "children", None) or [])
 
 
+def _every_node(expr: Any, sql_ok: Any, node_ok: Any) -> bool:
+    """Whether every node of a Connect expression passes: SQL text by `sql_ok(text)`, other nodes by
+    `node_ok(node)` (True / False, or None: accepted only when it is a plain column, literal, alias, cast, CASE,
+    field access or star)."""
+    from pyspark.sql.connect import expressions as X
+
+    plain = (X.ColumnReference, X.LiteralExpression, X.ColumnAlias, X.CastExpression, X.CaseWhen,
+             X.UnresolvedExtractValue, X.UnresolvedStar)
+    stack = [getattr(expr, "_expr", expr)]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, X.SQLExpression):
+            if not sql_ok(e._expr):
+                return False
+            continue
+        verdict = node_ok(e)
+        if not (isinstance(e, plain) if verdict is None else verdict):
+            return False
+        stack.extend(_expr_children(e))
+    return True
+
+
 def deterministic(column: Any) -> bool:
     """Does a filter condition give the same answer for a row wherever it runs (no rand(), no
     non-deterministic UDF, no expression this module does not know)?"""
     from pyspark.sql.connect import expressions as X
 
-    stack = [getattr(column, "_expr", column)]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, X.SQLExpression):
-            if _NONDETERMINISTIC_RE.search(e._expr):
-                return False
-            continue
+    def node_ok(e: Any) -> bool | None:
         if isinstance(e, X.UnresolvedFunction):
-            if e._name.lower() in _NONDETERMINISTIC:
-                return False
-        elif isinstance(e, X.CommonInlineUserDefinedFunction):
-            if not e._deterministic:
-                return False
-        elif not isinstance(e, (X.ColumnReference, X.LiteralExpression, X.ColumnAlias, X.CastExpression,
-                                X.CaseWhen, X.UnresolvedExtractValue, X.UnresolvedStar)):
-            return False
-        stack.extend(_expr_children(e))
-    return True
+            return e._name.lower() not in _NONDETERMINISTIC
+        if isinstance(e, X.CommonInlineUserDefinedFunction):
+            return bool(e._deterministic)
+        return None
+
+    return _every_node(column, lambda text: not _NONDETERMINISTIC_RE.search(text), node_ok)
 
 
 def row_wise(expr: Any) -> bool:
@@ -235,21 +247,12 @@ def row_wise(expr: Any) -> bool:
     columns it passes through may then run below it)?"""
     from pyspark.sql.connect import expressions as X
 
-    stack = [getattr(expr, "_expr", expr)]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, X.SQLExpression):
-            if not _sql_row_wise(e._expr):
-                return False
-            continue
+    def node_ok(e: Any) -> bool | None:
         if isinstance(e, X.UnresolvedFunction):
-            if e._name.lower() not in _SCALAR or e._is_distinct:
-                return False
-        elif not isinstance(e, (X.ColumnReference, X.LiteralExpression, X.ColumnAlias, X.CastExpression,
-                                X.CaseWhen, X.UnresolvedExtractValue, X.UnresolvedStar)):
-            return False
-        stack.extend(_expr_children(e))
-    return True
+            return e._name.lower() in _SCALAR and not e._is_distinct
+        return None
+
+    return _every_node(expr, _sql_row_wise, node_ok)
 
 
 def _sql_row_wise(text: str) -> bool:
