@@ -364,3 +364,20 @@ def spark_database(spark: Any, location: str | pathlib.Path, prefix: str = "dk_"
         yield name
     finally:
         spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+
+
+def skipping_file(i: int, rows: int = 50) -> pa.Table:
+    """File `i` of the Spark skipping tables (classic and Connect): ids `[i * rows, (i + 1) * rows)`, a string, a
+    timestamp, a date and a decimal rising with the id (so min/max stats rule files out), a column that is null in
+    file 5 only, and a partition `part` = `p{i % 4}`."""
+    ids = list(range(i * rows, (i + 1) * rows))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "s": pa.array([f"k{x:06d}" for x in ids]),
+        "ts": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=x) for x in ids],
+                       pa.timestamp("us", tz="UTC")),
+        "d": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=x) for x in ids], pa.date32()),
+        "dec": pa.array([decimal.Decimal(x) / 100 for x in ids], pa.decimal128(12, 2)),
+        "n": pa.array([None if i == 5 else x for x in ids], pa.int64()),
+        "part": pa.array([f"p{i % 4}"] * rows),
+    })

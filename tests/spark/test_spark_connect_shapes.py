@@ -12,9 +12,8 @@ typed columns for ranges, one file whose `n` is all null.
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import shutil
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,22 +25,15 @@ from deltakernel import DeltaTable, write_deltalake
 from deltakernel.kernel.expressions import sql as ksql
 from deltakernel.kernel.scan.scan import Scan
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers import skipping_file
+
 FILES, ROWS = 24, 50
 DB = "dkc_shapes"
 
 
 def _file(i: int) -> pa.Table:
-    ids = list(range(i * ROWS, (i + 1) * ROWS))
-    return pa.table({
-        "id": pa.array(ids, pa.int64()),
-        "s": pa.array([f"k{x:06d}" for x in ids]),
-        "ts": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=x) for x in ids],
-                       pa.timestamp("us", tz="UTC")),
-        "d": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=x) for x in ids], pa.date32()),
-        "dec": pa.array([decimal.Decimal(x) / 100 for x in ids], pa.decimal128(12, 2)),
-        "n": pa.array([None if i == 5 else x for x in ids], pa.int64()),
-        "part": pa.array([f"p{i % 4}"] * ROWS),
-    })
+    return skipping_file(i, ROWS)
 
 
 @pytest.fixture
