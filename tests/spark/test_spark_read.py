@@ -79,6 +79,29 @@ def test_timestamp_as_of_outside_the_log_is_delta_sparks_error(spark, versioned)
     assert latest.count() == DeltaTable(versioned).count(), "the latest commit's own time is inside the log"
 
 
+def test_history_timestamp_is_the_one_time_travel_uses(spark, tmp_path):
+    """delta-spark's DESCRIBE HISTORY shows the commit file's time (monotonic), not commitInfo's earlier clock
+    reading: copying a history timestamp into `timestampAsOf` gives that very version, however late the file
+    landed (here: each commit file's mtime 5 s after its commitInfo timestamp, as on a slow store)."""
+    import os
+
+    from deltakernel.spark import DeltaTable as SparkDeltaTable
+
+    path = str(tmp_path / "t")
+    for i in range(3):
+        write_deltalake(path, sample(5, 10 * i), mode="append")
+    log = os.path.join(path, "_delta_log")
+    for v, info in enumerate(reversed(DeltaTable(path).history())):
+        late = (info["timestamp"] + 5000 + v) / 1000
+        os.utime(os.path.join(log, f"{v:020d}.json"), (late, late))
+    rows = (SparkDeltaTable.forPath(spark, path).history()
+            .selectExpr("version", "unix_millis(timestamp) AS ms").collect())
+    assert {r.version: r.ms for r in rows} == DeltaTable(path)._timestamps()
+    for r in rows:
+        df = spark.read.format("delta").option("timestampAsOf", iso_ms(r.ms)).load(path)
+        assert df.count() == 5 * (r.version + 1), f"history's timestamp of v{r.version}"
+
+
 def test_read_change_feed(spark, versioned):
     df = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 1)
           .option("endingVersion", 2).load(versioned))

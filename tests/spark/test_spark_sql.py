@@ -134,7 +134,8 @@ def test_insert_forms_and_time_travel(spark, tmp_path):
     for version in (1, 4):
         assert_same_rows(_arrow(spark.sql(f"SELECT * FROM {_q(path)} VERSION AS OF {version}")),
                          deltalake_table(path, version=version), f"VERSION AS OF {version}")
-    ts = KernelTable(path).history(2)[1]["timestamp"]  # the commit before the last one, in ms
+    # the commit before the last one, in ms, as DESCRIBE HISTORY shows it (the time time travel uses)
+    ts = spark.sql(f"DESCRIBE HISTORY {_q(path)} LIMIT 2").selectExpr("unix_millis(timestamp) AS ms").collect()[1].ms
     tt = spark.sql(f"SELECT * FROM {_q(path)} TIMESTAMP AS OF timestamp_millis({ts})")
     prev = KernelTable(path).version() - 1
     assert_same_rows(_arrow(tt), deltalake_table(path, version=prev), "TIMESTAMP AS OF")

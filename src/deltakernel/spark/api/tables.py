@@ -84,8 +84,15 @@ class DeltaTable:
 
     def history(self, limit: int | None = None) -> Any:
         """Commits newest first, as a Spark DataFrame with delta-spark's columns in its order and types
-        (`DeltaHistory`: `job` and `notebook` structs are null when a commit has none)."""
-        rows = [history_row(info) for info in KernelTable(self._uri).history(limit)]
+        (`DeltaHistory`: `job` and `notebook` structs are null when a commit has none).
+
+        `timestamp` is the commit's timestamp as time travel sees it (delta-spark's `getHistory`: the commit
+        file's modification time made monotonic, or the in-commit timestamp), not commitInfo's own clock reading
+        taken before the write: a user copies it into `TIMESTAMP AS OF` and must get that very version."""
+        kt = KernelTable(self._uri)
+        stamps = kt._timestamps()
+        rows = [history_row({**info, "timestamp": stamps.get(int(info["version"]), info.get("timestamp"))})
+                for info in kt.history(limit)]
         return self._spark.createDataFrame(pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA))
 
     def detail(self) -> Any:
