@@ -87,7 +87,7 @@ def live_pieces(path: str, pieces: Iterable[pa.Table], live: int,
     `release_rows`: after about that many rows, hand the Arrow pool's free memory back to the OS. A rewrite
     allocates and frees a piece's buffers over and over; mimalloc (pyarrow's default pool) keeps what was
     freed for a while, so a copy-on-write DELETE peaked at ~4x the pool's live bytes. A release costs ~5 ms;
-    every ~200k rows: DELETE's peak RSS -20 %, time +0.1 s on 5M rows (benchmarks/README.md, session 19)."""
+    every ~200k rows: DELETE's peak RSS -20 %, time +0.1 s on 5M rows (docs/benchmark-history.md, session 19)."""
     offset = since = 0
     for piece in pieces:
         yield offset, piece

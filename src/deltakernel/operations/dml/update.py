@@ -351,7 +351,7 @@ class _Update:
                 mask_all = t.live_mask()  # found already: no second evaluation
                 self._remove(t.file)
                 # no `release_rows` here: each release costs ~5 ms, UPDATE 0.93x -> 1.18x deltalake's time
-                # for 0.95x -> 0.83x its peak RSS (benchmarks/README.md, session 19)
+                # for 0.95x -> 0.83x its peak RSS (docs/benchmark-history.md, session 19)
                 for offset, piece in live_pieces(t.file["path"], scan.read_file_pieces(t.file, PIECE_ROWS),
                                                  t.live_rows):
                     mask = mask_all.slice(offset, piece.num_rows)
