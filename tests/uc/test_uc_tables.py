@@ -1,0 +1,179 @@
+"""The Delta REST API's table operations, client against the test catalog: config, create (staging -> version 0
+-> createTable), load, update (metadata), rename / exists / delete, auth, persistence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from uc_helpers import (
+    COLUMNS,
+    create_managed_table,
+    local_path,
+    properties_for,
+    protocol_for,
+    stage_commit,
+    write_version0,
+)
+from uc_server.fixtures import CATALOG, SCHEMA, client_for, start_server
+
+from deltakernel.errors import DeltaError, TableNotFoundError
+from deltakernel.unity import (
+    AssertEtag,
+    AssertTableUUID,
+    DeltaProtocol,
+    RemoveProperties,
+    SetColumns,
+    SetProperties,
+    SetProtocol,
+    SetTableComment,
+    UCAlreadyExistsError,
+    UCAuthenticationError,
+    UCBadRequestError,
+    UCNotFoundError,
+    UCTableNotFoundError,
+)
+
+
+def test_get_config_lists_the_table_endpoints(uc_client) -> None:
+    cfg = uc_client.get_config(CATALOG)
+    assert cfg.protocol_version == "1.0"
+    assert cfg.supports("GET /v1/catalogs/{catalog}/schemas/{schema}/tables/{table}")
+    assert cfg.supports("POST /v1/catalogs/{catalog}/schemas/{schema}/staging-tables")
+    assert uc_client.supports_delta_api(CATALOG)
+
+
+def test_get_config_of_an_unknown_catalog(uc_client) -> None:
+    with pytest.raises(UCNotFoundError) as exc:
+        uc_client.get_config("nope")
+    assert exc.value.status == 404 and exc.value.error_type == "NoSuchCatalogException"
+    with pytest.raises(UCNotFoundError):
+        uc_client.supports_delta_api("nope")  # an unknown catalog is not "an old server"
+
+
+def test_managed_table_create_flow(uc_client) -> None:
+    staging, loaded = create_managed_table(uc_client, CATALOG, SCHEMA, "t")
+    assert staging.table_type == "MANAGED"
+    assert "catalogManaged" in staging.required_protocol.writer_features
+    assert staging.required_properties["io.unitycatalog.tableId"] == staging.table_id
+    assert (local_path(staging.location) / "_delta_log" / f"{0:020d}.json").exists()
+    again = uc_client.load_table(CATALOG, SCHEMA, "t")
+    for got in (loaded, again):
+        assert got.table_uuid == staging.table_id
+        assert got.location == staging.location
+        assert got.metadata.table_type == "MANAGED"
+        assert got.latest_table_version == 0
+        assert got.commits == ()
+        assert got.metadata.columns == COLUMNS
+        assert got.metadata.properties["delta.feature.catalogManaged"] == "supported"
+        assert got.etag
+    assert uc_client.table_exists(CATALOG, SCHEMA, "t")
+
+
+def test_create_refuses_a_protocol_without_the_required_features(uc_client) -> None:
+    staging = uc_client.create_staging_table(CATALOG, SCHEMA, "t")
+    ts = write_version0(staging.location, staging)
+    with pytest.raises(UCBadRequestError, match="catalogManaged"):
+        uc_client.create_table(CATALOG, SCHEMA, "t", location=staging.location, table_type="MANAGED",
+                               columns=COLUMNS, protocol=DeltaProtocol(3, 7, ("deletionVectors",), ()),
+                               properties=properties_for(staging), last_commit_timestamp_ms=ts)
+    with pytest.raises(UCBadRequestError, match="tableId"):
+        uc_client.create_table(CATALOG, SCHEMA, "t", location=staging.location, table_type="MANAGED",
+                               columns=COLUMNS, protocol=protocol_for(staging),
+                               properties={"delta.enableInCommitTimestamps": "true"}, last_commit_timestamp_ms=ts)
+    with pytest.raises(UCBadRequestError, match="staging"):
+        uc_client.create_table(CATALOG, SCHEMA, "t", location=staging.location + "-elsewhere",
+                               table_type="MANAGED", columns=COLUMNS, protocol=protocol_for(staging),
+                               properties=properties_for(staging), last_commit_timestamp_ms=ts)
+    assert not uc_client.table_exists(CATALOG, SCHEMA, "t")
+
+
+def test_create_twice_and_unknown_names(uc_client) -> None:
+    create_managed_table(uc_client, CATALOG, SCHEMA, "t")
+    with pytest.raises(UCAlreadyExistsError):
+        uc_client.create_staging_table(CATALOG, SCHEMA, "t")
+    with pytest.raises(UCTableNotFoundError) as exc:
+        uc_client.load_table(CATALOG, SCHEMA, "missing")
+    assert isinstance(exc.value, TableNotFoundError)  # deltakernel's own "no table" error
+    with pytest.raises(UCNotFoundError) as exc2:
+        uc_client.load_table(CATALOG, "nope", "t")
+    assert exc2.value.error_type == "NoSuchSchemaException"
+    with pytest.raises(UCTableNotFoundError):
+        uc_client.get_staging_table_credentials("00000000-0000-0000-0000-000000000000")
+
+
+def test_external_table_takes_no_catalog_commits(uc_client, tmp_path: Path) -> None:
+    loc = (tmp_path / "ext").as_uri()
+    loaded = uc_client.create_table(CATALOG, SCHEMA, "ext", location=loc, table_type="EXTERNAL", columns=COLUMNS,
+                                    protocol=DeltaProtocol(1, 2), properties={}, last_commit_timestamp_ms=1)
+    assert loaded.metadata.table_type == "EXTERNAL" and loaded.latest_table_version is None
+    with pytest.raises(UCBadRequestError, match="managed"):
+        uc_client.add_commit(CATALOG, SCHEMA, "ext", table_uuid=loaded.table_uuid, commit=stage_commit(loc, 1))
+
+
+def test_metadata_updates_change_the_etag(uc_client) -> None:
+    _, loaded = create_managed_table(uc_client, CATALOG, SCHEMA, "t")
+    uuid_req = [AssertTableUUID(loaded.table_uuid)]
+    cols = {"type": "struct", "fields": [*COLUMNS["fields"],
+                                         {"name": "v", "type": "string", "nullable": True, "metadata": {}}]}
+    after = uc_client.update_table(CATALOG, SCHEMA, "t", uuid_req, [
+        SetProperties({"owner.team": "x", "k": "1"}), SetTableComment("hello"), SetColumns(cols)])
+    assert after.etag != loaded.etag
+    assert after.metadata.properties["owner.team"] == "x" and after.metadata.columns == cols
+    after2 = uc_client.update_table(CATALOG, SCHEMA, "t", uuid_req, [
+        RemoveProperties(("k",)),
+        SetProtocol(DeltaProtocol(3, 7, ("catalogManaged", "vacuumProtocolCheck", "deletionVectors"),
+                                  ("catalogManaged", "inCommitTimestamp", "vacuumProtocolCheck", "deletionVectors")))])
+    assert "k" not in after2.metadata.properties
+    assert after2.metadata.properties["delta.feature.deletionVectors"] == "supported"
+    with pytest.raises(UCBadRequestError, match="server-derived"):
+        uc_client.update_table(CATALOG, SCHEMA, "t", uuid_req, [SetProperties({"delta.minReaderVersion": "1"})])
+
+
+def test_update_requires_assert_table_uuid(uc_client) -> None:
+    _, loaded = create_managed_table(uc_client, CATALOG, SCHEMA, "t")
+    with pytest.raises(UCBadRequestError, match="assert-table-uuid"):
+        uc_client.update_table(CATALOG, SCHEMA, "t", [AssertEtag(loaded.etag)], [SetTableComment("x")])
+    with pytest.raises(UCBadRequestError, match="non-empty"):
+        uc_client.update_table(CATALOG, SCHEMA, "t", [AssertTableUUID(loaded.table_uuid)], [])
+
+
+def test_rename_and_delete(uc_client) -> None:
+    create_managed_table(uc_client, CATALOG, SCHEMA, "a")
+    create_managed_table(uc_client, CATALOG, SCHEMA, "b")
+    with pytest.raises(UCAlreadyExistsError):
+        uc_client.rename_table(CATALOG, SCHEMA, "a", "b")
+    uc_client.rename_table(CATALOG, SCHEMA, "a", "c")
+    assert not uc_client.table_exists(CATALOG, SCHEMA, "a") and uc_client.table_exists(CATALOG, SCHEMA, "c")
+    uc_client.delete_table(CATALOG, SCHEMA, "c")
+    assert not uc_client.table_exists(CATALOG, SCHEMA, "c")
+    with pytest.raises(UCTableNotFoundError):
+        uc_client.delete_table(CATALOG, SCHEMA, "c")
+
+
+def test_bearer_token_is_required(uc_server) -> None:
+    for token in (None, "wrong"):
+        client = client_for(uc_server, token=token)
+        with pytest.raises(UCAuthenticationError) as exc:
+            client.load_table(CATALOG, SCHEMA, "t")
+        assert exc.value.status == 401 and isinstance(exc.value, DeltaError)
+        with pytest.raises(UCAuthenticationError):
+            client.get_config(CATALOG)
+    assert all(r.status == 401 for r in uc_server.requests)
+
+
+def test_state_survives_a_server_restart(tmp_path: Path) -> None:
+    server = start_server(tmp_path)
+    try:
+        client = client_for(server)
+        staging, loaded = create_managed_table(client, CATALOG, SCHEMA, "t")
+        c1 = stage_commit(staging.location, 1)
+        after = client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1)
+    finally:
+        server.stop()
+    server = start_server(tmp_path)  # same SQLite file, new port
+    try:
+        again = client_for(server).load_table(CATALOG, SCHEMA, "t")
+        assert again.commits == (c1,) and again.latest_table_version == 1 and again.etag == after.etag
+    finally:
+        server.stop()
