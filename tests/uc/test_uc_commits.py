@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from uc_helpers import create_managed_table, stage_commit
+from uc_helpers import create_managed_table, publish, stage_commit
 from uc_server import Policy
 from uc_server.fixtures import CATALOG, SCHEMA, client_for, start_server
 
@@ -18,6 +18,8 @@ from deltakernel.unity import (
     AssertEtag,
     AssertTableUUID,
     SetLatestBackfilledVersion,
+    SetProperties,
+    SetTableComment,
     UCBadRequestError,
     UCCommitConflictError,
     UCCommitStateUnknownError,
@@ -44,10 +46,14 @@ def test_commits_are_ratified_in_order_and_listed_newest_first(uc_client, table)
     location, loaded = table
     c1, c2 = stage_commit(location, 1), stage_commit(location, 2)
     r1 = uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1, etag=loaded.etag)
-    assert r1.etag != loaded.etag and r1.latest_table_version == 1 and r1.commits == (c1,)
-    r2 = uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c2, etag=r1.etag)
+    # a data-only commit keeps the etag (so assert-etag does not fail under concurrent ingest)
+    assert r1.etag == loaded.etag and r1.latest_table_version == 1 and r1.commits == (c1,)
+    # a commit that changes metadata moves it, and last-commit-version with it
+    r2 = uc_client.update_table(CATALOG, SCHEMA, "t", [AssertTableUUID(loaded.table_uuid), AssertEtag(r1.etag)],
+                                [AddCommit(c2), SetProperties({"k": "v"})])
     got = uc_client.load_table(CATALOG, SCHEMA, "t")
-    assert got.commits == (c2, c1) and got.latest_table_version == 2 and got.etag == r2.etag
+    assert got.commits == (c2, c1) and got.latest_table_version == 2 and got.etag == r2.etag != r1.etag
+    assert got.metadata.last_commit_version == 2 and got.metadata.properties["k"] == "v"
 
 
 def test_set_latest_backfilled_version_trims_the_log_tail(uc_server, uc_client, table) -> None:
@@ -55,6 +61,9 @@ def test_set_latest_backfilled_version_trims_the_log_tail(uc_server, uc_client, 
     commits = [stage_commit(location, v) for v in (1, 2, 3)]
     for c in commits:
         uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c)
+    with pytest.raises(UCBadRequestError, match="not published"):  # reporting before publishing is refused
+        uc_client.set_latest_backfilled_version(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, version=2)
+    publish(location, commits[:2])
     after = uc_client.set_latest_backfilled_version(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, version=2)
     assert after.commits == (commits[2],) and after.latest_table_version == 3
     # a lower value later does not bring commits back; above the latest ratified version is refused
@@ -63,6 +72,7 @@ def test_set_latest_backfilled_version_trims_the_log_tail(uc_server, uc_client, 
     with pytest.raises(UCBadRequestError):
         uc_client.set_latest_backfilled_version(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, version=9)
     # backfilling everything leaves an empty tail and the version known
+    publish(location, commits)
     after = uc_client.set_latest_backfilled_version(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, version=3)
     assert after.commits == () and after.latest_table_version == 3
 
@@ -122,6 +132,7 @@ def test_many_writers_no_lost_update(uc_server, table) -> None:
             while True:
                 cur = client.load_table(CATALOG, SCHEMA, "t")
                 if cur.commits and len(cur.commits) >= 8:  # keep under the unpublished-commit limit
+                    publish(location, cur.commits)  # cooperative publishing of everyone's commits
                     try:
                         client.set_latest_backfilled_version(CATALOG, SCHEMA, "t", table_uuid=cur.table_uuid,
                                                              version=cur.latest_table_version)
@@ -150,8 +161,8 @@ def test_many_writers_no_lost_update(uc_server, table) -> None:
 def test_etag_and_uuid_requirements(uc_client, table) -> None:
     location, loaded = table
     uc_client.update_table(CATALOG, SCHEMA, "t", [AssertTableUUID(loaded.table_uuid)],
-                           [AddCommit(stage_commit(location, 1))])
-    with pytest.raises(UCRequirementConflictError) as exc:  # etag from before that commit
+                           [AddCommit(stage_commit(location, 1)), SetTableComment("changed")])
+    with pytest.raises(UCRequirementConflictError) as exc:  # etag from before that metadata change
         uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=stage_commit(location, 2),
                              etag=loaded.etag)
     assert exc.value.error_type == "UpdateRequirementConflictException"
@@ -182,12 +193,15 @@ def test_429_too_many_unpublished_commits_then_publish_and_retry(tmp_path) -> No
         assert err.unpublished_commits == commits and err.latest_table_version == 3
         assert [v for v, _ in server.store.ratified(loaded.table_uuid)] == [1, 2, 3]  # 4 was not ratified
         # publish (the committer copies the staged files to _delta_log/<v>.json), report it, retry: accepted
+        publish(loc, err.unpublished_commits)
         client.set_latest_backfilled_version(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, version=3)
         after = client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c4)
         assert after.commits == (c4,)
         # at the limit again, one request may backfill and commit together
-        for v in (5, 6):
-            client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=stage_commit(loc, v))
+        more = [c4] + [stage_commit(loc, v) for v in (5, 6)]
+        for c in more[1:]:
+            client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c)
+        publish(loc, more)
         c7 = stage_commit(loc, 7)
         after = client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c7,
                                   latest_backfilled_version=6)
@@ -206,8 +220,9 @@ def test_5xx_before_the_change_is_outcome_unknown_and_reload_shows_not_ratified(
         uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1, etag=loaded.etag)
     assert exc.value.status == status and isinstance(exc.value, CommitStateUnknownError)
     assert [r.operation for r in uc_server.requests].count("updateTable") == 1  # never resent by the client
+    assert uc_client.resolve_commit(CATALOG, SCHEMA, "t", c1).state == "not_ratified"  # re-send it
     reloaded = uc_client.load_table(CATALOG, SCHEMA, "t")
-    assert reloaded.commits == () and reloaded.latest_table_version == 0  # resolved: not ratified, retry as v1
+    assert reloaded.commits == () and reloaded.latest_table_version == 0
     uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1, etag=reloaded.etag)
     assert _ratified(uc_server, loaded.table_uuid) == [(1, c1.file_name)]
 
@@ -218,26 +233,51 @@ def test_500_after_the_change_is_outcome_unknown_and_reload_shows_ratified(uc_se
     c1 = stage_commit(location, 1)
     with pytest.raises(UCCommitStateUnknownError):
         uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1, etag=loaded.etag)
-    reloaded = uc_client.load_table(CATALOG, SCHEMA, "t")
-    assert reloaded.commits == (c1,)  # resolved by reloading: our file name is in the log tail
+    resolution = uc_client.resolve_commit(CATALOG, SCHEMA, "t", c1)
+    assert resolution.state == "ratified" and resolution.winner == c1  # our file name is in the log tail
     # a writer that wrongly retried the same version with another file would be refused
     with pytest.raises(UCCommitConflictError):
         uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=stage_commit(location, 1))
     assert _ratified(uc_server, loaded.table_uuid) == [(1, c1.file_name)]
 
 
-def test_lost_response_after_ratify_then_replay_is_an_idempotent_no_op(uc_server, uc_client, table) -> None:
+@pytest.mark.parametrize("idempotent_replay", [True, False])
+def test_lost_response_after_ratify_then_resend(tmp_path, idempotent_replay) -> None:
+    """delta.yaml: a resend of the accepted commit is a 200 no-op; the managed-tables spec 1.0: a 409. Either
+    way the commit is ratified once, and resolve_commit tells the writer its commit won."""
+    server = start_server(tmp_path, policy=Policy(idempotent_replay=idempotent_replay))
+    try:
+        client = client_for(server)
+        staging, loaded = create_managed_table(client, CATALOG, SCHEMA, "t")
+        server.inject("updateTable", "drop_after")
+        c1 = stage_commit(staging.location, 1)
+        with pytest.raises(UCCommitStateUnknownError) as exc:
+            client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1, etag=loaded.etag)
+        assert exc.value.status is None  # no answer at all
+        assert [r.status for r in server.requests if r.operation == "updateTable"] == ["dropped"]
+        if idempotent_replay:
+            again = client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1,
+                                      etag=loaded.etag)
+            assert again.commits == (c1,) and again.latest_table_version == 1
+        else:
+            with pytest.raises(UCCommitConflictError):
+                client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1, etag=loaded.etag)
+        assert client.resolve_commit(CATALOG, SCHEMA, "t", c1).state == "ratified"
+        assert server.store.ratified(loaded.table_uuid) == [(1, c1.file_name)]  # no double commit
+    finally:
+        server.stop()
+
+
+def test_resolve_commit_tells_lost_and_published(uc_client, table) -> None:
     location, loaded = table
-    uc_server.inject("updateTable", "drop_after")
-    c1 = stage_commit(location, 1)
-    with pytest.raises(UCCommitStateUnknownError) as exc:
-        uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1, etag=loaded.etag)
-    assert exc.value.status is None  # no answer at all
-    assert [r.status for r in uc_server.requests if r.operation == "updateTable"] == ["dropped"]
-    # resending the very same request (stale etag included) is accepted as a no-op: no double commit
-    again = uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1, etag=loaded.etag)
-    assert again.commits == (c1,) and again.latest_table_version == 1
-    assert _ratified(uc_server, loaded.table_uuid) == [(1, c1.file_name)]
+    mine, theirs = stage_commit(location, 1, "mine"), stage_commit(location, 1, "theirs")
+    uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=theirs)
+    lost = uc_client.resolve_commit(CATALOG, SCHEMA, "t", mine)
+    assert (lost.state, lost.winner, lost.latest_table_version) == ("lost", theirs, 1)
+    publish(location, [theirs])
+    uc_client.set_latest_backfilled_version(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, version=1)
+    # backfilled: the catalog forgot the file name; the caller compares _delta_log/<v>.json with its staged file
+    assert uc_client.resolve_commit(CATALOG, SCHEMA, "t", mine).state == "published"
 
 
 def test_lost_response_before_the_change(uc_server, uc_client, table) -> None:
@@ -291,6 +331,7 @@ def test_backfill_and_commit_updates_in_one_request_are_atomic(uc_client, table)
     location, loaded = table
     c1, c2 = stage_commit(location, 1), stage_commit(location, 2)
     uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1)
+    publish(location, [c1])
     with pytest.raises(UCBadRequestError):  # backfill above the latest ratified version: the whole request fails
         uc_client.update_table(CATALOG, SCHEMA, "t", [AssertTableUUID(loaded.table_uuid)],
                                [AddCommit(c2), SetLatestBackfilledVersion(5)])

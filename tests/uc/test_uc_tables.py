@@ -81,11 +81,18 @@ def test_create_refuses_a_protocol_without_the_required_features(uc_client) -> N
         uc_client.create_table(CATALOG, SCHEMA, "t", location=staging.location, table_type="MANAGED",
                                columns=COLUMNS, protocol=protocol_for(staging),
                                properties={"delta.enableInCommitTimestamps": "true"}, last_commit_timestamp_ms=ts)
-    with pytest.raises(UCBadRequestError, match="staging"):
+    with pytest.raises(UCTableNotFoundError, match="staging"):  # no staging table at that location
         uc_client.create_table(CATALOG, SCHEMA, "t", location=staging.location + "-elsewhere",
                                table_type="MANAGED", columns=COLUMNS, protocol=protocol_for(staging),
                                properties=properties_for(staging), last_commit_timestamp_ms=ts)
     assert not uc_client.table_exists(CATALOG, SCHEMA, "t")
+    uc_client.create_table(CATALOG, SCHEMA, "t", location=staging.location, table_type="MANAGED", columns=COLUMNS,
+                           protocol=protocol_for(staging), properties=properties_for(staging),
+                           last_commit_timestamp_ms=ts)
+    with pytest.raises(UCBadRequestError, match="finalized"):  # a staging table is finalized at most once
+        uc_client.create_table(CATALOG, SCHEMA, "t2", location=staging.location, table_type="MANAGED",
+                               columns=COLUMNS, protocol=protocol_for(staging), properties=properties_for(staging),
+                               last_commit_timestamp_ms=ts)
 
 
 def test_create_twice_and_unknown_names(uc_client) -> None:
@@ -177,3 +184,19 @@ def test_state_survives_a_server_restart(tmp_path: Path) -> None:
         assert again.commits == (c1,) and again.latest_table_version == 1 and again.etag == after.etag
     finally:
         server.stop()
+
+
+def test_no_shared_protocol_version_means_an_unsupported_server(uc_client) -> None:
+    with pytest.raises(UCBadRequestError) as exc:
+        uc_client.get_config(CATALOG, protocol_versions="2.3")
+    assert exc.value.error_type == "InvalidParameterValueException"
+
+
+def test_rate_limited_reads_wait_retry_after_and_retry(uc_server) -> None:
+    waits: list[float] = []
+    client = client_for(uc_server, sleep=waits.append)  # record the backoff instead of sleeping
+    create_managed_table(client, CATALOG, SCHEMA, "t")
+    uc_server.inject("loadTable", "error_before", status=429, error_type="TooManyRequestsException", times=2)
+    assert client.load_table(CATALOG, SCHEMA, "t").latest_table_version == 0
+    assert [r.status for r in uc_server.requests if r.operation == "loadTable"] == [429, 429, 200]
+    assert waits == [0.2, 0.4]  # exponential backoff (no Retry-After header sent)

@@ -71,3 +71,13 @@ def stage_commit(location: str, version: int, tag: str = "") -> Commit:
                                                "tag": tag}}) + "\n")
     st = os.stat(path)
     return Commit(version, ts, name, st.st_size, int(st.st_mtime * 1000))
+
+
+def publish(location: str, commits) -> None:
+    """Publish ratified commits: copy each staged file to `_delta_log/<version>.json`, in version order (an
+    idempotent copy: an existing file is left alone)."""
+    log = local_path(location) / "_delta_log"
+    for c in sorted(commits, key=lambda c: c.version):
+        target = log / f"{c.version:020d}.json"
+        if not target.exists():
+            target.write_bytes((log / "_staged_commits" / c.file_name).read_bytes())

@@ -7,7 +7,7 @@ SQLite file and storage root under `tmp_path`, catalog `main` and schema `defaul
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,11 +30,14 @@ def start_server(tmp_path: Path, **kw: object) -> UCTestServer:
     return server
 
 
-def client_for(server: UCTestServer, token: str | None = UC_TOKEN, **kw: object) -> UnityCatalogClient:
+def client_for(server: UCTestServer, token: str | None = UC_TOKEN, sleep: Callable[[float], None] | None = None,
+               **kw: object) -> UnityCatalogClient:
+    """A client of `server` (5 s timeouts); retries back off through `sleep` (default: no wait)."""
     options = {"unity_catalog_url": server.url, "unity_catalog_timeout": "5", "unity_catalog_connect_timeout": "5"}
     if token is not None:
         options["unity_catalog_token"] = token
-    return UnityCatalogClient(resolve_config(options, env={}), sleep=lambda s: None, **kw)  # type: ignore[arg-type]
+    return UnityCatalogClient(resolve_config(options, env={}), sleep=sleep or (lambda s: None),
+                              **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture()

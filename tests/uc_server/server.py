@@ -237,10 +237,11 @@ class _Handler(BaseHTTPRequestHandler):
         store = st.store
         if op == "getConfig":
             if not query.get("catalog") or not query.get("protocol-versions"):
-                raise ApiError(400, "BadRequestException", "catalog and protocol-versions are required")
+                raise ApiError(400, "InvalidParameterValueException", "catalog and protocol-versions are required")
             majors = [v.strip().split(".")[0] for v in query["protocol-versions"].split(",")]
             if "1" not in majors:
-                raise ApiError(400, "BadRequestException", "no mutually supported protocol version (server: 1.0)")
+                raise ApiError(400, "InvalidParameterValueException",
+                               "no mutually supported protocol version (the server supports 1.0)")
             if not store.has_catalog(query["catalog"]):
                 raise ApiError(404, "NoSuchCatalogException", f"catalog {query['catalog']} does not exist")
             return 200, {"endpoints": ENDPOINTS, "protocol-version": "1.0"}

@@ -19,6 +19,7 @@ Errors are `ApiError(status, type, message)`; the HTTP layer renders them in eac
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -66,11 +67,28 @@ def _bad(msg: str) -> ApiError:
     return ApiError(400, "InvalidParameterValueException", msg)
 
 
+def _published(location: str, version: int) -> bool | None:
+    """Whether `_delta_log/<version>.json` exists (None: not a local table, cannot tell)."""
+    if not location.startswith("file:"):
+        return None
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    root = url2pathname(urlparse(location).path)
+    return os.path.exists(os.path.join(root, "_delta_log", f"{version:020d}.json"))
+
+
 @dataclass
 class Policy:
     """What the catalog asks of new managed tables, and its unpublished-commit limit."""
 
     max_unpublished: int = 10
+    #: delta.yaml: re-sending an accepted add-commit (same version and file-name) is a 200 no-op; the managed
+    #: tables spec 1.0 answers CommitVersionConflictException instead (clients must handle both)
+    idempotent_replay: bool = True
+    #: on file:// tables, refuse set-latest-backfilled-version for a version whose _delta_log/<v>.json is missing
+    #: (the spec lets a server check this; a premature report would lose the catalog's only record)
+    verify_published: bool = True
     required_reader_features: tuple[str, ...] = DEFAULT_REQUIRED_READER
     required_writer_features: tuple[str, ...] = DEFAULT_REQUIRED_WRITER
     required_properties: tuple[tuple[str, str | None], ...] = (("delta.enableInCommitTimestamps", "true"),)
@@ -200,11 +218,14 @@ class CatalogStore:
                           (catalog, schema, name)).fetchone():
                 raise ApiError(409, "AlreadyExistsException", f"table {catalog}.{schema}.{name} already exists")
             if table_type == "MANAGED":
-                staged = db.execute(
-                    "SELECT * FROM staging_tables WHERE location=? AND finalized=0", (location,)).fetchone()
-                if staged is None or (staged["catalog"], staged["schema"], staged["name"]) != (catalog, schema, name):
-                    raise _bad(f"managed table location {location} is not a staging table of {catalog}.{schema}."
-                               f"{name} (create one with createStagingTable)")
+                staged = db.execute("SELECT * FROM staging_tables WHERE location=?", (location,)).fetchone()
+                if staged is None:
+                    raise ApiError(404, "NoSuchTableException", f"no staging table at {location} (create one with "
+                                   "createStagingTable and pass back its location)")
+                if staged["finalized"]:
+                    raise _bad(f"the staging table at {location} was already finalized")
+                if (staged["catalog"], staged["schema"]) != (catalog, schema):
+                    raise _bad(f"the staging table at {location} belongs to {staged['catalog']}.{staged['schema']}")
                 table_id = staged["table_id"]
                 self._check_required(table_id, protocol, properties)
                 db.execute("UPDATE staging_tables SET finalized=1 WHERE table_id=?", (table_id,))
@@ -276,13 +297,13 @@ class CatalogStore:
     def update_table(self, catalog: str, schema: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         reqs, updates = body.get("requirements"), body.get("updates")
         if not isinstance(reqs, list) or not reqs or not isinstance(updates, list) or not updates:
-            raise ApiError(400, "BadRequestException", "requirements and updates must be non-empty lists")
+            raise _bad("requirements and updates must be non-empty lists")
         req_types = [r.get("type") for r in reqs]
         actions = [u.get("action") for u in updates]
         if len(set(req_types)) != len(req_types) or len(set(actions)) != len(actions):
-            raise ApiError(400, "BadRequestException", "at most one requirement / update of each type")
+            raise _bad("at most one requirement / update of each type")
         if "assert-table-uuid" not in req_types:
-            raise ApiError(400, "BadRequestException", "an assert-table-uuid requirement is required")
+            raise _bad("an assert-table-uuid requirement is required")
         by_action = {u["action"]: u for u in updates}
         with self.tx() as db:
             row = self._table(db, catalog, schema, name)
@@ -292,9 +313,8 @@ class CatalogStore:
                     raise ApiError(409, "UpdateRequirementConflictException",
                                    f"table uuid is {tid}, not {r.get('uuid')}")
             add = by_action.get("add-commit")
-            if add is not None and self._is_replay(db, tid, add.get("commit") or {}):
-                # idempotent whole-request no-op (checked before the etag, which the first attempt changed)
-                return self._load(db, row)
+            if add is not None and self.policy.idempotent_replay and self._is_replay(db, tid, add.get("commit") or {}):
+                return self._load(db, row)  # idempotent whole-request no-op: the client lost our first answer
             for r in reqs:
                 if r.get("type") == "assert-etag" and r.get("etag") != row["etag"]:
                     raise ApiError(409, "UpdateRequirementConflictException",
@@ -319,6 +339,10 @@ class CatalogStore:
                     raise _bad("latest-published-version must be a non-negative integer")
                 if v > latest:
                     raise _bad(f"latest-published-version {v} is above the latest ratified version {latest}")
+                if self.policy.verify_published:
+                    missing = [u for u in range(backfilled + 1, v + 1) if _published(row["location"], u) is False]
+                    if missing:
+                        raise _bad(f"versions {missing} are not published to _delta_log: publish before reporting")
                 backfilled = max(backfilled, v)
                 sets["latest_backfilled"] = backfilled
             if new_commit is not None:
@@ -327,7 +351,7 @@ class CatalogStore:
                     raise ApiError(429, "ResourceExhaustedException",
                                    f"{pending} ratified commits are not backfilled (limit "
                                    f"{self.policy.max_unpublished}): publish them and set-latest-backfilled-version")
-            self._apply_metadata_updates(row, by_action, sets, new_commit)
+            metadata_changed = self._apply_metadata_updates(row, by_action, sets, new_commit)
             if new_commit is not None:
                 db.execute("INSERT INTO commits VALUES (?,?,?,?,?,?,?)",
                            (tid, new_commit["version"], new_commit["timestamp"], new_commit["file-name"],
@@ -335,7 +359,8 @@ class CatalogStore:
                 sets["latest_version"] = new_commit["version"]
             if add is not None and add.get("uniform"):
                 sets["uniform"] = json.dumps(add["uniform"])
-            sets["etag"] = uuid.uuid4().hex
+            if metadata_changed:  # data-only commits and backfill reports keep the etag (spec: "Load a Table")
+                sets["etag"] = uuid.uuid4().hex
             sets["updated_time"] = _now_ms()
             db.execute(f"UPDATE tables SET {', '.join(f'{k}=?' for k in sets)} WHERE table_id=?",
                        (*sets.values(), tid))
@@ -371,7 +396,8 @@ class CatalogStore:
         return out
 
     def _apply_metadata_updates(self, row: sqlite3.Row, by_action: dict[str, dict[str, Any]], sets: dict[str, Any],
-                                new_commit: dict[str, Any] | None) -> None:
+                                new_commit: dict[str, Any] | None) -> bool:
+        """Apply the metadata actions to `sets`; True when table metadata changed (a new etag)."""
         known = {"add-commit", "set-latest-backfilled-version", "set-properties", "remove-properties", "set-columns",
                  "set-table-comment", "set-protocol", "set-domain-metadata", "remove-domain-metadata",
                  "set-partition-columns", "update-metadata-snapshot-version"}
@@ -384,7 +410,7 @@ class CatalogStore:
             ups = by_action["set-properties"].get("updates") or {}
             removals = (by_action.get("remove-properties") or {}).get("removals") or []
             if set(ups) & set(removals):
-                raise ApiError(400, "BadRequestException", "set-properties and remove-properties share keys")
+                raise _bad("set-properties and remove-properties share keys")
             bad = [k for k in ups if k in DERIVED_PROPERTIES or k.startswith("delta.feature.")]
             if bad:
                 raise _bad(f"server-derived properties may not be set: {bad}")
@@ -409,6 +435,9 @@ class CatalogStore:
             sets["partition_columns"] = json.dumps(by_action["set-partition-columns"]["partition-columns"])
             changed = True
         dm = dict(json.loads(row["domain_metadata"]))
+        if set((by_action.get("set-domain-metadata") or {}).get("updates") or {}) & set(
+                (by_action.get("remove-domain-metadata") or {}).get("domains") or []):
+            raise _bad("set-domain-metadata and remove-domain-metadata share domains")
         if "set-domain-metadata" in by_action:
             dm.update(by_action["set-domain-metadata"].get("updates") or {})
             sets["domain_metadata"] = json.dumps(dm)
@@ -424,10 +453,12 @@ class CatalogStore:
             u = by_action["update-metadata-snapshot-version"]
             sets["last_commit_version"] = int(u["last-commit-version"])
             sets["last_commit_ts"] = int(u["last-commit-timestamp-ms"])
-        elif changed:
+            return True
+        if changed:
             version = new_commit["version"] if new_commit else int(row["latest_version"])
             sets["last_commit_version"] = version
             sets["last_commit_ts"] = new_commit["timestamp"] if new_commit else _now_ms()
+        return changed
 
     def delete_table(self, catalog: str, schema: str, name: str) -> None:
         with self.tx() as db:
@@ -529,7 +560,7 @@ class CatalogStore:
                 raise ApiError(400, "INVALID_ARGUMENT", "only managed tables take commits")
             tid = row["table_id"]
             latest, backfilled = int(row["latest_version"]), int(row["latest_backfilled"])
-            if info is not None and self._is_replay(db, tid, info):
+            if info is not None and self.policy.idempotent_replay and self._is_replay(db, tid, info):
                 return {}
             sets: dict[str, Any] = {}
             commit = None
@@ -555,7 +586,8 @@ class CatalogStore:
                            (tid, commit["version"], commit["timestamp"], commit["file-name"], commit["file-size"],
                             commit["file-modification-timestamp"], _now_ms()))
                 sets["latest_version"] = commit["version"]
-            sets["etag"] = uuid.uuid4().hex
+            if not sets:
+                return {}
             db.execute(f"UPDATE tables SET {', '.join(f'{k}=?' for k in sets)} WHERE table_id=?",
                        (*sets.values(), tid))
         return {}

@@ -39,6 +39,7 @@ from deltakernel.unity.models import (
     AssertTableUUID,
     CatalogConfig,
     Commit,
+    CommitResolution,
     DeltaProtocol,
     LoadTableResult,
     PreviewCommits,
@@ -58,7 +59,8 @@ from deltakernel.unity.models import (
 )
 
 __all__ = [
-    "READ", "READ_WRITE", "AddCommit", "AssertEtag", "AssertTableUUID", "CatalogConfig", "Commit", "DeltaProtocol",
+    "READ", "READ_WRITE", "AddCommit", "AssertEtag", "AssertTableUUID", "CatalogConfig", "Commit", "CommitResolution",
+    "DeltaProtocol",
     "LoadTableResult", "PreviewCommits", "RemoveDomainMetadata", "RemoveProperties", "SetColumns",
     "SetDomainMetadata", "SetLatestBackfilledVersion", "SetPartitionColumns", "SetProperties", "SetProtocol",
     "SetTableComment", "StagingTable", "StorageCredential", "TableInfo", "TableMetadata", "UCAlreadyExistsError",

@@ -21,6 +21,7 @@ from typing import Any
 from deltakernel.unity.config import UCConfig, resolve_config
 from deltakernel.unity.credentials import VendedCredentials
 from deltakernel.unity.errors import (
+    UCBadRequestError,
     UCConfigurationError,
     UCNotFoundError,
     UCTooManyUnpublishedCommitsError,
@@ -34,6 +35,7 @@ from deltakernel.unity.models import (
     AssertTableUUID,
     CatalogConfig,
     Commit,
+    CommitResolution,
     DeltaProtocol,
     LoadTableResult,
     PreviewCommits,
@@ -106,13 +108,16 @@ class UnityCatalogClient:
 
     def supports_delta_api(self, catalog: str) -> bool:
         """True when the server offers loadTable and updateTable of the Delta REST API for `catalog`; False when
-        getConfig is unknown (404: a server before the Delta REST API - use the preview commits API). Cached."""
+        getConfig is unknown (404: a server before the Delta REST API - use the preview commits API) or shares no
+        protocol version with this client (400). Cached."""
         if catalog not in self._delta_api:
             try:
                 cfg = self.get_config(catalog)
             except UCNotFoundError as exc:
                 if exc.error_type in ("NoSuchCatalogException", "CATALOG_DOES_NOT_EXIST"):
                     raise
+                self._delta_api[catalog] = False
+            except UCBadRequestError:  # no mutually supported protocol version: treat as an older server
                 self._delta_api[catalog] = False
             else:
                 self._delta_api[catalog] = cfg.supports(LOAD_TABLE) and cfg.supports(UPDATE_TABLE)
@@ -197,6 +202,13 @@ class UnityCatalogClient:
             reqs.append(AssertEtag(etag))
         return self.update_table(catalog, schema, table, reqs, [SetLatestBackfilledVersion(version)])
 
+    def resolve_commit(self, catalog: str, schema: str, table: str, commit: Commit) -> CommitResolution:
+        """After an unknown outcome (`UCCommitStateUnknownError`), or a 409 on a resend: did `commit` win its
+        version? Reloads the table and compares the version's `file-name` (the UUID in it is the only
+        deduplication handle the API has). See `CommitResolution` for the answers."""
+        loaded = self.load_table(catalog, schema, table)
+        return CommitResolution.of(commit, loaded.commits, loaded.latest_table_version)
+
     def delete_table(self, catalog: str, schema: str, table: str) -> None:
         self._t.request("DELETE", _table_path(catalog, schema, table), operation="deleteTable", mutating=True)
 
@@ -251,6 +263,11 @@ class UnityCatalogClient:
             body["end_version"] = end_version
         data = self._t.request("GET", "/delta/preview/commits", operation="getCommits", body=body)
         return PreviewCommits.from_json(data)
+
+    def resolve_preview_commit(self, table_id: str, table_uri: str, commit: Commit) -> CommitResolution:
+        """`resolve_commit` for the preview API (reads `get_commits` from the commit's version)."""
+        got = self.get_commits(table_id, table_uri, commit.version)
+        return CommitResolution.of(commit, got.commits, got.latest_table_version)
 
     def commit(self, table_id: str, table_uri: str, *, commit: Commit | None = None,
                latest_backfilled_version: int | None = None, metadata: Mapping[str, Any] | None = None,

@@ -191,6 +191,34 @@ class StagingTable:
                    dict(_get(d, "suggested-properties") or {}))
 
 
+@dataclass(frozen=True)
+class CommitResolution:
+    """Whether a proposed commit won its version, from a reload (the spec's "commit recovery").
+
+    `state`:
+    - "ratified": the catalog lists our file name at our version - resume with publishing;
+    - "not_ratified": the latest ratified version is below ours - re-send the same commit;
+    - "lost": another file won our version (`winner`) - rebuild the snapshot and retry at latest+1;
+    - "published": the version is ratified and already backfilled, so the catalog no longer lists it - compare
+      `_delta_log/<version>.json` with our staged file to tell (the catalog cannot)."""
+
+    state: str
+    version: int
+    latest_table_version: int | None
+    winner: Commit | None = None
+
+    @classmethod
+    def of(cls, commit: Commit, commits: tuple[Commit, ...] | list[Commit], latest: int | None) -> CommitResolution:
+        if latest is None or latest < commit.version:
+            return cls("not_ratified", commit.version, latest)
+        found = next((c for c in commits if c.version == commit.version), None)
+        if found is None:
+            return cls("published", commit.version, latest)
+        if found.file_name == commit.file_name:
+            return cls("ratified", commit.version, latest, found)
+        return cls("lost", commit.version, latest, found)
+
+
 # ---------------------------------------------------------------------------------------------- updateTable
 @dataclass(frozen=True)
 class AssertTableUUID:
