@@ -22,7 +22,7 @@ CATALOG, SCHEMA = "main", "default"
 
 def start_server(tmp_path: Path, **kw: object) -> UCTestServer:
     root = tmp_path / "uc-storage"
-    root.mkdir(exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
     server = UCTestServer(str(tmp_path / "uc.sqlite"), root.as_uri(), tokens=(UC_TOKEN,), **kw).start()  # type: ignore[arg-type]
     if not server.store.has_catalog(CATALOG):
         server.create_catalog(CATALOG)
