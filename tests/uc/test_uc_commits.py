@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from uc_helpers import create_managed_table, publish, stage_commit
+from uc_helpers import create_managed_table, local_path, publish, stage_commit
 from uc_server import Policy
 from uc_server.fixtures import CATALOG, SCHEMA, client_for, start_server
 
@@ -340,3 +340,36 @@ def test_backfill_and_commit_updates_in_one_request_are_atomic(uc_client, table)
     uc_client.update_table(CATALOG, SCHEMA, "t", [AssertTableUUID(loaded.table_uuid), AssertEtag(got.etag)],
                            [AddCommit(c2), SetLatestBackfilledVersion(1)])
     assert uc_client.load_table(CATALOG, SCHEMA, "t").commits == (c2,)
+
+
+def test_crash_between_staging_and_ratify_leaves_no_visible_commit(uc_server, uc_client, table) -> None:
+    """A writer staged its commit file and died before updateTable: the file is on storage, the catalog knows
+    nothing, readers see no new version, and the next writer takes that version."""
+    location, loaded = table
+    orphan = stage_commit(location, 1, "crashed")
+    assert (local_path(location) / "_delta_log" / "_staged_commits" / orphan.file_name).exists()
+    got = uc_client.load_table(CATALOG, SCHEMA, "t")
+    assert got.commits == () and got.latest_table_version == 0
+    assert uc_client.resolve_commit(CATALOG, SCHEMA, "t", orphan).state == "not_ratified"
+    nxt = stage_commit(location, 1, "next writer")
+    uc_client.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=nxt)
+    assert _ratified(uc_server, loaded.table_uuid) == [(1, nxt.file_name)]
+
+
+def test_crash_after_ratify_before_publish_another_writer_publishes(uc_server, table) -> None:
+    """A writer ratified v1 and died before publishing: readers get v1 from the log tail; the next writer
+    publishes it (cooperative publishing), reports the backfill and commits v2."""
+    location, loaded = table
+    dead, other = client_for(uc_server), client_for(uc_server)
+    c1 = stage_commit(location, 1, "ratified then crashed")
+    dead.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c1)
+    assert not (local_path(location) / "_delta_log" / f"{1:020d}.json").exists()
+    tail = other.load_table(CATALOG, SCHEMA, "t")
+    assert tail.commits == (c1,) and tail.latest_table_version == 1  # readers see v1 through the tail
+    publish(location, tail.commits)
+    other.set_latest_backfilled_version(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, version=1)
+    c2 = stage_commit(location, 2)
+    after = other.add_commit(CATALOG, SCHEMA, "t", table_uuid=loaded.table_uuid, commit=c2)
+    assert after.commits == (c2,)
+    published = (local_path(location) / "_delta_log" / f"{1:020d}.json").read_bytes()
+    assert published == (local_path(location) / "_delta_log" / "_staged_commits" / c1.file_name).read_bytes()

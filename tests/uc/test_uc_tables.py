@@ -15,7 +15,7 @@ from uc_helpers import (
     stage_commit,
     write_version0,
 )
-from uc_server.fixtures import CATALOG, SCHEMA, client_for, start_server
+from uc_server.fixtures import CATALOG, SCHEMA, UC_TOKEN, client_for, start_server
 
 from deltakernel.errors import DeltaError, TableNotFoundError
 from deltakernel.unity import (
@@ -200,3 +200,27 @@ def test_rate_limited_reads_wait_retry_after_and_retry(uc_server) -> None:
     assert client.load_table(CATALOG, SCHEMA, "t").latest_table_version == 0
     assert [r.status for r in uc_server.requests if r.operation == "loadTable"] == [429, 429, 200]
     assert waits == [0.2, 0.4]  # exponential backoff (no Retry-After header sent)
+
+
+def test_catalogs_and_schemas_through_the_uc_api(uc_server, uc_client) -> None:
+    """POST /catalogs and /schemas of the UC API (all.yaml) make what the Delta REST API then serves."""
+    import json
+    import urllib.request
+
+    def post(path: str, body: dict) -> int:
+        req = urllib.request.Request(uc_server.url + "/api/2.1/unity-catalog" + path, data=json.dumps(body).encode(),
+                                     method="POST", headers={"Authorization": f"Bearer {UC_TOKEN}",
+                                                             "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                return resp.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    assert post("/catalogs", {"name": "cat2"}) == 200
+    assert post("/catalogs", {"name": "cat2"}) == 409
+    assert post("/schemas", {"name": "s", "catalog_name": "cat2"}) == 200
+    assert post("/schemas", {"name": "s", "catalog_name": "nope"}) == 404
+    assert uc_client.supports_delta_api("cat2")
+    create_managed_table(uc_client, "cat2", "s", "t")
+    assert uc_client.load_table("cat2", "s", "t").latest_table_version == 0
