@@ -30,6 +30,7 @@ from deltakernel.unity import (
     UCAlreadyExistsError,
     UCAuthenticationError,
     UCBadRequestError,
+    UCCommitStateUnknownError,
     UCNotFoundError,
     UCTableNotFoundError,
 )
@@ -224,3 +225,32 @@ def test_catalogs_and_schemas_through_the_uc_api(uc_server, uc_client) -> None:
     assert uc_client.supports_delta_api("cat2")
     create_managed_table(uc_client, "cat2", "s", "t")
     assert uc_client.load_table("cat2", "s", "t").latest_table_version == 0
+
+
+def test_create_with_a_lost_answer_is_recovered_by_loading(uc_server, uc_client) -> None:
+    """Create recovery: the first createTable was applied but its answer lost; the retry is refused (the name is
+    taken, or the staging table finalized); loading the table and comparing its uuid with the staging id shows the create won."""
+    staging = uc_client.create_staging_table(CATALOG, SCHEMA, "t")
+    ts = write_version0(staging.location, staging)
+    kw = dict(location=staging.location, table_type="MANAGED", columns=COLUMNS, protocol=protocol_for(staging),
+              properties=properties_for(staging), last_commit_timestamp_ms=ts)
+    assert not uc_client.resolve_create(CATALOG, SCHEMA, "t", staging.table_id)
+    uc_server.inject("createTable", "drop_after")
+    with pytest.raises(UCCommitStateUnknownError):
+        uc_client.create_table(CATALOG, SCHEMA, "t", **kw)
+    with pytest.raises((UCAlreadyExistsError, UCBadRequestError)):  # the name is taken / staging finalized
+        uc_client.create_table(CATALOG, SCHEMA, "t", **kw)
+    assert uc_client.resolve_create(CATALOG, SCHEMA, "t", staging.table_id)
+    other = uc_client.create_staging_table(CATALOG, SCHEMA, "u")
+    create_managed_table(uc_client, CATALOG, SCHEMA, "u2")
+    assert not uc_client.resolve_create(CATALOG, SCHEMA, "u2", other.table_id)  # another table holds the name
+
+
+def test_retry_after_is_honoured_and_capped(uc_server) -> None:
+    from deltakernel.unity.transport import MAX_BACKOFF_SECONDS, _retry_after
+
+    assert _retry_after({"retry-after": "3"}) == 3.0 and _retry_after({}) is None
+    waits: list[float] = []
+    client = client_for(uc_server, sleep=waits.append)
+    client._t._pause(0, 3600.0)
+    assert waits == [MAX_BACKOFF_SECONDS]

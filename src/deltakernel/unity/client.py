@@ -24,6 +24,7 @@ from deltakernel.unity.errors import (
     UCBadRequestError,
     UCConfigurationError,
     UCNotFoundError,
+    UCTableNotFoundError,
     UCTooManyUnpublishedCommitsError,
     UnityCatalogError,
 )
@@ -153,6 +154,16 @@ class UnityCatalogClient:
             "POST", f"/delta/v1/catalogs/{path_segment(catalog)}/schemas/{path_segment(schema)}/tables",
             operation="createTable", body=body, mutating=True)
         return LoadTableResult.from_json(data or {})
+
+    def resolve_create(self, catalog: str, schema: str, name: str, staging_table_id: str) -> bool:
+        """After `create_table` ended in an unknown outcome (or a retry was refused because the staging table is
+        already finalized): True when the table exists with the staging table's id - the first attempt succeeded
+        (only the staging table's creator can finalize it); False when the create did not happen."""
+        try:
+            loaded = self.load_table(catalog, schema, name)
+        except UCTableNotFoundError:
+            return False
+        return loaded.table_uuid == staging_table_id
 
     def load_table(self, catalog: str, schema: str, table: str) -> LoadTableResult:
         """loadTable: metadata (etag, uuid, location), the unpublished commits newest first, the latest version."""

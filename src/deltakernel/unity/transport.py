@@ -33,6 +33,7 @@ from deltakernel.unity.errors import (
 )
 
 USER_AGENT = "deltakernel-unity"
+MAX_BACKOFF_SECONDS = 10.0
 
 
 def path_segment(value: str) -> str:
@@ -145,7 +146,9 @@ class Transport:
             attempt += 1
 
     def _pause(self, attempt: int, retry_after: float | None) -> None:
-        self._sleep(retry_after if retry_after is not None else self.backoff * (2 ** attempt))
+        """Back off before a retry: the server's Retry-After, else exponential; capped, so nothing waits long."""
+        wait = retry_after if retry_after is not None else self.backoff * (2 ** attempt)
+        self._sleep(min(wait, MAX_BACKOFF_SECONDS))
 
 
 class _Lost(UnityCatalogError):
