@@ -161,3 +161,40 @@ def test_obstore_credential_provider_on_s3(s3_uc, moto_endpoint) -> None:
     obstore.put(store, "_delta_log/x.json", b"{}")
     assert bytes(obstore.get(store, "_delta_log/x.json").bytes()) == b"{}"
     assert creds.vends == 1
+
+
+def test_staging_and_path_credentials_refresh(uc_server, uc_client) -> None:
+    now = [5_000_000.0]
+    vendor = StaticVendor(S3_CONFIG, lifetime=120.0, clock=lambda: now[0])
+    uc_server.set_vendor(vendor)
+    staging = uc_client.create_staging_table(CATALOG, SCHEMA, "t")
+    creds = uc_client.staging_table_credentials(staging, clock=lambda: now[0])
+    first = creds.storage_options()  # the credentials of the createStagingTable answer: no extra request
+    assert len(vendor.calls) == 1 and creds.vends == 1
+    now[0] += 90  # inside the 60 s skew of the 120 s credential
+    second = creds.storage_options()
+    assert len(vendor.calls) == 2 and second["aws_session_token"] != first["aws_session_token"]
+    assert [r.operation for r in uc_server.requests][-1] == "getStagingTableCredentials"
+    path = uc_client.path_credentials("s3://b/ext", clock=lambda: now[0])
+    assert path.storage_options()["aws_access_key_id"].startswith("AKIA")
+    assert vendor.calls[-1] == ("s3://b/ext", READ_WRITE)
+
+
+def test_concurrent_callers_share_one_vend() -> None:
+    import threading
+    import time as _time
+
+    calls = []
+
+    def slow_vend():
+        calls.append(1)
+        _time.sleep(0.2)
+        return [_cred("s3://b/t", S3_CONFIG)]
+
+    creds = VendedCredentials(slow_vend, "s3://b/t")
+    threads = [threading.Thread(target=creds.storage_options) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1

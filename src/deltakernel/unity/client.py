@@ -260,6 +260,23 @@ class UnityCatalogClient:
         return VendedCredentials(lambda: self.get_table_credentials(catalog, schema, table, operation), location,
                                  base_options, **kw)
 
+    def staging_table_credentials(self, staging: StagingTable, *, base_options: Mapping[str, str] | None = None,
+                                  **kw: Any) -> VendedCredentials:
+        """Refreshing storage options for writing a staging table's version 0 (starts from the credentials the
+        createStagingTable answer carried, re-vends through getStagingTableCredentials)."""
+        first: list[Sequence[StorageCredential]] = [staging.storage_credentials]
+
+        def vend() -> Sequence[StorageCredential]:
+            return first.pop() if first else self.get_staging_table_credentials(staging.table_id)
+
+        return VendedCredentials(vend, staging.location, base_options, **kw)
+
+    def path_credentials(self, location: str, *, operation: str = READ_WRITE,
+                         base_options: Mapping[str, str] | None = None, **kw: Any) -> VendedCredentials:
+        """Refreshing storage options for a path (an external table being created)."""
+        return VendedCredentials(lambda: self.get_temporary_path_credentials(location, operation), location,
+                                 base_options, **kw)
+
     # ================================================================== older UC API (preview commits)
     def get_table(self, full_name: str) -> TableInfo:
         """GET /tables/{full_name}: the table id and storage location the preview commits API is keyed by."""
