@@ -254,3 +254,31 @@ def test_retry_after_is_honoured_and_capped(uc_server) -> None:
     client = client_for(uc_server, sleep=waits.append)
     client._t._pause(0, 3600.0)
     assert waits == [MAX_BACKOFF_SECONDS]
+
+
+def test_malformed_updates_are_400_not_server_errors(uc_server, uc_client) -> None:
+    """Requests the client would never send, sent raw: each is a 400 / 409 answer, never an unhandled error."""
+    import json
+    import urllib.request
+
+    _, loaded = create_managed_table(uc_client, CATALOG, SCHEMA, "t")
+    path = f"{uc_server.url}/api/2.1/unity-catalog/delta/v1/catalogs/{CATALOG}/schemas/{SCHEMA}/tables/t"
+    uuid_req = {"type": "assert-table-uuid", "uuid": loaded.table_uuid}
+    bodies = [
+        {"requirements": [uuid_req], "updates": [{"action": "add-commit"}]},
+        {"requirements": [uuid_req], "updates": [{"action": "add-commit", "commit": {"version": "1"}}]},
+        {"requirements": [uuid_req], "updates": [{"action": "set-latest-backfilled-version"}]},
+        {"requirements": [uuid_req], "updates": [{"action": "explode"}]},
+        {"requirements": [uuid_req, uuid_req], "updates": [{"action": "set-table-comment", "comment": "x"}]},
+        {"requirements": [{"type": "assert-nothing"}, uuid_req], "updates": [{"action": "set-table-comment",
+                                                                             "comment": "x"}]},
+        {"requirements": [uuid_req], "updates": [{"action": "set-properties", "updates": {"a": "1"}},
+                                                 {"action": "remove-properties", "removals": ["a"]}]},
+    ]
+    for body in bodies:
+        req = urllib.request.Request(path, data=json.dumps(body).encode(), method="POST", headers={
+            "Authorization": f"Bearer {UC_TOKEN}", "Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as exc:
+            urllib.request.urlopen(req, timeout=5)
+        assert exc.value.code == 400, (body, exc.value.read())
+    assert uc_client.load_table(CATALOG, SCHEMA, "t").latest_table_version == 0

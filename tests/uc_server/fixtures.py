@@ -47,6 +47,7 @@ def uc_server(tmp_path: Path) -> Iterator[UCTestServer]:
         yield server
     finally:
         server.stop()
+    assert not server.errors, f"the test catalog failed while handling requests: {server.errors}"
 
 
 @pytest.fixture()

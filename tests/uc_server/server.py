@@ -102,6 +102,7 @@ class _State:
     delta_api: bool
     faults: list[Fault] = field(default_factory=list)
     log: list[Logged] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # unexpected exceptions while handling (the fixture checks)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -209,6 +210,13 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             entry.status = exc.status
             self._send(exc.status, self._error_body(rel, exc.status, exc.error_type, exc.message))
+            return
+        except Exception as exc:  # a malformed request the rules did not foresee, or a server bug: never silent
+            with st.lock:
+                st.errors.append(f"{op}: {type(exc).__name__}: {exc}")
+            entry.status = 500
+            self._send(500, self._error_body(rel, 500, "InternalServerErrorException", f"{type(exc).__name__}: "
+                                             f"{exc}"))
             return
         if fault is not None and fault.kind == "drop_after":
             entry.status = "dropped"
@@ -342,6 +350,11 @@ class UCTestServer:
     @property
     def requests(self) -> list[Logged]:
         return self.state.log
+
+    @property
+    def errors(self) -> list[str]:
+        """Unexpected exceptions raised while handling requests (answered as 500s)."""
+        return self.state.errors
 
     def inject(self, operation: str, kind: str, **kw: Any) -> Fault:
         if kind not in FAULT_KINDS:
