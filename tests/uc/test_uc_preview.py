@@ -120,3 +120,12 @@ def test_preview_needs_the_token(old_server, old_table) -> None:
     _, info = old_table
     with pytest.raises(UCAuthenticationError):
         client_for(old_server, token=None).get_commits(info.table_id, info.storage_location, 0)
+
+
+def test_preview_commit_with_metadata_updates_the_table(old_server, old_table) -> None:
+    client, info = old_table
+    tid, uri = info.table_id, info.storage_location
+    client.commit(tid, uri, commit=stage_commit(uri, 1),
+                  metadata={"description": "events", "properties": {"properties": {"delta.appendOnly": "true"}}})
+    after = client.get_table(f"{CATALOG}.{SCHEMA}.t")
+    assert after.properties == {"delta.appendOnly": "true"}

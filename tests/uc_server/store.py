@@ -590,6 +590,18 @@ class CatalogStore:
                            (tid, commit["version"], commit["timestamp"], commit["file-name"], commit["file-size"],
                             commit["file-modification-timestamp"], _now_ms()))
                 sets["latest_version"] = commit["version"]
+            meta = body.get("metadata")
+            if isinstance(meta, dict) and commit is not None:  # a metadata-changing commit: mirror it
+                if "description" in meta:
+                    sets["comment"] = meta["description"]
+                props = (meta.get("properties") or {}).get("properties")
+                if isinstance(props, dict):
+                    sets["properties"] = json.dumps({k: str(v) for k, v in props.items()})
+                cols = (meta.get("schema") or {}).get("columns")
+                if isinstance(cols, list):
+                    sets["columns"] = json.dumps({"type": "struct", "fields": cols})
+                sets["last_commit_version"] = commit["version"]
+                sets["last_commit_ts"] = commit["timestamp"]
             if not sets:
                 return {}
             db.execute(f"UPDATE tables SET {', '.join(f'{k}=?' for k in sets)} WHERE table_id=?",
