@@ -282,3 +282,48 @@ def test_malformed_updates_are_400_not_server_errors(uc_server, uc_client) -> No
             urllib.request.urlopen(req, timeout=5)
         assert exc.value.code == 400, (body, exc.value.read())
     assert uc_client.load_table(CATALOG, SCHEMA, "t").latest_table_version == 0
+
+
+def _self_signed(tmp_path: Path) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
+    crypto = pytest.importorskip("cryptography")  # noqa: F841 - comes with moto[server]
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "uc-test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_path), str(key_path)
+
+
+def test_https_with_a_private_ca(tmp_path: Path) -> None:
+    from deltakernel.unity import UCConnectionError, UnityCatalogClient, resolve_config
+
+    cert, key = _self_signed(tmp_path)
+    server = start_server(tmp_path, tls=(cert, key))
+    try:
+        assert server.url.startswith("https://")
+        opts = {"unity_catalog_url": server.url, "unity_catalog_token": UC_TOKEN}
+        trusted = UnityCatalogClient(resolve_config({**opts, "unity_catalog_ca_file": cert}, env={}))
+        assert trusted.get_config(CATALOG).protocol_version == "1.0"
+        untrusted = UnityCatalogClient(resolve_config(opts, env={}), max_retries=0)
+        with pytest.raises(UCConnectionError, match="CERTIFICATE_VERIFY_FAILED"):  # nothing sent to it
+            untrusted.get_config(CATALOG)
+    finally:
+        server.stop()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -314,15 +315,22 @@ class UCTestServer:
     """The server and its SQLite store. `tokens`: accepted bearer tokens (empty: no auth)."""
 
     def __init__(self, db_path: str, storage_root: str, *, tokens: tuple[str, ...] = ("uc-test-token",),
-                 policy: Policy | None = None, vendor: Vendor = no_credentials, delta_api: bool = True) -> None:
+                 policy: Policy | None = None, vendor: Vendor = no_credentials, delta_api: bool = True,
+                 tls: tuple[str, str] | None = None) -> None:
+        """`tls`: (certificate PEM, key PEM) to serve https instead of http."""
         self.db_path, self.storage_root = db_path, storage_root
         self.store = CatalogStore(db_path, storage_root, policy)
         self.state = _State(self.store, set(tokens), vendor, delta_api)
+        self._tls = tls
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> UCTestServer:
         self._httpd = _Server(self.state)
+        if self._tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self._tls)
+            self._httpd.socket = ctx.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="uc-test-server", daemon=True)
         self._thread.start()
@@ -345,7 +353,7 @@ class UCTestServer:
     @property
     def url(self) -> str:
         """The host URL (the client appends /api/2.1/unity-catalog)."""
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def requests(self) -> list[Logged]:

@@ -6,7 +6,8 @@ Why these names: users of deltalake already set `DATABRICKS_HOST` / `DATABRICKS_
 `UNITY_CATALOG_TOKEN`. All of them are accepted, case-insensitively, storage options first, then the environment.
 The URL may be a bare workspace host (`https://adb-1.azuredatabricks.net`, `localhost:8080`) or already end in
 `/api/2.1/unity-catalog`; the REST base is derived either way. Plain `http://` is refused for non-loopback hosts
-(the bearer token would travel in clear) unless `unity_allow_http_url=true`, as delta-rs does.
+(the bearer token would travel in clear) unless `unity_allow_http_url=true`, as delta-rs does. https trusts the
+system's CAs (or `SSL_CERT_FILE`), plus `unity_catalog_ca_file` when given (a private CA).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ URL_KEYS = ("unity_catalog_url", "databricks_host", "unity_workspace_url", "data
 TOKEN_KEYS = ("unity_catalog_token", "databricks_token", "unity_access_token", "databricks_access_token",
               "access_token")
 ALLOW_HTTP_KEYS = ("unity_allow_http_url", "unity_catalog_allow_http")
+CA_FILE_KEY = "unity_catalog_ca_file"
 TIMEOUT_KEY = "unity_catalog_timeout"
 CONNECT_TIMEOUT_KEY = "unity_catalog_connect_timeout"
 
@@ -44,6 +46,8 @@ class UCConfig:
     token: str | None
     timeout: float = DEFAULT_TIMEOUT
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    #: PEM bundle of CAs to trust for https (default: the system's, or SSL_CERT_FILE / SSL_CERT_DIR)
+    ca_file: str | None = None
 
     def __repr__(self) -> str:  # never print the token
         return f"UCConfig(base_url={self.base_url!r}, token={'***' if self.token else None})"
@@ -111,10 +115,12 @@ def resolve_config(storage_options: Mapping[str, str] | None = None,
         timeout=_seconds(TIMEOUT_KEY, _lookup((TIMEOUT_KEY,), options, environ), DEFAULT_TIMEOUT),
         connect_timeout=_seconds(CONNECT_TIMEOUT_KEY, _lookup((CONNECT_TIMEOUT_KEY,), options, environ),
                                  DEFAULT_CONNECT_TIMEOUT),
+        ca_file=_lookup((CA_FILE_KEY,), options, environ),
     )
 
 
 def is_uc_option(key: str) -> bool:
     """True for the keys this module reads (so callers can keep them out of the object store's options)."""
     k = key.strip().lower()
-    return k in URL_KEYS or k in TOKEN_KEYS or k in ALLOW_HTTP_KEYS or k in (TIMEOUT_KEY, CONNECT_TIMEOUT_KEY)
+    return (k in URL_KEYS or k in TOKEN_KEYS or k in ALLOW_HTTP_KEYS
+            or k in (TIMEOUT_KEY, CONNECT_TIMEOUT_KEY, CA_FILE_KEY))

@@ -55,7 +55,7 @@ class Transport:
         self._host = parts.hostname or ""
         self._port = parts.port
         self._prefix = parts.path.rstrip("/")
-        self._ssl = ssl.create_default_context() if self._https else None
+        self._ssl = ssl.create_default_context(cafile=config.ca_file) if self._https else None
 
     # ------------------------------------------------------------------ one attempt
     def _connect(self) -> http.client.HTTPConnection:
