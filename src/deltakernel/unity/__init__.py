@@ -29,6 +29,7 @@ from deltakernel.unity.errors import (
     UCServerError,
     UCTableNotFoundError,
     UCTooManyUnpublishedCommitsError,
+    UCUnsupportedTableFormatError,
     UnityCatalogError,
 )
 from deltakernel.unity.models import (
@@ -67,6 +68,7 @@ __all__ = [
     "UCAuthenticationError", "UCBadRequestError", "UCCommitConflictError", "UCCommitStateUnknownError", "UCConfig",
     "UCConfigurationError", "UCConnectionError", "UCNotFoundError", "UCNotImplementedError",
     "UCPermissionDeniedError", "UCRateLimitedError", "UCRequirementConflictError", "UCServerError",
-    "UCTableNotFoundError", "UCTooManyUnpublishedCommitsError", "UnityCatalogClient", "UnityCatalogError",
+    "UCTableNotFoundError", "UCTooManyUnpublishedCommitsError", "UCUnsupportedTableFormatError", "UnityCatalogClient",
+    "UnityCatalogError",
     "VendedCredentials", "parse_table_name", "resolve_config", "select_credential", "to_storage_options",
 ]

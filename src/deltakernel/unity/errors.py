@@ -44,6 +44,11 @@ class UCBadRequestError(UnityCatalogError, ValueError):
     """400: the request is malformed or fails server-side validation (e.g. a missing required table feature)."""
 
 
+class UCUnsupportedTableFormatError(UCBadRequestError):
+    """400 UnsupportedTableFormatException: not a Delta table, or one the Delta REST API does not serve yet; the
+    spec says to fall back to the older UC table API (`get_table`)."""
+
+
 class UCAuthenticationError(UnityCatalogError):
     """401: the bearer token is missing, expired or invalid."""
 
@@ -150,6 +155,8 @@ def error_for_status(status: int, body: Any, *, operation: str, mutating: bool, 
         f": {message}" if message else "")
     kw: dict[str, Any] = {"status": status, "error_type": error_type, "operation": operation, "body": body}
     if status == 400:
+        if error_type == "UnsupportedTableFormatException":
+            return UCUnsupportedTableFormatError(text, **kw)
         return UCBadRequestError(text, **kw)
     if status == 401:
         return UCAuthenticationError(text, **kw)
