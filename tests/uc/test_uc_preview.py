@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from uc_helpers import stage_commit
-from uc_server import Policy
+from uc_server import Policy, older_api
 from uc_server.fixtures import CATALOG, SCHEMA, client_for, start_server
 
 from deltakernel.errors import CommitConflictError, CommitStateUnknownError
@@ -33,7 +33,7 @@ def old_server(tmp_path):
 @pytest.fixture()
 def old_table(old_server, tmp_path):
     loc = (tmp_path / "uc-storage" / "t").as_uri()
-    old_server.store.create_table_legacy({"name": "t", "catalog_name": CATALOG, "schema_name": SCHEMA,
+    older_api.create_table_legacy(old_server.store, {"name": "t", "catalog_name": CATALOG, "schema_name": SCHEMA,
                                           "table_type": "MANAGED", "data_source_format": "DELTA",
                                           "storage_location": loc})
     client = client_for(old_server)

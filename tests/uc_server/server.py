@@ -4,7 +4,8 @@ Why the standard library's `ThreadingHTTPServer`: no dependency to install or pi
 writers really race into the store's transaction), and direct access to the socket, which fault injection needs
 to drop a connection without an answer. The routes follow api/delta.yaml (`/delta/v1/...`) and the older UC API
 (`/catalogs`, `/schemas`, `/tables`, `/delta/preview/commits`) under `/api/2.1/unity-catalog`, each answering
-errors in its API's format. The rules live in `store.py`; this module does routing, bearer tokens and faults.
+errors in its API's format. The rules live in `store.py` (and `older_api.py`); this module does routing,
+bearer tokens and faults.
 
 Faults (`inject`): per operation id (`updateTable`, `commit`, `loadTable`, ...), `times` requests in a row:
 - `delay`: wait `delay` seconds, then handle normally (a client timeout shorter than that sees a lost answer
@@ -28,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from . import older_api
 from .store import ApiError, CatalogStore, Policy
 from .vending import Vendor, no_credentials
 
@@ -292,13 +294,13 @@ class _Handler(BaseHTTPRequestHandler):
         if op == "createSchema":
             return 200, store.create_schema(body.get("catalog_name", ""), body.get("name", ""), body.get("comment"))
         if op == "createTableLegacy":
-            return 200, store.create_table_legacy(body)
+            return 200, older_api.create_table_legacy(store, body)
         if op == "getTable":
-            return 200, store.get_table_legacy(args[0])
+            return 200, older_api.get_table_legacy(store, args[0])
         if op == "getCommits":
-            return 200, store.get_commits_preview(body)
+            return 200, older_api.get_commits(store, body)
         if op == "commit":
-            return 200, store.commit_preview(body)
+            return 200, older_api.commit(store, body)
         raise ApiError(404, "NotFoundException", op)
 
 

@@ -59,11 +59,11 @@ class ApiError(Exception):
         super().__init__(f"{status} {error_type}: {message}")
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _bad(msg: str) -> ApiError:
+def bad_value(msg: str) -> ApiError:
     return ApiError(400, "InvalidParameterValueException", msg)
 
 
@@ -131,7 +131,7 @@ class CatalogStore:
         with self.tx() as db:
             if db.execute("SELECT 1 FROM catalogs WHERE name=?", (name,)).fetchone():
                 raise ApiError(409, "CATALOG_ALREADY_EXISTS", f"catalog {name} already exists")
-            db.execute("INSERT INTO catalogs VALUES (?,?,?)", (name, comment, _now_ms()))
+            db.execute("INSERT INTO catalogs VALUES (?,?,?)", (name, comment, now_ms()))
         return {"name": name, "comment": comment}
 
     def create_schema(self, catalog: str, name: str, comment: str | None = None) -> dict[str, Any]:
@@ -139,7 +139,7 @@ class CatalogStore:
             self._catalog(db, catalog)
             if db.execute("SELECT 1 FROM schemas WHERE catalog=? AND name=?", (catalog, name)).fetchone():
                 raise ApiError(409, "SCHEMA_ALREADY_EXISTS", f"schema {catalog}.{name} already exists")
-            db.execute("INSERT INTO schemas VALUES (?,?,?,?)", (catalog, name, comment, _now_ms()))
+            db.execute("INSERT INTO schemas VALUES (?,?,?,?)", (catalog, name, comment, now_ms()))
         return {"name": name, "catalog_name": catalog, "full_name": f"{catalog}.{name}"}
 
     def has_catalog(self, catalog: str) -> bool:
@@ -150,20 +150,20 @@ class CatalogStore:
         if not db.execute("SELECT 1 FROM catalogs WHERE name=?", (catalog,)).fetchone():
             raise ApiError(404, "NoSuchCatalogException", f"catalog {catalog} does not exist")
 
-    def _schema(self, db: sqlite3.Connection, catalog: str, schema: str) -> None:
+    def require_schema(self, db: sqlite3.Connection, catalog: str, schema: str) -> None:
         self._catalog(db, catalog)
         if not db.execute("SELECT 1 FROM schemas WHERE catalog=? AND name=?", (catalog, schema)).fetchone():
             raise ApiError(404, "NoSuchSchemaException", f"schema {catalog}.{schema} does not exist")
 
-    def _table(self, db: sqlite3.Connection, catalog: str, schema: str, name: str) -> sqlite3.Row:
-        self._schema(db, catalog, schema)
+    def table_row(self, db: sqlite3.Connection, catalog: str, schema: str, name: str) -> sqlite3.Row:
+        self.require_schema(db, catalog, schema)
         row = db.execute("SELECT * FROM tables WHERE catalog=? AND schema=? AND name=?",
                          (catalog, schema, name)).fetchone()
         if row is None:
             raise ApiError(404, "NoSuchTableException", f"table {catalog}.{schema}.{name} does not exist")
         return row
 
-    def _table_by_id(self, db: sqlite3.Connection, table_id: str) -> sqlite3.Row:
+    def table_row_by_id(self, db: sqlite3.Connection, table_id: str) -> sqlite3.Row:
         row = db.execute("SELECT * FROM tables WHERE table_id=?", (table_id,)).fetchone()
         if row is None:
             raise ApiError(404, "TABLE_DOES_NOT_EXIST", f"table {table_id} does not exist")
@@ -172,16 +172,16 @@ class CatalogStore:
     # ------------------------------------------------------------------ staging / create
     def create_staging_table(self, catalog: str, schema: str, name: str) -> dict[str, Any]:
         if not name:
-            raise _bad("name is required")
+            raise bad_value("name is required")
         with self.tx() as db:
-            self._schema(db, catalog, schema)
+            self.require_schema(db, catalog, schema)
             if db.execute("SELECT 1 FROM tables WHERE catalog=? AND schema=? AND name=?",
                           (catalog, schema, name)).fetchone():
                 raise ApiError(409, "AlreadyExistsException", f"table {catalog}.{schema}.{name} already exists")
             table_id = str(uuid.uuid4())
             location = f"{self.storage_root}/{catalog}/{schema}/tables/{table_id}"
             db.execute("INSERT INTO staging_tables VALUES (?,?,?,?,?,?,0)",
-                       (table_id, catalog, schema, name, location, _now_ms()))
+                       (table_id, catalog, schema, name, location, now_ms()))
         p = self.policy
         required_props: dict[str, str | None] = dict(p.required_properties)
         required_props["io.unitycatalog.tableId"] = table_id
@@ -208,16 +208,16 @@ class CatalogStore:
         for key in ("name", "location", "table-type", "columns", "protocol", "properties",
                     "last-commit-timestamp-ms"):
             if key not in body:
-                raise _bad(f"{key} is required")
+                raise bad_value(f"{key} is required")
         name, location, table_type = body["name"], str(body["location"]).rstrip("/"), body["table-type"]
         protocol, properties = body["protocol"], dict(body["properties"])
         if table_type not in ("MANAGED", "EXTERNAL"):
-            raise _bad(f"table-type {table_type!r}")
+            raise bad_value(f"table-type {table_type!r}")
         bad = [k for k in properties if k in DERIVED_PROPERTIES or k.startswith("delta.feature.")]
         if bad:
-            raise _bad(f"server-derived properties may not be set: {bad}")
+            raise bad_value(f"server-derived properties may not be set: {bad}")
         with self.tx() as db:
-            self._schema(db, catalog, schema)
+            self.require_schema(db, catalog, schema)
             if db.execute("SELECT 1 FROM tables WHERE catalog=? AND schema=? AND name=?",
                           (catalog, schema, name)).fetchone():
                 raise ApiError(409, "AlreadyExistsException", f"table {catalog}.{schema}.{name} already exists")
@@ -227,15 +227,15 @@ class CatalogStore:
                     raise ApiError(404, "NoSuchTableException", f"no staging table at {location} (create one with "
                                    "createStagingTable and pass back its location)")
                 if staged["finalized"]:
-                    raise _bad(f"the staging table at {location} was already finalized")
+                    raise bad_value(f"the staging table at {location} was already finalized")
                 if (staged["catalog"], staged["schema"]) != (catalog, schema):
-                    raise _bad(f"the staging table at {location} belongs to {staged['catalog']}.{staged['schema']}")
+                    raise bad_value(f"the staging table at {location} belongs to {staged['catalog']}.{staged['schema']}")
                 table_id = staged["table_id"]
                 self._check_required(table_id, protocol, properties)
                 db.execute("UPDATE staging_tables SET finalized=1 WHERE table_id=?", (table_id,))
             else:
                 table_id = str(uuid.uuid4())
-            now = _now_ms()
+            now = now_ms()
             db.execute(
                 "INSERT INTO tables VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (table_id, catalog, schema, name, table_type, location, json.dumps(body["columns"]),
@@ -243,21 +243,21 @@ class CatalogStore:
                  json.dumps(protocol), json.dumps(body.get("domain-metadata") or {}), body.get("comment"),
                  uuid.uuid4().hex, now, now, 0, 0, 0, int(body["last-commit-timestamp-ms"]),
                  json.dumps(body["uniform"]) if body.get("uniform") else None))
-            return self._load(db, self._table(db, catalog, schema, name))
+            return self._load(db, self.table_row(db, catalog, schema, name))
 
     def _check_required(self, table_id: str, protocol: dict[str, Any], properties: dict[str, str]) -> None:
         p = self.policy
         if int(protocol.get("min-reader-version", 0)) < 3 or int(protocol.get("min-writer-version", 0)) < 7:
-            raise _bad("managed tables need table features (reader version 3, writer version 7)")
+            raise bad_value("managed tables need table features (reader version 3, writer version 7)")
         missing = [f for f in p.required_reader_features if f not in (protocol.get("reader-features") or [])]
         missing += [f for f in p.required_writer_features if f not in (protocol.get("writer-features") or [])]
         if missing:
-            raise _bad(f"protocol lacks required features: {sorted(set(missing))}")
+            raise bad_value(f"protocol lacks required features: {sorted(set(missing))}")
         required = dict(p.required_properties)
         required["io.unitycatalog.tableId"] = table_id
         for k, v in required.items():
             if k not in properties or (v is not None and properties[k] != v):
-                raise _bad(f"required property {k}={v!r} missing or different ({properties.get(k)!r})")
+                raise bad_value(f"required property {k}={v!r} missing or different ({properties.get(k)!r})")
 
     # ------------------------------------------------------------------ load / update
     def _load(self, db: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
@@ -277,7 +277,7 @@ class CatalogStore:
                 "last-commit-timestamp-ms": row["last_commit_ts"]}
         out: dict[str, Any] = {"metadata": meta}
         if row["table_type"] == "MANAGED":
-            out["commits"] = [self._commit_json(c) for c in db.execute(
+            out["commits"] = [self.commit_json(c) for c in db.execute(
                 "SELECT * FROM commits WHERE table_id=? AND version>? ORDER BY version DESC",
                 (row["table_id"], row["latest_backfilled"]))]
             out["latest-table-version"] = row["latest_version"]
@@ -286,38 +286,38 @@ class CatalogStore:
         return out
 
     @staticmethod
-    def _commit_json(c: sqlite3.Row) -> dict[str, Any]:
+    def commit_json(c: sqlite3.Row) -> dict[str, Any]:
         return {"version": c["version"], "timestamp": c["timestamp"], "file-name": c["file_name"],
                 "file-size": c["file_size"], "file-modification-timestamp": c["file_mod_ts"]}
 
     def load_table(self, catalog: str, schema: str, name: str) -> dict[str, Any]:
         with self.tx() as db:
-            return self._load(db, self._table(db, catalog, schema, name))
+            return self._load(db, self.table_row(db, catalog, schema, name))
 
     def table_location(self, catalog: str, schema: str, name: str) -> str:
         with self.tx() as db:
-            return str(self._table(db, catalog, schema, name)["location"])
+            return str(self.table_row(db, catalog, schema, name)["location"])
 
     def update_table(self, catalog: str, schema: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         reqs, updates = body.get("requirements"), body.get("updates")
         if not isinstance(reqs, list) or not reqs or not isinstance(updates, list) or not updates:
-            raise _bad("requirements and updates must be non-empty lists")
+            raise bad_value("requirements and updates must be non-empty lists")
         req_types = [r.get("type") for r in reqs]
         actions = [u.get("action") for u in updates]
         if len(set(req_types)) != len(req_types) or len(set(actions)) != len(actions):
-            raise _bad("at most one requirement / update of each type")
+            raise bad_value("at most one requirement / update of each type")
         if "assert-table-uuid" not in req_types:
-            raise _bad("an assert-table-uuid requirement is required")
+            raise bad_value("an assert-table-uuid requirement is required")
         by_action = {u["action"]: u for u in updates}
         with self.tx() as db:
-            row = self._table(db, catalog, schema, name)
+            row = self.table_row(db, catalog, schema, name)
             tid = row["table_id"]
             for r in reqs:
                 if r.get("type") == "assert-table-uuid" and r.get("uuid") != tid:
                     raise ApiError(409, "UpdateRequirementConflictException",
                                    f"table uuid is {tid}, not {r.get('uuid')}")
             add = by_action.get("add-commit")
-            if add is not None and self.policy.idempotent_replay and self._is_replay(db, tid, add.get("commit") or {}):
+            if add is not None and self.policy.idempotent_replay and self.is_replay(db, tid, add.get("commit") or {}):
                 return self._load(db, row)  # idempotent whole-request no-op: the client lost our first answer
             for r in reqs:
                 if r.get("type") == "assert-etag" and r.get("etag") != row["etag"]:
@@ -330,8 +330,8 @@ class CatalogStore:
             new_commit = None
             if add is not None:
                 if row["table_type"] != "MANAGED":
-                    raise _bad("add-commit is for managed (catalog-managed) tables only")
-                new_commit = self._validate_commit(add.get("commit") or {}, hyphen=True)
+                    raise bad_value("add-commit is for managed (catalog-managed) tables only")
+                new_commit = self.validate_commit(add.get("commit") or {}, hyphen=True)
                 if new_commit["version"] != latest + 1:
                     raise ApiError(409, "CommitVersionConflictException",
                                    f"commit version {new_commit['version']} rejected: latest ratified version is "
@@ -340,13 +340,13 @@ class CatalogStore:
             if lbv is not None:
                 v = lbv.get("latest-published-version")
                 if not isinstance(v, int) or v < 0:
-                    raise _bad("latest-published-version must be a non-negative integer")
+                    raise bad_value("latest-published-version must be a non-negative integer")
                 if v > latest:
-                    raise _bad(f"latest-published-version {v} is above the latest ratified version {latest}")
+                    raise bad_value(f"latest-published-version {v} is above the latest ratified version {latest}")
                 if self.policy.verify_published:
                     missing = [u for u in range(backfilled + 1, v + 1) if _published(row["location"], u) is False]
                     if missing:
-                        raise _bad(f"versions {missing} are not published to _delta_log: publish before reporting")
+                        raise bad_value(f"versions {missing} are not published to _delta_log: publish before reporting")
                 backfilled = max(backfilled, v)
                 sets["latest_backfilled"] = backfilled
             if new_commit is not None:
@@ -359,18 +359,18 @@ class CatalogStore:
             if new_commit is not None:
                 db.execute("INSERT INTO commits VALUES (?,?,?,?,?,?,?)",
                            (tid, new_commit["version"], new_commit["timestamp"], new_commit["file-name"],
-                            new_commit["file-size"], new_commit["file-modification-timestamp"], _now_ms()))
+                            new_commit["file-size"], new_commit["file-modification-timestamp"], now_ms()))
                 sets["latest_version"] = new_commit["version"]
             if add is not None and add.get("uniform"):
                 sets["uniform"] = json.dumps(add["uniform"])
             if metadata_changed:  # data-only commits and backfill reports keep the etag (spec: "Load a Table")
                 sets["etag"] = uuid.uuid4().hex
-            sets["updated_time"] = _now_ms()
+            sets["updated_time"] = now_ms()
             db.execute(f"UPDATE tables SET {', '.join(f'{k}=?' for k in sets)} WHERE table_id=?",
                        (*sets.values(), tid))
-            return self._load(db, self._table(db, catalog, schema, name))
+            return self._load(db, self.table_row(db, catalog, schema, name))
 
-    def _is_replay(self, db: sqlite3.Connection, tid: str, commit: dict[str, Any]) -> bool:
+    def is_replay(self, db: sqlite3.Connection, tid: str, commit: dict[str, Any]) -> bool:
         v = commit.get("version")
         fname = commit.get("file-name", commit.get("file_name"))
         if not isinstance(v, int) or not fname:
@@ -379,24 +379,24 @@ class CatalogStore:
         return got is not None and got["file_name"] == fname
 
     @staticmethod
-    def _validate_commit(c: dict[str, Any], *, hyphen: bool) -> dict[str, Any]:
+    def validate_commit(c: dict[str, Any], *, hyphen: bool) -> dict[str, Any]:
         keys = ("version", "timestamp", "file-name", "file-size", "file-modification-timestamp")
         out = {}
         for k in keys:
             wire = k if hyphen else k.replace("-", "_")
             if wire not in c:
-                raise _bad(f"commit {wire} is required")
+                raise bad_value(f"commit {wire} is required")
             out[k] = c[wire]
         if not isinstance(out["version"], int) or out["version"] < 1:
-            raise _bad("commit version must be a positive integer (version 0 is created by createTable)")
+            raise bad_value("commit version must be a positive integer (version 0 is created by createTable)")
         for k in ("timestamp", "file-size", "file-modification-timestamp"):
             if not isinstance(out[k], int) or out[k] <= 0:
-                raise _bad(f"commit {k} must be a positive integer")
+                raise bad_value(f"commit {k} must be a positive integer")
         if not isinstance(out["file-name"], str) or "/" in out["file-name"] or not out["file-name"].endswith(
                 ".json"):
-            raise _bad("commit file-name must be the staged commit's file name (<version>.<uuid>.json)")
+            raise bad_value("commit file-name must be the staged commit's file name (<version>.<uuid>.json)")
         if not out["file-name"].startswith(f"{out['version']:020d}."):
-            raise _bad("commit file-name must start with the zero-padded version")
+            raise bad_value("commit file-name must start with the zero-padded version")
         return out
 
     def _apply_metadata_updates(self, row: sqlite3.Row, by_action: dict[str, dict[str, Any]], sets: dict[str, Any],
@@ -414,10 +414,10 @@ class CatalogStore:
             ups = by_action["set-properties"].get("updates") or {}
             removals = (by_action.get("remove-properties") or {}).get("removals") or []
             if set(ups) & set(removals):
-                raise _bad("set-properties and remove-properties share keys")
+                raise bad_value("set-properties and remove-properties share keys")
             bad = [k for k in ups if k in DERIVED_PROPERTIES or k.startswith("delta.feature.")]
             if bad:
-                raise _bad(f"server-derived properties may not be set: {bad}")
+                raise bad_value(f"server-derived properties may not be set: {bad}")
             props.update({k: str(v) for k, v in ups.items()})
             changed = True
         if "remove-properties" in by_action:
@@ -441,7 +441,7 @@ class CatalogStore:
         dm = dict(json.loads(row["domain_metadata"]))
         if set((by_action.get("set-domain-metadata") or {}).get("updates") or {}) & set(
                 (by_action.get("remove-domain-metadata") or {}).get("domains") or []):
-            raise _bad("set-domain-metadata and remove-domain-metadata share domains")
+            raise bad_value("set-domain-metadata and remove-domain-metadata share domains")
         if "set-domain-metadata" in by_action:
             dm.update(by_action["set-domain-metadata"].get("updates") or {})
             sets["domain_metadata"] = json.dumps(dm)
@@ -453,7 +453,7 @@ class CatalogStore:
             changed = True
         if "update-metadata-snapshot-version" in by_action:
             if row["table_type"] != "EXTERNAL":
-                raise _bad("update-metadata-snapshot-version is for external tables only")
+                raise bad_value("update-metadata-snapshot-version is for external tables only")
             u = by_action["update-metadata-snapshot-version"]
             sets["last_commit_version"] = int(u["last-commit-version"])
             sets["last_commit_ts"] = int(u["last-commit-timestamp-ms"])
@@ -461,20 +461,20 @@ class CatalogStore:
         if changed:
             version = new_commit["version"] if new_commit else int(row["latest_version"])
             sets["last_commit_version"] = version
-            sets["last_commit_ts"] = new_commit["timestamp"] if new_commit else _now_ms()
+            sets["last_commit_ts"] = new_commit["timestamp"] if new_commit else now_ms()
         return changed
 
     def delete_table(self, catalog: str, schema: str, name: str) -> None:
         with self.tx() as db:
-            row = self._table(db, catalog, schema, name)
+            row = self.table_row(db, catalog, schema, name)
             db.execute("DELETE FROM tables WHERE table_id=?", (row["table_id"],))
             db.execute("DELETE FROM commits WHERE table_id=?", (row["table_id"],))
 
     def rename_table(self, catalog: str, schema: str, name: str, new_name: str) -> None:
         if not new_name:
-            raise _bad("new-name is required")
+            raise bad_value("new-name is required")
         with self.tx() as db:
-            row = self._table(db, catalog, schema, name)
+            row = self.table_row(db, catalog, schema, name)
             if db.execute("SELECT 1 FROM tables WHERE catalog=? AND schema=? AND name=?",
                           (catalog, schema, new_name)).fetchone():
                 raise ApiError(409, "AlreadyExistsException", f"table {catalog}.{schema}.{new_name} already exists")
@@ -483,130 +483,8 @@ class CatalogStore:
 
     def check_metrics(self, catalog: str, schema: str, name: str, table_id: str | None) -> None:
         with self.tx() as db:
-            if self._table(db, catalog, schema, name)["table_id"] != table_id:
-                raise _bad("table-id does not match the table in the path")
-
-    # ------------------------------------------------------------------ older UC API
-    def create_table_legacy(self, body: dict[str, Any]) -> dict[str, Any]:
-        """POST /tables (all.yaml): register a table by location (how pre-Delta-REST servers create them)."""
-        for key in ("name", "catalog_name", "schema_name", "table_type", "storage_location"):
-            if not body.get(key):
-                raise ApiError(400, "INVALID_ARGUMENT", f"{key} is required")
-        catalog, schema, name = body["catalog_name"], body["schema_name"], body["name"]
-        props = dict(body.get("properties") or {})
-        with self.tx() as db:
-            self._schema(db, catalog, schema)
-            if db.execute("SELECT 1 FROM tables WHERE catalog=? AND schema=? AND name=?",
-                          (catalog, schema, name)).fetchone():
-                raise ApiError(409, "TABLE_ALREADY_EXISTS", f"table {catalog}.{schema}.{name} already exists")
-            table_id, now = str(uuid.uuid4()), _now_ms()
-            columns = {"type": "struct", "fields": body.get("columns") or []}
-            protocol = {"min-reader-version": 3, "min-writer-version": 7,
-                        "reader-features": list(self.policy.required_reader_features),
-                        "writer-features": list(self.policy.required_writer_features)}
-            db.execute("INSERT INTO tables VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                       (table_id, catalog, schema, name, body["table_type"],
-                        str(body["storage_location"]).rstrip("/"), json.dumps(columns), "[]", json.dumps(props),
-                        json.dumps(protocol), "{}", body.get("comment"), uuid.uuid4().hex, now, now, 0, 0, 0, now,
-                        None))
-            return self._legacy_info(self._table(db, catalog, schema, name))
-
-    @staticmethod
-    def _legacy_info(row: sqlite3.Row) -> dict[str, Any]:
-        return {"name": row["name"], "catalog_name": row["catalog"], "schema_name": row["schema"],
-                "full_name": f"{row['catalog']}.{row['schema']}.{row['name']}", "table_type": row["table_type"],
-                "data_source_format": "DELTA", "storage_location": row["location"], "table_id": row["table_id"],
-                "properties": json.loads(row["properties"]), "created_at": row["created_time"],
-                "updated_at": row["updated_time"]}
-
-    def get_table_legacy(self, full_name: str) -> dict[str, Any]:
-        parts = full_name.split(".")
-        if len(parts) != 3:
-            raise ApiError(400, "INVALID_ARGUMENT", f"{full_name!r} is not catalog.schema.table")
-        with self.tx() as db:
-            try:
-                return self._legacy_info(self._table(db, *parts))
-            except ApiError as exc:
-                raise ApiError(404, "TABLE_DOES_NOT_EXIST", exc.message) from None
-
-    def _preview_table(self, db: sqlite3.Connection, body: dict[str, Any]) -> sqlite3.Row:
-        if not body.get("table_id") or not body.get("table_uri"):
-            raise ApiError(400, "INVALID_ARGUMENT", "table_id and table_uri are required")
-        row = self._table_by_id(db, body["table_id"])
-        if str(body["table_uri"]).rstrip("/") != row["location"]:
-            raise ApiError(400, "INVALID_ARGUMENT",
-                           f"table_uri {body['table_uri']} is not the table's location {row['location']}")
-        return row
-
-    def get_commits_preview(self, body: dict[str, Any]) -> dict[str, Any]:
-        start = body.get("start_version")
-        if not isinstance(start, int) or start < 0:
-            raise ApiError(400, "INVALID_ARGUMENT", "start_version must be a non-negative integer")
-        end = body.get("end_version")
-        with self.tx() as db:
-            row = self._preview_table(db, body)
-            commits = db.execute(
-                "SELECT * FROM commits WHERE table_id=? AND version>=? AND version<=? AND version>? "
-                "ORDER BY version", (row["table_id"], start, end if isinstance(end, int) else 2**62,
-                                     row["latest_backfilled"])).fetchall()
-            any_commit = db.execute("SELECT MAX(version) AS v FROM commits WHERE table_id=?",
-                                    (row["table_id"],)).fetchone()["v"]
-        return {"commits": [{k.replace("-", "_"): v for k, v in self._commit_json(c).items()} for c in commits],
-                "latest_table_version": -1 if any_commit is None else int(any_commit)}
-
-    def commit_preview(self, body: dict[str, Any]) -> dict[str, Any]:
-        info, lbv = body.get("commit_info"), body.get("latest_backfilled_version")
-        if info is None and lbv is None:
-            raise ApiError(400, "INVALID_ARGUMENT", "commit_info or latest_backfilled_version is required")
-        with self.tx() as db:
-            row = self._preview_table(db, body)
-            if row["table_type"] != "MANAGED":
-                raise ApiError(400, "INVALID_ARGUMENT", "only managed tables take commits")
-            tid = row["table_id"]
-            latest, backfilled = int(row["latest_version"]), int(row["latest_backfilled"])
-            if info is not None and self.policy.idempotent_replay and self._is_replay(db, tid, info):
-                return {}
-            sets: dict[str, Any] = {}
-            commit = None
-            if info is not None:
-                try:
-                    commit = self._validate_commit(info, hyphen=False)
-                except ApiError as exc:
-                    raise ApiError(400, "INVALID_ARGUMENT", exc.message) from None
-                if commit["version"] != latest + 1:
-                    raise ApiError(409, "ALREADY_EXISTS",
-                                   f"commit version {commit['version']} rejected: expected {latest + 1}")
-            if lbv is not None:
-                if not isinstance(lbv, int) or lbv < 0 or lbv > (commit["version"] if commit else latest):
-                    raise ApiError(400, "INVALID_ARGUMENT", f"latest_backfilled_version {lbv} out of range")
-                backfilled = max(backfilled, lbv)
-                sets["latest_backfilled"] = backfilled
-            if commit is not None:
-                if commit["version"] - 1 - backfilled >= self.policy.max_unpublished:
-                    raise ApiError(429, "RESOURCE_EXHAUSTED",
-                                   f"max number of unbackfilled commits ({self.policy.max_unpublished}) reached")
-            if commit is not None:
-                db.execute("INSERT INTO commits VALUES (?,?,?,?,?,?,?)",
-                           (tid, commit["version"], commit["timestamp"], commit["file-name"], commit["file-size"],
-                            commit["file-modification-timestamp"], _now_ms()))
-                sets["latest_version"] = commit["version"]
-            meta = body.get("metadata")
-            if isinstance(meta, dict) and commit is not None:  # a metadata-changing commit: mirror it
-                if "description" in meta:
-                    sets["comment"] = meta["description"]
-                props = (meta.get("properties") or {}).get("properties")
-                if isinstance(props, dict):
-                    sets["properties"] = json.dumps({k: str(v) for k, v in props.items()})
-                cols = (meta.get("schema") or {}).get("columns")
-                if isinstance(cols, list):
-                    sets["columns"] = json.dumps({"type": "struct", "fields": cols})
-                sets["last_commit_version"] = commit["version"]
-                sets["last_commit_ts"] = commit["timestamp"]
-            if not sets:
-                return {}
-            db.execute(f"UPDATE tables SET {', '.join(f'{k}=?' for k in sets)} WHERE table_id=?",
-                       (*sets.values(), tid))
-        return {}
+            if self.table_row(db, catalog, schema, name)["table_id"] != table_id:
+                raise bad_value("table-id does not match the table in the path")
 
     # ------------------------------------------------------------------ inspection for tests
     def ratified(self, table_id: str) -> list[tuple[int, str]]:
