@@ -51,6 +51,9 @@ def cleanup_expired_logs(snapshot: Snapshot, *, retention_ms: int | None = None,
     complete checkpoint at or below that commit is kept, with its commit file and every later commit.
     Returns the deleted keys.
     """
+    from ..catalog_client import require_maintenance_permitted
+
+    require_maintenance_permitted(snapshot, "METADATA CLEANUP")  # catalog-managed: only with its consent
     storage = snapshot.storage
     conf = snapshot.configuration
     if retention_ms is None:
