@@ -11,6 +11,7 @@ import datetime as dt
 import io
 import json
 import sys
+import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from deltakernel.errors import (
     CatalogManagedTableError,
@@ -186,6 +189,20 @@ def test_filesystem_commit_to_a_catalog_managed_table_is_refused(storage: Storag
         t.update_metadata(Metadata("x", SCHEMA, (), {"delta.enableInCommitTimestamps": "true"}))
         t.commit()
     assert _published(storage) == [0] and _staged(storage) == []
+
+
+def test_a_filesystem_table_loaded_through_a_catalog_commits_to_the_filesystem(tmp_path: Path) -> None:
+    # a catalog's external table: not catalog-managed, so the log is the truth and commits are put-if-absent
+    storage = storage_for_uri(str(tmp_path / "t"))
+    txn = Transaction(storage, None, operation="CREATE TABLE")
+    txn.update_protocol(Protocol(1, 2))
+    txn.update_metadata(Metadata("x", SCHEMA, (), {}))
+    txn.commit()
+    cat = MemoryCatalog(latest=0)
+    snap = Snapshot.load(storage, catalog=cat)
+    assert _append_txn(storage, snap, [1]).commit().version == 1
+    assert cat.ratify_calls == 0 and _staged(storage) == [] and _published(storage) == [0, 1]
+    assert _ids(Snapshot.load(storage, catalog=cat)) == [1]
 
 
 def test_in_commit_timestamps_are_required(tmp_path: Path) -> None:
@@ -388,3 +405,42 @@ def test_conformance_catalog_managed_0_reads_with_its_log_tail(conformance_dir: 
     assert v0.version == 0 and v0.num_files == 0
     # the catalog caps the version: a tail that ends at 1 never shows version 2
     assert Snapshot.load(storage, log_tail=LogTail(tail.commits[:1], 1)).version == 1
+
+
+# ----------------------------------------------------------------------------- any interleaving of faults
+_STEP = st.tuples(st.sampled_from([None, LOST_RESPONSE, UNAVAILABLE, CRASH_BEFORE_RATIFY, CRASH_AFTER_RATIFY]),
+                  st.booleans(), st.booleans())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(_STEP, min_size=1, max_size=6))
+def test_any_fault_sequence_keeps_one_commit_per_version(steps: list[tuple[str | None, bool, bool]]) -> None:
+    """Each step appends one id, with a fault on its first ratify, from a fresh or a stale snapshot, publishing
+    or not. Whatever happens: the catalog's versions are contiguous with one commit each, readers with the tail
+    see exactly the commits that landed (a crash after ratify counts: the catalog holds it), readers by path see
+    a prefix of them, and one publish() makes both the same."""
+    with tempfile.TemporaryDirectory() as d:
+        storage = storage_for_uri(str(Path(d) / "t"))
+        cat = MemoryCatalog()
+        _create(storage, cat)
+        landed: list[int] = []
+        stale = Snapshot.load(storage, catalog=cat)
+        for i, (fault, from_stale, publish) in enumerate(steps):
+            snap = stale if from_stale else Snapshot.load(storage, catalog=cat)
+            cat.faults = [fault]
+            committer = CatalogCommitter(storage, cat, auto_publish=publish, sleep=lambda s: None)
+            try:
+                _append_txn(storage, snap, [i], committer=committer).commit()
+                landed.append(i)
+            except SimulatedCrash:
+                if fault == CRASH_AFTER_RATIFY:
+                    landed.append(i)
+            latest = Snapshot.load(storage, catalog=cat)
+            assert latest.version == cat.latest == len(landed)
+            assert _ids(latest) == landed
+            assert len(set(cat.txn_ids.values())) == len(landed) + 1
+            by_path = Snapshot.load(storage, log_tail=LogTail.published_only())
+            assert by_path.version <= latest.version and _ids(by_path) == landed[:by_path.version]
+        CatalogCommitter(storage, cat).publish()
+        assert _published(storage) == list(range(len(landed) + 1)) and cat.ratified == {}
+        assert _ids(Snapshot.load(storage, log_tail=LogTail.published_only())) == landed

@@ -54,6 +54,11 @@ class Snapshot:
             log_tail = catalog.get_log_tail()
         segment = build_log_segment(storage, version, log_tail)
         snap = cls(storage, segment, replay(segment), log_tail, catalog)
+        if version is None and log_tail is not None and log_tail.max_catalog_version is not None \
+                and not is_catalog_managed(snap.protocol):
+            # a filesystem-managed table (a catalog's external table): its own log decides the latest version,
+            # and its commits go to the filesystem (committer_for), so the catalog's cap must not hide them
+            return cls.load(storage, None)
         if log_tail is None and is_catalog_managed(snap.protocol):
             feature = next(f for f in CATALOG_MANAGED_FEATURES if snap.protocol.has_feature(f))
             raise CatalogManagedTableError(
