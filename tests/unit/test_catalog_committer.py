@@ -170,6 +170,24 @@ def test_versions_past_the_catalog_are_ignored(storage: Storage) -> None:
     assert Snapshot.load(storage, log_tail=tail).version == 1
 
 
+def test_operations_commit_through_the_catalog_of_their_snapshot(storage: Storage) -> None:
+    # DELETE and RESTORE take a snapshot; loaded through the catalog, their commits are staged and ratified
+    from deltakernel.operations.dml.delete import delete
+    from deltakernel.operations.maintenance.restore import restore
+
+    cat = MemoryCatalog()
+    _create(storage, cat)
+    committer = CatalogCommitter(storage, cat, auto_publish=False)
+    _append_txn(storage, Snapshot.load(storage, catalog=cat), [1, 2], committer=committer).commit()
+    _append_txn(storage, Snapshot.load(storage, catalog=cat), [3], committer=committer).commit()
+    _, v = delete(storage, Snapshot.load(storage, catalog=cat), "id = 2")
+    assert v == 3 and _ids(Snapshot.load(storage, catalog=cat)) == [1, 3]
+    _, v = restore(storage, Snapshot.load(storage, catalog=cat), 1)  # version 1 is only staged, never published
+    assert v == 4 and _ids(Snapshot.load(storage, catalog=cat)) == [1, 2]
+    assert cat.latest == 4 and set(cat.txn_ids) == {0, 1, 2, 3, 4}
+    assert _published(storage) == [0, 1, 2, 3, 4]  # the operations' own commits published the earlier ones
+
+
 # ----------------------------------------------------------------------------- refusals
 def test_filesystem_commit_to_a_catalog_managed_table_is_refused(storage: Storage) -> None:
     cat = MemoryCatalog()

@@ -214,7 +214,7 @@ class CatalogCommitter(Committer):
                 self._sleep(self._backoff_s * 2 ** (unknown_tries - 1))
 
     def _request(self, version: int, staged: ObjectMeta, actions: list[dict[str, Any]], txn_id: str) -> RatifyRequest:
-        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+        info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
         md = next((a["metaData"] for a in actions if "metaData" in a), None)
         proto = next((a["protocol"] for a in actions if "protocol" in a), None)
         ict = info.get("inCommitTimestamp", info.get("timestamp"))
