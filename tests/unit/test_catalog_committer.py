@@ -262,6 +262,35 @@ def test_maintenance_is_publish_aware_and_needs_the_catalogs_consent(tmp_path: P
     assert cleanup_expired_logs(snap) == []  # nothing expired, but allowed
 
 
+def test_log_compaction_covers_published_commits_only(tmp_path: Path) -> None:
+    from deltakernel.kernel.log.compaction import compact_logs
+
+    storage = storage_for_uri(str(tmp_path / "t"))
+    cat = MemoryCatalog()
+    _create(storage, cat)
+    committer = CatalogCommitter(storage, cat, auto_publish=False)
+    for i in range(2):
+        _append_txn(storage, Snapshot.load(storage, catalog=cat), [i], committer=committer).commit()
+    snap = Snapshot.load(storage, catalog=cat)
+    with pytest.raises(DeltaError, match="not in the log"):
+        compact_logs(storage, snap, 1, 2)
+    committer.publish()
+    assert compact_logs(storage, snap, 1, 2) == "_delta_log/00000000000000000001.00000000000000000002.compacted.json"
+
+
+def test_log_tail_must_be_contiguous_and_within_the_catalogs_version() -> None:
+    from deltakernel.errors import CorruptLogError
+
+    with pytest.raises(CorruptLogError, match="contiguous"):
+        LogTail.of([(1, "00000000000000000001.a.json", 1, 0), (3, "00000000000000000003.b.json", 1, 0)], 3)
+    with pytest.raises(CorruptLogError, match="past its latest"):
+        LogTail.of([(2, "00000000000000000002.a.json", 1, 0)], 1)
+    with pytest.raises(CorruptLogError, match="not a file of version"):
+        LogTail.of([(2, "00000000000000000001.a.json", 1, 0)], 2)
+    tail = LogTail.of([(1, "s3://b/t/_delta_log/_staged_commits/00000000000000000001.a.json", 5, 7)], 1)
+    assert tail.commits[0].key == "_delta_log/_staged_commits/00000000000000000001.a.json" and tail.versions == [1]
+
+
 # ----------------------------------------------------------------------------- faults
 def test_crash_between_stage_and_ratify_leaves_no_commit(storage: Storage) -> None:
     cat = MemoryCatalog(faults=[CRASH_BEFORE_RATIFY])
