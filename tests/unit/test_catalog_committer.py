@@ -260,6 +260,13 @@ def test_maintenance_is_publish_aware_and_needs_the_catalogs_consent(tmp_path: P
             run()
     cat.permitted.add("METADATA CLEANUP")
     assert cleanup_expired_logs(snap) == []  # nothing expired, but allowed
+    # everything expired: the checkpoint at 1 is kept, version 0 and the staged commit of 1 (published) go
+    _append_txn(storage, again, [2], committer=committer).commit()  # version 2: staged, still served by the catalog
+    latest = Snapshot.load(storage, catalog=cat)
+    staged = _staged(storage)
+    deleted = cleanup_expired_logs(latest, retention_ms=0, now_ms=latest.commit_infos[2]["inCommitTimestamp"] + 1)
+    assert commit_key(0) in deleted and staged[0] in deleted and staged[1] not in deleted
+    assert _ids(Snapshot.load(storage, catalog=cat)) == [1, 2]
 
 
 def test_log_compaction_covers_published_commits_only(tmp_path: Path) -> None:
