@@ -142,6 +142,26 @@ class CommitStateUnknownError(DeltaError):
     """The outcome of a commit put could not be determined."""
 
 
+class CatalogManagedTableError(UnsupportedFeatureError):
+    """A catalog-managed table (`catalogManaged`) used without its catalog: read by path without the catalog's
+    log tail, or committed by the filesystem instead of the catalog's committer (PROTOCOL.md "Catalog-managed
+    tables"). An UnsupportedFeatureError, as the same access was refused before the feature was supported."""
+
+
+class CatalogCommitConflictError(CommitConflictError):
+    """The catalog ratified another commit at the version this commit asked for (Unity Catalog's 409). The
+    catalog committer reads the winner from the catalog's log tail and rebases, as for a filesystem race."""
+
+
+class CatalogTooManyUnpublishedError(CommitFailedError):
+    """The catalog refuses to ratify more commits until earlier ones are published (Unity Catalog's 429)."""
+
+
+class CatalogCommitUnknownError(CommitStateUnknownError):
+    """A ratify request's outcome is unknown (lost response, timeout, 5xx): the committer reloads the catalog's
+    log tail to learn whether the commit was ratified, and never ratifies it twice."""
+
+
 class ConstraintViolationError(DeltaProtocolError):
     """Data violates a table constraint (CHECK, NOT NULL, invariant, generated column)."""
 

@@ -12,7 +12,11 @@ import pytest
 
 from deltakernel import DeltaTable
 from deltakernel.errors import UnsupportedFeatureError
-from deltakernel.kernel.protocol.features import SUPPORTED_READER_FEATURES
+from deltakernel.kernel.log.segment import LogTail
+from deltakernel.kernel.protocol.features import CATALOG_MANAGED_FEATURES, SUPPORTED_READER_FEATURES
+from deltakernel.kernel.scan.scan import Scan
+from deltakernel.kernel.snapshot import Snapshot
+from deltakernel.storage import storage_for_uri
 
 
 def _field(name: str, typ: Any, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -70,10 +74,20 @@ def test_type_widening_casts_narrow_files(tmp_path: Path) -> None:
     assert out.column("a").to_pylist() == [1, -2] and out.column("f").to_pylist() == [1.5, 2.5]
 
 
-@pytest.mark.parametrize("feature", sorted(SUPPORTED_READER_FEATURES))
+@pytest.mark.parametrize("feature", sorted(SUPPORTED_READER_FEATURES - set(CATALOG_MANAGED_FEATURES)))
 def test_every_supported_reader_feature_opens(tmp_path: Path, feature: str) -> None:
     path = _make(tmp_path, [_field("id", "long")], pa.table({"id": [1]}), [feature])
     assert DeltaTable(path).to_pyarrow_table().column("id").to_pylist() == [1]
+
+
+@pytest.mark.parametrize("feature", CATALOG_MANAGED_FEATURES)
+def test_catalog_managed_features_open_with_a_log_tail(tmp_path: Path, feature: str) -> None:
+    # supported for reads only through the catalog's log tail (or the explicit published-only opt-out)
+    path = _make(tmp_path, [_field("id", "long")], pa.table({"id": [1]}), [feature])
+    storage = storage_for_uri(path)
+    for tail in (LogTail.of([], 0), LogTail.published_only()):
+        snap = Snapshot.load(storage, log_tail=tail)
+        assert Scan(snap).to_table().column("id").to_pylist() == [1]
 
 
 @pytest.mark.parametrize("feature", ["catalogManaged", "catalogOwned-preview", "geospatial", "variantShredding-preview", "somethingNew"])

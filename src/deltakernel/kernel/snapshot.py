@@ -1,6 +1,10 @@
 """A snapshot: the table state at one version (protocol, metadata, live files, txns, domains).
 
 Built from a LogSegment by vectorized replay; checks the protocol before anything reads data.
+
+A catalog-managed table is read with its catalog (`catalog=`, which hands the log tail) or an explicit
+`log_tail=`; without either the load is refused (PROTOCOL.md "Reader Requirements for Catalog-managed tables":
+readers must contact the catalog). `LogTail.published_only()` is the explicit opt-out: published commits only.
 """
 
 from __future__ import annotations
@@ -13,12 +17,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import ObjectNotFoundError
+from ..errors import CatalogManagedTableError, ObjectNotFoundError
 from ..storage.base import ObjectMeta, Storage
 from .log.actions import DomainMetadata, Metadata, Protocol, Txn
 from .log.replay import ReplayResult, replay, replay_onto
-from .log.segment import LogSegment, build_log_segment, commit_key, list_log
-from .protocol.features import check_read_supported
+from .log.segment import LogSegment, LogTail, build_log_segment, commit_key, list_log
+from .protocol.features import CATALOG_MANAGED_FEATURES, check_read_supported, is_catalog_managed
 from .schema.types import StructField, StructType
 
 log = logging.getLogger("deltakernel")
@@ -29,17 +33,40 @@ _HEAD_COMMITS = 4  # advancing by at most this many known versions: HEAD each co
 class Snapshot:
     """Immutable view of a table at `version`."""
 
-    def __init__(self, storage: Storage, segment: LogSegment, result: ReplayResult) -> None:
+    def __init__(self, storage: Storage, segment: LogSegment, result: ReplayResult,
+                 log_tail: LogTail | None = None, catalog: Any | None = None) -> None:
         self.storage = storage
         self.segment = segment
         self._result = result
         check_read_supported(result.protocol)
+        #: the catalog's log tail this snapshot was built with (None: a filesystem-managed table)
+        self.log_tail = log_tail
+        #: the table's catalog client (kernel/catalog_client.py), when loaded through it: commits go through it
+        self.catalog = catalog
 
     @classmethod
-    def load(cls, storage: Storage, version: int | None = None) -> Snapshot:
+    def load(cls, storage: Storage, version: int | None = None, *, log_tail: LogTail | None = None,
+             catalog: Any | None = None) -> Snapshot:
+        """The table at `version` (latest when None). `catalog`: the table's catalog client (its log tail is
+        fetched); `log_tail`: a tail given directly. A catalog-managed table needs one of them."""
         start = time.perf_counter()
-        segment = build_log_segment(storage, version)
-        snap = cls(storage, segment, replay(segment))
+        if catalog is not None and log_tail is None:
+            log_tail = catalog.get_log_tail()
+        segment = build_log_segment(storage, version, log_tail)
+        snap = cls(storage, segment, replay(segment), log_tail, catalog)
+        if version is None and log_tail is not None and log_tail.max_catalog_version is not None \
+                and not is_catalog_managed(snap.protocol):
+            # a filesystem-managed table (a catalog's external table): its own log decides the latest version,
+            # and its commits go to the filesystem (committer_for), so the catalog's cap must not hide them
+            return cls.load(storage, None)
+        if log_tail is None and is_catalog_managed(snap.protocol):
+            feature = next(f for f in CATALOG_MANAGED_FEATURES if snap.protocol.has_feature(f))
+            raise CatalogManagedTableError(
+                feature,
+                f"{storage.root_uri} is a catalog-managed table ({feature!r}): read it through its catalog, which "
+                "hands readers the ratified commits not yet published (Snapshot.load(catalog=...) or log_tail=); "
+                "LogTail.published_only() reads the published commits only",
+            )
         if segment.checksum is not None:  # N.crc listed: compare (PROTOCOL.md "State Validation")
             from .checksum import verify_snapshot
 
@@ -55,10 +82,13 @@ class Snapshot:
         """This table at `version` (the latest when None), reading only the commits after this snapshot - what a
         writer holding a snapshot does after its own commit. Falls back to `load` when the new commits change
         the partition columns or the log cannot be read forward (a gap); `self` when nothing is newer."""
-        if version is not None and version < self.version:
-            return Snapshot.load(self.storage, version)
         if version == self.version:
             return self
+        if self.log_tail is not None:  # catalog-managed: the catalog decides what is newer (a fresh tail)
+            return Snapshot.load(self.storage, version, log_tail=None if self.catalog is not None else self.log_tail,
+                                 catalog=self.catalog)
+        if version is not None and version < self.version:
+            return Snapshot.load(self.storage, version)
         if version is not None and version - self.version <= _HEAD_COMMITS:
             # a writer's own commit (or a few): one HEAD each instead of a listing of the log directory
             metas = self._head_commits(version)
@@ -94,17 +124,22 @@ class Snapshot:
 
     @classmethod
     def load_at(cls, storage: Storage, version: int | str | dt.datetime | None,
-                reference: Snapshot | None = None, clamp_to_earliest: bool = False) -> Snapshot:
+                reference: Snapshot | None = None, clamp_to_earliest: bool = False, *,
+                log_tail: LogTail | None = None, catalog: Any | None = None) -> Snapshot:
         """`version`: an int, None (the latest), or a datetime / ISO-8601 string (the latest commit at or
         before it; commit times as of `reference`, the latest snapshot by default). A time before the earliest
-        commit still in the log: VersionNotFoundError, or with `clamp_to_earliest` that commit (deltalake's)."""
+        commit still in the log: VersionNotFoundError, or with `clamp_to_earliest` that commit (deltalake's).
+        `log_tail` / `catalog`: as for `load` (a catalog-managed table's commits, staged ones included)."""
+        if catalog is not None and log_tail is None:
+            log_tail = catalog.get_log_tail()
         if version is None or (isinstance(version, int) and not isinstance(version, bool)):
-            return cls.load(storage, version)
+            return cls.load(storage, version, log_tail=log_tail, catalog=catalog)
         from .log.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
 
-        ref = reference if reference is not None else cls.load(storage, None)
-        stamps = commit_timestamps(storage, ref.ict_enablement_version)
-        return cls.load(storage, version_at_timestamp(stamps, parse_timestamp(version), clamp_to_earliest))
+        ref = reference if reference is not None else cls.load(storage, None, log_tail=log_tail, catalog=catalog)
+        stamps = commit_timestamps(storage, ref.ict_enablement_version, log_tail=ref.log_tail)
+        return cls.load(storage, version_at_timestamp(stamps, parse_timestamp(version), clamp_to_earliest),
+                        log_tail=log_tail, catalog=catalog)
 
     # ------------------------------------------------------------------ state
     @property

@@ -29,7 +29,7 @@ from ..storage.base import ObjectMeta, Storage
 from .deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from .log.actions import Metadata, Protocol
 from .log.replay import physical_partition_names, read_commits
-from .log.segment import list_commits
+from .log.segment import LogTail, list_commits
 from .protocol.features import check_read_supported
 from .scan.scan import Scan
 from .schema.arrow import to_arrow_schema
@@ -85,19 +85,21 @@ def between(
     ending_timestamp: str | dt.datetime | None = None,
     allow_out_of_range: bool = False,
     ict_enablement_version: int | None = None,
+    log_tail: LogTail | None = None,
 ) -> TableChanges:
     """The feed between versions or timestamps, resolved as deltalake's `load_cdf` does: a start timestamp ->
     the first commit at or after it (after the latest commit: VersionNotFoundError, or an empty feed with
     `allow_out_of_range`); an end timestamp -> the last commit at or before it (before the first commit: an
-    empty feed). `ict_enablement_version`: as of the latest snapshot (loaded when not given)."""
+    empty feed). `ict_enablement_version`: as of the latest snapshot (loaded when not given). `log_tail`: a
+    catalog-managed table's ratified commits (kernel/log/segment.py `LogTail`)."""
     from .log.time_travel import commit_timestamps, parse_timestamp, version_at_timestamp
 
     start = 0 if starting_version is None else int(starting_version)
     end = ending_version
     if starting_timestamp is not None or ending_timestamp is not None:
         if ict_enablement_version is None:
-            ict_enablement_version = Snapshot.load(storage).ict_enablement_version
-        ts = commit_timestamps(storage, ict_enablement_version)
+            ict_enablement_version = Snapshot.load(storage, log_tail=log_tail).ict_enablement_version
+        ts = commit_timestamps(storage, ict_enablement_version, log_tail=log_tail)
         past_end = max(ts) + 1 if ts else 0
         if starting_timestamp is not None:
             start_ms = parse_timestamp(starting_timestamp)
@@ -116,7 +118,7 @@ def between(
                 end = version_at_timestamp(ts, end_ms)
         if end is not None and start > end and allow_out_of_range:
             start, end = past_end, None
-    return TableChanges(storage, start, end, allow_out_of_range=allow_out_of_range)
+    return TableChanges(storage, start, end, allow_out_of_range=allow_out_of_range, log_tail=log_tail)
 
 
 class TableChanges:
@@ -129,6 +131,7 @@ class TableChanges:
         ending_version: int | None = None,
         allow_out_of_range: bool = False,
         max_workers: int = _MAX_IN_FLIGHT,
+        log_tail: LogTail | None = None,
     ) -> None:
         self.storage = storage
         self.max_workers = max(1, max_workers)
@@ -138,9 +141,9 @@ class TableChanges:
         if ending_version is not None and int(ending_version) < start:
             raise DeltaError(f"invalid version range: start version {start} is greater than end version "
                              f"{ending_version}")
-        commits = list_commits(storage)
+        commits = list_commits(storage, log_tail)  # a catalog's ratified commits overlaid (segment.py)
         if not commits:
-            Snapshot.load(storage)  # raises the usual "not a Delta table" error
+            Snapshot.load(storage, log_tail=log_tail)  # raises the usual "not a Delta table" error
             raise VersionNotFoundError(f"{storage.root_uri} has no commit files: no change data to read")
         latest = max(commits)
         end = latest if ending_version is None else min(int(ending_version), latest)  # clamped like deltalake
@@ -160,7 +163,7 @@ class TableChanges:
                 "commit files were cleaned up"
             )
         first = end if self.empty else start
-        base = Snapshot.load(storage, first)  # metadata and protocol in effect at the start version
+        base = Snapshot.load(storage, first, log_tail=log_tail)  # metadata and protocol in effect at the start version
         self._versions: dict[int, _VersionInfo] = {}
         metadata, protocol = base.metadata, base.protocol
         if not self.empty:

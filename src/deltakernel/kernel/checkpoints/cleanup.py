@@ -11,13 +11,15 @@ import pyarrow.parquet as pq
 
 from ...storage.base import ObjectMeta, Storage
 from ..log.retention import DAY_MS, DEFAULT_LOG_RETENTION, interval_conf
-from ..log.segment import LOG_DIR, classify_log_files
+from ..log.segment import LOG_DIR, STAGED_COMMITS_DIR, classify_log_files, version_of
 from ..log.time_travel import commit_timestamps
+from ..protocol.features import is_catalog_managed
 from ..snapshot import Snapshot
 
 _COMPACTED_RE = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 _CHECKPOINT_ANY_RE = re.compile(r"^(\d{20})\.checkpoint\.")
 _VERSIONED_RE = re.compile(r"^(\d{20})\.(json|crc)$")
+_STAGED_RE = re.compile(r"^(\d{20})\.[^.]+\.json$")
 
 
 def _referenced_sidecars(storage: Storage, checkpoints: list[ObjectMeta]) -> set[str] | None:
@@ -51,6 +53,9 @@ def cleanup_expired_logs(snapshot: Snapshot, *, retention_ms: int | None = None,
     complete checkpoint at or below that commit is kept, with its commit file and every later commit.
     Returns the deleted keys.
     """
+    from ..catalog_client import require_maintenance_permitted
+
+    require_maintenance_permitted(snapshot, "METADATA CLEANUP")  # catalog-managed: only with its consent
     storage = snapshot.storage
     conf = snapshot.configuration
     if retention_ms is None:
@@ -85,6 +90,13 @@ def cleanup_expired_logs(snapshot: Snapshot, *, retention_ms: int | None = None,
     for name, m in by_name.items():  # Hadoop-style checksum companions (".<name>.crc") of deleted files
         if name.startswith(".") and name.endswith(".crc") and name[1:-4] in doomed_names:
             doomed.append(m.key)
+    if is_catalog_managed(snapshot.protocol):
+        # PROTOCOL.md "Metadata Cleanup" step 3: staged commits up to the kept checkpoint go too - except any the
+        # catalog still serves readers (it was not told they are published)
+        served = {m.key for m in snapshot.log_tail.commits} if snapshot.log_tail is not None else set()
+        doomed += [m.key for m in storage.list_from(f"{STAGED_COMMITS_DIR}/")
+                   if _STAGED_RE.match(m.key.rsplit("/", 1)[-1]) and version_of(m.key) <= keep_from
+                   and m.key not in served]
     doomed.sort()
     for key in doomed:
         storage.delete(key)

@@ -34,7 +34,8 @@ from ..arrow_build import bool_to_arrow, bytes_to_arrow, int_scalar, np_to_arrow
 from ..log.retention import DEFAULT_TOMBSTONE_RETENTION, parse_interval_ms
 from ..log.retention import flag as _flag
 from ..log.retention import interval_conf as _interval_conf
-from ..log.segment import LAST_CHECKPOINT_KEY, LOG_DIR, last_checkpoint_checksum, read_last_checkpoint
+from ..log.segment import LAST_CHECKPOINT_KEY, LOG_DIR, commit_key, last_checkpoint_checksum, read_last_checkpoint
+from ..protocol.features import is_catalog_managed
 from ..scan.partition_values import parse_partition_array
 from ..schema.arrow import from_arrow_schema, to_arrow_type
 from ..schema.types import StructField, StructType, schema_to_json
@@ -454,6 +455,10 @@ def write_checkpoint(snapshot: Snapshot, *, kind: str | None = None, now_ms: int
         raise DeltaError("UUID-named V2 checkpoints need the v2Checkpoint table feature")
     now = int(time.time() * 1000) if now_ms is None else now_ms
     storage, version = snapshot.storage, snapshot.version
+    if is_catalog_managed(snapshot.protocol) and not storage.exists(commit_key(version)):
+        # PROTOCOL.md "Maintenance Operations on Catalog-managed Tables": only published versions
+        raise DeltaError(f"cannot checkpoint version {version} of {storage.root_uri}: it is ratified by the "
+                         "catalog but not yet published to _delta_log/ (publish it first)")
     plan = _make_plan(snapshot)
     files = snapshot.files
     tombs = _live_tombstones(snapshot, now)

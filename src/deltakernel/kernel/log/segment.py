@@ -4,6 +4,11 @@ File").
 
 Listing uses `_last_checkpoint` as a hint only: a missing, unparsable or checksum-failing hint, or one
 pointing at a checkpoint that is not complete, falls back to a full listing. Gaps are errors.
+
+Catalog-managed tables (PROTOCOL.md "Reading Catalog-managed Tables"): the catalog hands readers a `LogTail`,
+its ratified commits (staged in `_delta_log/_staged_commits/<v>.<uuid>.json`, maybe not yet published) and
+the latest ratified version. The listing is overlaid with it: for a version in the tail the catalog's commit
+wins over a published file, and nothing past the latest ratified version is used, even if published.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from ...storage.base import ObjectMeta, Storage
 
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT_KEY = f"{LOG_DIR}/_last_checkpoint"
+STAGED_COMMITS_DIR = f"{LOG_DIR}/_staged_commits"
 
 _COMMIT_RE = re.compile(r"^(\d{20})\.json$")
 _CLASSIC_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
@@ -31,6 +37,72 @@ _CRC_RE = re.compile(r"^(\d{20})\.crc$")
 
 def commit_key(version: int) -> str:
     return f"{LOG_DIR}/{version:020d}.json"
+
+
+def staged_commit_key(version: int, unique: str) -> str:
+    """`_delta_log/_staged_commits/<version>.<uuid>.json` (PROTOCOL.md "Staged commit")."""
+    return f"{STAGED_COMMITS_DIR}/{version:020d}.{unique}.json"
+
+
+@dataclass(frozen=True)
+class LogTail:
+    """What a table's catalog tells readers: its ratified commits still to be read from the catalog (ascending,
+    contiguous; keys relative to the table root, staged or already published) and the latest ratified version.
+
+    `max_catalog_version` None means "no cap": only `published_only()` builds that, for a reader that chose to
+    read a catalog-managed table by path without its catalog (it sees published commits only).
+    """
+
+    commits: tuple[ObjectMeta, ...] = ()
+    max_catalog_version: int | None = None
+
+    def __post_init__(self) -> None:
+        versions = [version_of(m.key) for m in self.commits]
+        if versions and versions != list(range(versions[0], versions[0] + len(versions))):
+            raise CorruptLogError(f"a catalog's log tail must be contiguous and ascending, got versions {versions}")
+        if versions and (self.max_catalog_version is None or versions[-1] > self.max_catalog_version):
+            raise CorruptLogError(f"a catalog's log tail holds version {versions[-1]} past its latest ratified "
+                                  f"version {self.max_catalog_version}")
+
+    @classmethod
+    def published_only(cls) -> LogTail:
+        """No catalog: read the published `_delta_log/<v>.json` commits only (may be behind the catalog)."""
+        return cls((), None)
+
+    @classmethod
+    def of(cls, commits: Iterable[tuple[int, str, int, int]], max_catalog_version: int) -> LogTail:
+        """From (version, path, size, mtime ms) as a catalog returns them; `path` is a file name in
+        `_staged_commits/`, a key relative to the table root, or an absolute path / URI under it (kept as given
+        otherwise: the storage decides)."""
+        metas = []
+        for version, path, size, mtime in sorted(commits):
+            key = str(path)
+            if "/" not in key:
+                key = f"{STAGED_COMMITS_DIR}/{key}"
+            elif f"/{LOG_DIR}/" in key and not key.startswith(f"{LOG_DIR}/"):
+                key = key[key.index(f"/{LOG_DIR}/") + 1:]
+            if version_of(key) != int(version):
+                raise CorruptLogError(f"catalog commit {path!r} is not a file of version {version}")
+            metas.append(ObjectMeta(key, int(size), int(mtime)))
+        return cls(tuple(metas), int(max_catalog_version))
+
+    @property
+    def versions(self) -> list[int]:
+        return [version_of(m.key) for m in self.commits]
+
+    def overlay(self, listing: LogListing) -> LogListing:
+        """`listing` with the catalog's commits in place of published ones and nothing past its latest version."""
+        cap = self.max_catalog_version
+        if cap is None:
+            return listing
+        out = LogListing(
+            commits={v: m for v, m in listing.commits.items() if v <= cap},
+            checkpoints={v: c for v, c in listing.checkpoints.items() if v <= cap},
+            crcs={v: m for v, m in listing.crcs.items() if v <= cap},
+        )
+        for m in self.commits:
+            out.commits[version_of(m.key)] = m
+        return out
 
 
 @dataclass(frozen=True)
@@ -177,30 +249,44 @@ def commits_from(storage: Storage, version: int) -> dict[int, ObjectMeta]:
     return list_log(storage, version).commits
 
 
-def list_commits(storage: Storage) -> dict[int, ObjectMeta]:
-    """Every commit file in the log, by version (history and timestamp lookups use it)."""
-    return list_log(storage, None).commits
+def list_commits(storage: Storage, log_tail: LogTail | None = None) -> dict[int, ObjectMeta]:
+    """Every commit file in the log, by version (history and timestamp lookups use it); with a catalog's
+    `log_tail`, its ratified commits overlaid and nothing past its latest version."""
+    listing = list_log(storage, None)
+    return (log_tail.overlay(listing) if log_tail is not None else listing).commits
 
 
-def build_log_segment(storage: Storage, version: int | None = None) -> LogSegment:
+def build_log_segment(storage: Storage, version: int | None = None, log_tail: LogTail | None = None) -> LogSegment:
     """The segment for `version` (latest when None).
 
     Time travel lists only up to `version` (a `_last_checkpoint` past it is ignored); when the target
-    version is not in that listing, the full listing decides between "not found" and a gap.
+    version is not in that listing, the full listing decides between "not found" and a gap. With a catalog's
+    `log_tail` the latest version is the catalog's, and every listing is overlaid with the tail.
     """
+    cap = log_tail.max_catalog_version if log_tail is not None else None
+    if cap is not None:
+        if version is not None and version > cap:
+            raise VersionNotFoundError(
+                f"version {version} not found in {storage.root_uri} (the catalog's latest version is {cap})")
+        version = cap if version is None else version
+
+    def listed(start: int | None, end: int | None) -> LogListing:
+        listing = list_log(storage, start, end)
+        return log_tail.overlay(listing) if log_tail is not None else listing
+
     hint = read_last_checkpoint(storage)
     if hint is not None and (version is None or hint["version"] <= version):
-        listing = list_log(storage, int(hint["version"]), version)
+        listing = listed(int(hint["version"]), version)
         segment = _segment_from(storage, listing, version, require_checkpoint_at=int(hint["version"]))
         if segment is not None:
             return segment
     if version is not None and version >= 0:
-        listing = list_log(storage, None, version)
+        listing = listed(None, version)
         if version in listing.commits or version in listing.checkpoints:
             segment = _segment_from(storage, listing, version, require_checkpoint_at=None)
             assert segment is not None
             return segment
-    listing = list_log(storage, None)
+    listing = listed(None, None)
     segment = _segment_from(storage, listing, version, require_checkpoint_at=None)
     assert segment is not None
     return segment

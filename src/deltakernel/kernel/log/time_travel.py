@@ -13,7 +13,7 @@ from typing import Any
 from ...errors import InvalidTimestampError, VersionNotFoundError
 from ...storage.base import Storage
 from .replay import commit_infos_for
-from .segment import list_commits
+from .segment import LogTail, list_commits
 
 
 def parse_timestamp(value: dt.datetime | str | int | float) -> int:
@@ -46,10 +46,12 @@ def format_timestamp_ms(ms: int) -> str:
 
 
 def commit_timestamps(
-    storage: Storage, ict_enablement_version: int | None = None, infos: dict[int, dict[str, Any]] | None = None
+    storage: Storage, ict_enablement_version: int | None = None, infos: dict[int, dict[str, Any]] | None = None,
+    log_tail: LogTail | None = None,
 ) -> dict[int, int]:
-    """version -> commit timestamp (ms) for every commit still in the log."""
-    commits = list_commits(storage)
+    """version -> commit timestamp (ms) for every commit still in the log (with a catalog's `log_tail`: its
+    ratified commits too, nothing past its latest version)."""
+    commits = list_commits(storage, log_tail)
     if not commits:
         return {}
     if ict_enablement_version is not None and infos is None:

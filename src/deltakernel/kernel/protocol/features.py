@@ -24,8 +24,14 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        # read through the catalog's log tail (kernel/log/segment.py `LogTail`); a read without it is refused
+        "catalogManaged",
+        "catalogOwned-preview",
     }
 )
+
+#: the catalog-managed table feature and its preview name (PROTOCOL.md "Catalog-managed tables")
+CATALOG_MANAGED_FEATURES: tuple[str, ...] = ("catalogManaged", "catalogOwned-preview")
 
 #: writer-only features whose presence does not change how data is read
 READ_TRANSPARENT_WRITER_FEATURES: frozenset[str] = frozenset(
@@ -44,6 +50,8 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "identityColumns", "columnMapping", "deletionVectors", "timestampNtz", "domainMetadata",
         "rowTracking", "inCommitTimestamp", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
         "typeWidening-preview", "allowColumnDefaults", "variantType", "variantType-preview", "clustering",
+        # written only through a catalog committer (kernel/transaction/committer.py)
+        "catalogManaged", "catalogOwned-preview",
     }
 )
 
@@ -56,8 +64,13 @@ LEGACY_FEATURES: dict[str, tuple[int, int]] = {
 #: features that need readers to understand them (listed in readerFeatures at reader version 3)
 READER_WRITER_FEATURES: frozenset[str] = frozenset(
     {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
-     "typeWidening-preview", "variantType", "variantType-preview"}
+     "typeWidening-preview", "variantType", "variantType-preview", "catalogManaged", "catalogOwned-preview"}
 )
+
+
+def is_catalog_managed(protocol: Protocol | None) -> bool:
+    """Whether commits to the table go through its catalog (`catalogManaged` or its preview name)."""
+    return protocol is not None and any(protocol.has_feature(f) for f in CATALOG_MANAGED_FEATURES)
 
 
 def writer_features_of(protocol: Protocol) -> set[str]:

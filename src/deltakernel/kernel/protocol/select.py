@@ -30,6 +30,10 @@ FEATURE_DEPENDENCIES: dict[str, frozenset[str]] = {
     "clustering": frozenset({"domainMetadata"}),
     "icebergCompatV1": frozenset({"columnMapping"}),
     "icebergCompatV2": frozenset({"columnMapping"}),
+    # PROTOCOL.md "Writer Requirements for Catalog-managed tables": in-commit timestamps (publishing rewrites
+    # file times); delta-spark's CatalogOwnedTableFeature also requires vacuumProtocolCheck
+    "catalogManaged": frozenset({"inCommitTimestamp", "vacuumProtocolCheck"}),
+    "catalogOwned-preview": frozenset({"inCommitTimestamp", "vacuumProtocolCheck"}),
 }
 
 

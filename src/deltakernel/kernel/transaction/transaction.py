@@ -1,7 +1,8 @@
 """The kernel's Transaction: optimistic, conflict-checked, atomic commits.
 
-A transaction records the version it read and what it read, collects actions, and commits by
-put-if-absent of `_delta_log/N.json` (never a rename). If another writer won version N, the winning
+A transaction records the version it read and what it read, collects actions, and commits through a
+`Committer` (committer.py): put-if-absent of `_delta_log/N.json` (never a rename) for filesystem-managed tables,
+stage / ratify / publish through the catalog for catalog-managed ones. If another writer won version N, the winning
 commits are checked with Delta's conflict rules (`conflicts.py`); when nothing real conflicts the
 transaction is rebased (new version, fresh in-commit timestamp, row ids after the winner's) and retried.
 
@@ -25,20 +26,18 @@ from typing import Any
 
 from ...errors import (
     CommitConflictError,
-    CommitStateUnknownError,
     ConstraintViolationError,
     DeltaError,
-    FileAlreadyExistsError,
+    DeltaProtocolError,
     InvalidCommitMetadataError,
-    ObjectNotFoundError,
-    StorageError,
 )
 from ...storage.base import Storage
+from ..catalog_client import permits
 from ..log.action_types import AddAction, CdcAction, CommitInfoAction, RemoveAction
 from ..log.actions import Metadata, Protocol, Txn
-from ..log.segment import commit_key
-from ..protocol.features import check_write_supported
+from ..protocol.features import check_write_supported, is_catalog_managed
 from ..protocol.select import protocol_never_downgraded
+from .committer import PUT_ATTEMPTS, Committer, committer_for
 from .conflicts import (
     ISOLATION_LEVELS,
     SERIALIZABLE,
@@ -54,8 +53,7 @@ log = logging.getLogger("deltakernel")
 ENGINE_INFO = "deltakernel/0.1.0"
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
 DEFAULT_MAX_RETRIES = 15
-#: times an ambiguous put (error, object absent on read-back) is repeated with the same bytes
-PUT_ATTEMPTS = 3
+__all__ = ["PUT_ATTEMPTS", "CommitResult", "Transaction"]
 
 #: `Transaction.commit_state` values
 NOT_ATTEMPTED = "not_attempted"  # no commit put was started: nothing can have landed
@@ -87,8 +85,11 @@ class Transaction:
         operation_parameters: dict[str, Any] | None = None,
         isolation_level: str | None = None,
         engine_info: str = ENGINE_INFO,
+        committer: Committer | None = None,
     ) -> None:
         self.storage = storage
+        #: how versions are made durable; chosen from the table's protocol at commit (`committer_for`)
+        self.committer: Committer | None = committer
         self.snapshot = snapshot  # Snapshot | None (new table)
         self.read_version: int = snapshot.version if snapshot is not None else -1
         self.operation = operation
@@ -217,17 +218,27 @@ class Transaction:
                 )
         if self.read_version < 0 and (self.new_metadata is None or self.new_protocol is None):
             raise DeltaError("the first commit of a table must set both protocol and metadata")
+        if is_catalog_managed(self.protocol) and not (
+                self.protocol.has_feature("inCommitTimestamp") and _true(conf, "delta.enableInCommitTimestamps")):
+            raise DeltaProtocolError(
+                "a catalog-managed table must have in-commit timestamps supported and enabled (the inCommitTimestamp "
+                "feature and delta.enableInCommitTimestamps=true): PROTOCOL.md \"Writer Requirements for "
+                "Catalog-managed tables\"")
+        self.committer = committer_for(self.storage, self.protocol, self.snapshot, self.committer)
 
     def _previous_ict(self) -> int | None:
         if self.snapshot is None:
             return None
         info = self.snapshot.commit_infos.get(self.read_version)
         if info is None:
+            assert self.committer is not None
             try:
-                raw = self.storage.read(commit_key(self.read_version))
-                info = WinningCommit.parse(self.read_version, raw).commit_info
-            except (ObjectNotFoundError, DeltaError):
+                commit = self.committer.read_commit(self.read_version)
+            except DeltaError:  # ObjectNotFoundError included
                 return None
+            if commit is None:
+                return None
+            info = commit.commit_info
         ict = (info or {}).get("inCommitTimestamp")
         return int(ict) if ict is not None else None
 
@@ -329,9 +340,12 @@ class Transaction:
         while True:
             actions = self._build(version, prev_ict, hwm)
             payload = ("\n".join(json.dumps(a, separators=(",", ":")) for a in actions) + "\n").encode()
-            winner = self._put(version, payload)
+            self.commit_state = IN_DOUBT  # from here until settled, the commit may have landed
+            assert self.committer is not None
+            winner = self.committer.commit(version, actions, payload, self.txn_id)
             if winner is None:
                 break
+            self.commit_state = ABSENT
             # lost the race for `version`: check every winner, then rebase
             if retries >= max_retries:
                 self.commit_state = ABSENT
@@ -368,7 +382,7 @@ class Transaction:
                 if rt is not None:
                     hwm = max(hwm, int(json.loads(rt.get("configuration") or "{}").get("rowIdHighWaterMark", hwm)))
                 version += 1
-                winner = self._read_commit(version)
+                winner = self.committer.read_commit(version)
             log.debug("rebased %s onto version %d (retry %d)", self.operation, version, retries)
         return self._committed(version, actions, retries, post_commit)
 
@@ -376,6 +390,8 @@ class Transaction:
                    post_commit: bool, checksum: bool = True) -> CommitResult:
         self.committed_version = version
         self.commit_state = COMMITTED
+        assert self.committer is not None
+        self.committer.after_commit(version)  # publishing, for a catalog committer; never raises
         if checksum:  # `actions` are the landed bytes (not so for a late-landed earlier attempt)
             self._write_checksum(version, actions)
         self._post_commit(version, post_commit, self._cleanup_logs)
@@ -394,67 +410,6 @@ class Transaction:
         except Exception as e:  # the commit has landed; a missing crc is allowed, a failed commit is not
             log.warning("version checksum of version %d not written: %s", version, e)
 
-    def _read_commit(self, version: int) -> WinningCommit | None:
-        """The commit at `version`, or None when there is none (yet)."""
-        try:
-            raw = self.storage.read(commit_key(version))
-        except ObjectNotFoundError:
-            return None
-        return WinningCommit.parse(version, raw)
-
-    def _put(self, version: int, payload: bytes) -> WinningCommit | None:
-        """Put `version`'s commit; None when ours is in the log, else the other writer's commit holding it.
-
-        Any outcome but a plain success is settled by reading the version back (txnId decides whose it is).
-        Raises CommitStateUnknownError when it cannot be settled, leaving `commit_state` IN_DOUBT.
-        """
-        key = commit_key(version)
-        error: Exception | None = None
-        for attempt in range(1, PUT_ATTEMPTS + 1):
-            self.commit_state = IN_DOUBT  # from here until settled, the put may have landed
-            try:
-                self.storage.put_if_absent(key, payload)
-                return None
-            except FileAlreadyExistsError as e:
-                existing = self._read_back(key, e)
-                if existing is None:  # "exists" but not readable yet: ask again
-                    error = e
-                    continue
-                return self._whose(version, existing)
-            except StorageError as e:
-                existing = self._read_back(key, e)
-                if existing is None:
-                    # the server answered with an error and holds nothing: repeat the same put (same txnId)
-                    log.warning("commit put of %s failed (%s); attempt %d of %d",
-                                self.storage.full_uri(key), e, attempt, PUT_ATTEMPTS)
-                    error = e
-                    continue
-                return self._whose(version, existing)
-        raise CommitStateUnknownError(
-            f"the commit {self.storage.full_uri(key)} failed {PUT_ATTEMPTS} times (last error: {error}); the "
-            "object is absent now, but a delayed request could still create it. Reload the table to see whether "
-            "the write landed; its data files are kept."
-        ) from error
-
-    def _whose(self, version: int, raw: bytes) -> WinningCommit | None:
-        winner = WinningCommit.parse(version, raw)
-        if winner.commit_info.get("txnId") == self.txn_id:
-            return None
-        self.commit_state = ABSENT
-        return winner
-
-    def _read_back(self, key: str, error: Exception) -> bytes | None:
-        """The object at `key` after an unclear put, None if absent; CommitStateUnknownError if unreadable."""
-        try:
-            return self.storage.read(key)
-        except ObjectNotFoundError:
-            return None
-        except StorageError as e:
-            raise CommitStateUnknownError(
-                f"the commit {self.storage.full_uri(key)} failed ({error}) and its state could not be checked: "
-                f"{e}. Reload the table to see whether the write landed; its data files are kept."
-            ) from error
-
     def _post_commit(self, version: int, checkpoint: bool = True, cleanup: bool | None = None) -> None:
         """Checkpoint every `delta.checkpointInterval` commits (unless `checkpoint` is False) and clean expired
         logs (see `commit`); never fails the commit."""
@@ -463,14 +418,16 @@ class Transaction:
         due = checkpoint and interval > 0 and version != 0 and version % interval == 0
         if cleanup is None:
             cleanup = due and _true(conf, "delta.enableExpiredLogCleanup", default=True)
+        if cleanup and is_catalog_managed(self.protocol) and not permits(getattr(self.snapshot, "catalog", None),
+                                                                        "METADATA CLEANUP"):
+            cleanup = False  # PROTOCOL.md: metadata cleanup of a catalog-managed table needs the catalog's consent
         if not due and not cleanup:
             return
         try:
             from ..checkpoints.cleanup import cleanup_expired_logs
             from ..checkpoints.write import write_checkpoint
-            from ..snapshot import Snapshot
-
-            snap = Snapshot.load(self.storage, version)
+            assert self.committer is not None
+            snap = self.committer.load_snapshot(version)
             if due:
                 write_checkpoint(snap)
             if cleanup:

@@ -52,8 +52,9 @@ def _target_snapshot(storage: Storage, current: Snapshot, target: int | dt.datet
         if target == current.version:
             raise RestoreError(f"version to restore ({target}) must be earlier than the current version "
                                f"({current.version})")
-        return Snapshot.load(storage, target)
-    snap = Snapshot.load_at(storage, target, reference=current, clamp_to_earliest=clamp_to_earliest)
+        return Snapshot.load(storage, target, log_tail=current.log_tail)  # a catalog's tail: its staged commits
+    snap = Snapshot.load_at(storage, target, reference=current, clamp_to_earliest=clamp_to_earliest,
+                            log_tail=current.log_tail)
     if snap.version >= current.version:
         raise RestoreError(f"the version at {target} ({snap.version}) must be earlier than the current version "
                            f"({current.version})")

@@ -220,6 +220,9 @@ def _check_protocol(snapshot: Snapshot) -> None:
         extra = " (the table has vacuumProtocolCheck)" if snapshot.protocol.has_feature("vacuumProtocolCheck") \
             else ""
         raise UnsupportedFeatureError(e.feature, f"VACUUM refused{extra}: {e}") from e
+    from ...kernel.catalog_client import require_maintenance_permitted
+
+    require_maintenance_permitted(snapshot, "VACUUM")  # catalog-managed: PROTOCOL.md forbids it by default
 
 
 def _keep_version_keys(storage: Storage, versions: Sequence[int] | None) -> list[pa.Array]:
