@@ -38,6 +38,7 @@ _FILE_KEYS = ("add", "remove", "cdc")
 #: pool's first start in a fresh process costs more than it saves (measured: see docs/decisions.md)
 THREADED_BYTES = 4 << 20
 _BLOCK = 1 << 20
+_SCAN = 1 << 20
 
 
 @dataclass
@@ -146,7 +147,10 @@ def index_commits(blobs: Sequence[bytes]) -> CommitIndex | None:
         return None
     buf, blob_ends = joined
     data = np.frombuffer(buf, dtype=np.uint8)
-    nl = np.flatnonzero(data == 10)
+    # newlines found a block at a time: one reused 1 MiB mask instead of a fresh one the size of the log (each
+    # fresh page is a page fault: a third of the replay's system time on a 31 MB log)
+    nl = np.concatenate([np.flatnonzero(data[o : o + _SCAN] == 10) + o for o in range(0, len(data), _SCAN)]
+                        or [np.zeros(0, np.int64)])
     starts = np.zeros(len(nl), dtype=np.int64)
     starts[1:] = nl[:-1] + 1
     ends = nl.astype(np.int64)
