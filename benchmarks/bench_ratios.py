@@ -5,7 +5,11 @@ contender's times drifts with the load. Here every repetition is a *pair* — on
 deltalake (or raw pyarrow) process back to back, the order alternating between pairs — and the figure is the
 median of the per-pair ratios, with the spread (min / quartiles / max of the ratios) and the load average
 before and after. Imports (and deltakernel's modules, as `import deltalake` loads its extension) are loaded
-before the timed region; cold start is measured elsewhere (`bench_small_ops.py`).
+before the timed region; cold start is measured elsewhere (`bench_small_ops.py`). The CPU ratio (user + system
+time of all threads, per pair) is printed beside the wall ratio: when the load average is far above the core
+count, the scheduler shares CPU per thread, and deltalake (one tokio blocking thread per file read: 267 threads for
+the 501-commit open) gets a larger share than deltakernel's few threads - the wall ratio then measures the load,
+the CPU ratio the code.
 
 Workloads (tables built once under `benchmarks/data/`, gitignored):
 * ``tt``       — time travel: ``DeltaTable(p, version=500)`` + ``file_uris()`` on ``time_travel_100k``: 1,000

@@ -175,7 +175,7 @@ def test_not_utf8_is_declined_and_named(tmp_path: pathlib.Path) -> None:
     good = "".join(_line(a) + "\n" for a in [commit_info(), protocol_action(), metadata_action([("x", "long")])])
     bad = b'{"add":{"path":"a.parquet","size":1,"zz":"\xff"}}\n'
     storage = _write_log(tmp_path, [good.encode(), bad])
-    assert commit_buffer.concatenate([good.encode(), bad]) is None
+    assert commit_buffer.index_commits([good.encode(), bad]) is None
     with pytest.raises(CorruptLogError, match="not UTF-8"):
         replay.read_commits(storage, _metas(storage))
 
@@ -206,3 +206,20 @@ def test_empty_commit_files(tmp_path: pathlib.Path) -> None:
     assert fast is not None
     _same(fast, general)
     assert fast.adds.num_rows == 1
+
+
+def test_local_read_joined_matches_the_generic_join(tmp_path: pathlib.Path) -> None:
+    """LocalStorage reads commits into one buffer; the same bytes and ends as read_many + join, whatever the
+    files' endings, and a file longer than its listed size falls back to the generic read."""
+    blobs = [b'{"a":1}\n', b"", b'{"b":2}', b"\n\n", b'{"c":3}\r\n{"d":4}']
+    storage = _write_log(tmp_path, blobs)
+    metas = _metas(storage)
+    keys, sizes = [m.key for m in metas], [m.size for m in metas]
+    expected = commit_buffer.concatenate(blobs)
+    buf, ends = storage.read_joined(keys, sizes)
+    assert (bytes(buf), ends) == (expected[0], expected[1])
+    stale = [max(0, s - 3) for s in sizes]  # the listing said less than the files hold
+    buf, ends = storage.read_joined(keys, stale)
+    assert (bytes(buf), ends) == (expected[0], expected[1])
+    generic = super(LocalStorage, storage).read_joined(keys, sizes)
+    assert (bytes(generic[0]), generic[1]) == (expected[0], expected[1])

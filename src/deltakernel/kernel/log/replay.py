@@ -39,10 +39,11 @@ from .action_tables import (  # noqa: F401  (re-exported: the file table's shape
     parse_json_lines,
     partition_struct_type,
     read_commit_bytes,
+    read_commit_joined,
     split_lines,
 )
 from .actions import DomainMetadata, Metadata, Protocol, Txn
-from .commit_buffer import CommitIndex, contains, index_commits
+from .commit_buffer import CommitIndex, contains, index_joined
 from .segment import LogSegment, version_of
 
 
@@ -77,12 +78,13 @@ def read_commits(
     file_actions: bool = True,
 ) -> _CommitBatch:
     versions = [version_of(m.key) for m in metas]
-    blobs = read_commit_bytes(storage, metas)
-    index = index_commits(blobs)
+    buf, ends = read_commit_joined(storage, metas)
+    index = index_joined(buf, ends)
     if index is not None:
         fast = _read_indexed(index, versions, partition_names_hint, file_actions)
         if fast is not None:
             return fast
+    blobs = [bytes(buf[a:b]) for a, b in zip([0, *ends[:-1]], ends)]  # the general path reads file by file
     return _read_general(storage, metas, versions, blobs, partition_names_hint, file_actions)
 
 
