@@ -16,7 +16,7 @@ Workloads (tables built once under `benchmarks/data/`, gitignored):
   commits of 100 adds (with stats) and 20 removes each, a checkpoint only at 600 (``_last_checkpoint`` -> 600), so
   version 500 replays 501 JSON commits (~31 MB). Target <= 0.5x deltalake.
 * ``vacuum``   — VACUUM lite (``vacuum(dry_run=False)``, deltalake's default ``full=False``) on ``vacuum_20k``:
-  version 0 adds 20,000 files, version 1 removes 10,000 (expired), ~9.7 MB of log; and ``vacuum10k`` on
+  version 0 adds 20,000 files, version 1 removes 10,000 (expired), 9.5 MB of log; and ``vacuum10k`` on
   ``bench_vacuum.py``'s table (10,100 adds, 10,000 removes). Fresh copy per run (log copied, data hard-linked).
   Target <= 0.7x on both.
 * ``restore``  — ``restore(500)`` of ``time_travel_100k`` at version 999 (the RESTORE commit deleted after each
@@ -147,7 +147,7 @@ def _vac_name(i: int) -> str:
 
 
 def make_vacuum() -> None:
-    """Version 0: 20,000 adds with stats over 3 columns; version 1: 10,000 removes 30 days old (~9.7 MB)."""
+    """Version 0: 20,000 adds with stats over 3 columns; version 1: 10,000 removes 30 days old (9.5 MB)."""
     if (VAC / "_delta_log" / "00000000000000000001.json").exists():
         return
     import pyarrow as pa
@@ -298,7 +298,7 @@ def run_vacuum(pairs: int, dk_src: str | None, shape: str) -> dict[str, Any]:
         total = VAC_LIVE + VAC_REMOVED
         names = [_vac_name(i) for i in range(total)]
         keep = sorted(_vac_name(i) for i in range(VAC_REMOVED, total))
-        source, label = VAC, "VACUUM lite, 10k live + 10k removed (9.7 MB log)"
+        source, label = VAC, "VACUUM lite, 10k live + 10k removed (9.5 MB log)"
     else:
         import bench_vacuum as bv
 
