@@ -222,7 +222,8 @@ class TableOperations:
                                    protocol_downgrade_allowed=protocol_downgrade_allowed,
                                    commit_properties=commit_properties,
                                    post_commithook_properties=post_commithook_properties, clamp_to_earliest=True)
-        self._snapshot = Snapshot.load(self._storage, version)
+        # the RESTORE commit applied to the snapshot it was made on (no third full replay of the log)
+        self._snapshot = self._snapshot.advance(version)
         return metrics
 
     def create_write_transaction(

@@ -114,6 +114,22 @@ class Storage(ABC):
         with ThreadPoolExecutor(max_workers=min(32, len(keys))) as pool:
             return list(pool.map(self.read, keys))
 
+    def read_joined(self, keys: list[str], sizes: Sequence[int]) -> tuple[bytes | bytearray, list[int]]:
+        """Newline-delimited objects (commit files) back to back in one buffer, a newline added after each that
+        does not end in one; and the end offset of each object in it. `sizes` (from the listing) are a hint.
+        Local disks read straight into one buffer (no per-object copies: fewer page faults on a big log)."""
+        out: list[bytes] = []
+        ends: list[int] = []
+        pos = 0
+        for blob in self.read_many(keys):
+            out.append(blob)
+            pos += len(blob)
+            if blob and not blob.endswith(b"\n"):
+                out.append(b"\n")
+                pos += 1
+            ends.append(pos)
+        return b"".join(out), ends
+
     @abstractmethod
     def head(self, key: str) -> ObjectMeta:
         """Metadata of one object. Raises ObjectNotFoundError."""

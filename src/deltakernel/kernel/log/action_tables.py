@@ -180,6 +180,14 @@ def read_commit_bytes(storage: Storage, metas: Sequence[ObjectMeta]) -> list[byt
         raise MissingFileError(f"commit file disappeared while reading the Delta log of {storage.root_uri}: {e}") from e
 
 
+def read_commit_joined(storage: Storage, metas: Sequence[ObjectMeta]) -> tuple[bytes | bytearray, list[int]]:
+    """Commit files back to back in one buffer, each ending in a newline, and their end offsets."""
+    try:
+        return storage.read_joined([m.key for m in metas], [m.size for m in metas])
+    except ObjectNotFoundError as e:
+        raise MissingFileError(f"commit file disappeared while reading the Delta log of {storage.root_uri}: {e}") from e
+
+
 def split_lines(blobs: Sequence[bytes]) -> tuple[pa.Array, pa.Array]:
     """(lines, index of the blob each line came from), empty lines dropped, vectorized."""
     if not blobs:

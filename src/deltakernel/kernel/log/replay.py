@@ -39,9 +39,11 @@ from .action_tables import (  # noqa: F401  (re-exported: the file table's shape
     parse_json_lines,
     partition_struct_type,
     read_commit_bytes,
+    read_commit_joined,
     split_lines,
 )
 from .actions import DomainMetadata, Metadata, Protocol, Txn
+from .commit_buffer import CommitIndex, contains, index_joined
 from .segment import LogSegment, version_of
 
 
@@ -76,7 +78,78 @@ def read_commits(
     file_actions: bool = True,
 ) -> _CommitBatch:
     versions = [version_of(m.key) for m in metas]
-    blobs = read_commit_bytes(storage, metas)
+    buf, ends = read_commit_joined(storage, metas)
+    index = index_joined(buf, ends)
+    if index is not None:
+        fast = _read_indexed(index, versions, partition_names_hint, file_actions)
+        if fast is not None:
+            return fast
+    blobs = [bytes(buf[a:b]) for a, b in zip([0, *ends[:-1]], ends)]  # the general path reads file by file
+    return _read_general(storage, metas, versions, blobs, partition_names_hint, file_actions)
+
+
+def _partition_names(rare: list[tuple[int, dict[str, Any]]], hint: Sequence[str] | None) -> list[str]:
+    """Partition columns: every metaData seen in these commits plus the caller's hint (checkpoint metadata)."""
+    pnames: list[str] = list(hint or [])
+    for _, obj in rare:
+        md = obj.get("metaData")
+        if isinstance(md, dict):
+            for name in physical_partition_names(md):
+                if name not in pnames:
+                    pnames.append(name)
+    return pnames
+
+
+#: file-action fields most logs never write; the fast path parses them only when some line names them
+_OPTIONAL_FIELDS = ("deletionVector", "baseRowId", "defaultRowCommitVersion")
+
+
+def _file_action_type(pnames: Sequence[str], without: Sequence[str] = ()) -> pa.StructType:
+    def kind(k: str) -> pa.StructType:
+        t = json_action_type(k, pnames)
+        return pa.struct([f for f in t if f.name not in without]) if without else t
+
+    return pa.struct([("add", kind("add")), ("remove", kind("remove")), ("cdc", kind("cdc"))])
+
+
+def _read_indexed(
+    index: CommitIndex, versions: list[int], hint: Sequence[str] | None, file_actions: bool
+) -> _CommitBatch | None:
+    """`read_commits` over the one-buffer line index (commit_buffer.py); None: take the general path."""
+    rare = [(versions[p], obj) for p, obj in index.rare]
+    pnames = _partition_names(rare, hint)
+    if not file_actions:
+        empty = file_schema(pnames).empty_table()
+        return _CommitBatch(versions, empty, empty, [], rare)
+    # optional fields no line names are left out of the parse (a per-row null append each in the reader)
+    absent = [k for k in _OPTIONAL_FIELDS if not contains(index.buffer, f'"{k}"'.encode())]
+    typ = _file_action_type(pnames, absent)
+    parsed = index.parse(typ)
+    if parsed is None:
+        return None
+    order = np_to_arrow(index.row_order)
+    line_versions = np_to_arrow(np.asarray(versions, dtype=np.int64)[index.parents])
+    tags = None
+    if parsed.num_rows and contains(index.buffer, b'"tags"'):  # only then: a regex pass and a second JSON parse
+        lines = index.lines()
+        if pc.any(pc.match_substring(lines, '"tags"')).as_py():
+            tags = extract_tags(lines)
+    adds = _tagged(parsed, "add", pnames, line_versions, order, tags)
+    removes = _tagged(parsed, "remove", pnames, line_versions, order, tags)
+    cdcs = _tagged(parsed, "cdc", pnames, line_versions, order)
+    cdc_versions = sorted(set(cdcs.column("_version").to_pylist()))
+    return _CommitBatch(versions, adds, removes, cdc_versions, rare, cdcs)
+
+
+def _read_general(
+    storage: Storage,
+    metas: Sequence[ObjectMeta],
+    versions: list[int],
+    blobs: list[bytes],
+    partition_names_hint: Sequence[str] | None,
+    file_actions: bool,
+) -> _CommitBatch:
+    """`read_commits` line by line in Arrow: any log shape, and the errors that name the file at fault."""
     try:
         lines, parents = split_lines(blobs)
     except pa.ArrowInvalid as e:  # invalid UTF-8 somewhere: name the file
@@ -102,27 +175,14 @@ def read_commits(
             raise CorruptLogError(f"corrupt commit file {storage.full_uri(metas[p].key)}: line is not an object")
         rare.append((versions[p], obj))
 
-    # partition columns: every metaData seen here plus the caller's hint (checkpoint metadata)
-    pnames: list[str] = list(partition_names_hint or [])
-    for _, obj in rare:
-        md = obj.get("metaData")
-        if isinstance(md, dict):
-            for name in physical_partition_names(md):
-                if name not in pnames:
-                    pnames.append(name)
+    pnames = _partition_names(rare, partition_names_hint)
 
     if not file_actions:
         empty = file_schema(pnames).empty_table()
         return _CommitBatch(versions, empty, empty, [], rare)
     bulk_lines = pc.filter(lines, is_bulk)
     bulk_parents = pc.filter(parents, is_bulk)
-    typ = pa.struct(
-        [
-            ("add", json_action_type("add", pnames)),
-            ("remove", json_action_type("remove", pnames)),
-            ("cdc", json_action_type("cdc", pnames)),
-        ]
-    )
+    typ = _file_action_type(pnames)
     try:
         parsed = parse_json_lines(bulk_lines, typ)
     except (pa.ArrowInvalid, ValueError) as e:
@@ -140,17 +200,19 @@ def read_commits(
 
 
 def _tagged(
-    parsed: pa.StructArray,
+    parsed: pa.StructArray | pa.Table,
     kind: str,
     pnames: Sequence[str],
     versions: pa.Array,
     order: pa.Array,
     tags: pa.Array | None = None,
 ) -> pa.Table:
-    col = parsed.field(kind)
+    col = parsed.column(kind) if isinstance(parsed, pa.Table) else parsed.field(kind)
     if col.null_count == len(col):  # no action of this kind (most commits have no removes and no cdc)
         return _empty_tagged(tuple(pnames), kind)
     mask = col.is_valid()
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
     sub = pc.filter(col, mask)
     table = conform_file_actions(sub, pnames, kind)
     if tags is not None and "tags" in table.column_names:

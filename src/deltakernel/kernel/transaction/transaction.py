@@ -54,6 +54,9 @@ ENGINE_INFO = "deltakernel/0.1.0"
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
 DEFAULT_MAX_RETRIES = 15
 __all__ = ["PUT_ATTEMPTS", "CommitResult", "Transaction"]
+#: one encoder for every action line (json.dumps with separators builds a new encoder per call: a third of
+#: the serialization of a 40k-action RESTORE); the same bytes as json.dumps(a, separators=(",", ":"))
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
 #: `Transaction.commit_state` values
 NOT_ATTEMPTED = "not_attempted"  # no commit put was started: nothing can have landed
@@ -339,7 +342,7 @@ class Transaction:
         self._winners: list[WinningCommit] = []  # rebased over, in order (for the version checksum)
         while True:
             actions = self._build(version, prev_ict, hwm)
-            payload = ("\n".join(json.dumps(a, separators=(",", ":")) for a in actions) + "\n").encode()
+            payload = ("\n".join(map(_COMPACT_JSON.encode, actions)) + "\n").encode()
             self.commit_state = IN_DOUBT  # from here until settled, the commit may have landed
             assert self.committer is not None
             winner = self.committer.commit(version, actions, payload, self.txn_id)

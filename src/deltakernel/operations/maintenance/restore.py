@@ -14,6 +14,7 @@ missing data or DV file of the re-added set fails the restore (MissingFileError)
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import MissingFileError, RestoreError, VersionNotFoundError
-from ...kernel.arrow_build import broadcast, int_scalar, scalar
+from ...kernel.arrow_build import broadcast, scalar
 from ...kernel.log.action_tables import file_keys
 from ...kernel.log.action_types import AddAction, RemoveAction
 from ...kernel.log.time_travel import parse_timestamp
@@ -75,8 +76,13 @@ def _tags(col: pa.ChunkedArray) -> list[Any]:
     return [dict(t) if t is not None else None for t in col.to_pylist()]
 
 
+#: optional action fields: left out of an action where null (the protocol wants them absent)
+_OPTIONAL = ("deletionVector", "baseRowId", "defaultRowCommitVersion", "stats")
+
+
 def _actions(files: pa.Table, kind: str, now: int) -> list[dict[str, Any]]:
-    """`add` (re-added, dataChange=true) or `remove` actions for file-table rows, built column-wise."""
+    """`add` (re-added, dataChange=true) or `remove` actions for file-table rows, built column-wise: one
+    `to_pylist` per column that holds a value somewhere (a RESTORE of 100k files builds 40k+ actions)."""
     n = files.num_rows
     if not n:
         return []
@@ -87,26 +93,43 @@ def _actions(files: pa.Table, kind: str, now: int) -> list[dict[str, Any]]:
     }
     if kind == "add":
         cols["modificationTime"] = files.column("modification_time")
-        cols["dataChange"] = broadcast(scalar(True), n)
+        cols["dataChange"] = True
         cols["stats"] = files.column("stats")
     else:
-        cols["deletionTimestamp"] = broadcast(int_scalar(now), n)
-        cols["dataChange"] = broadcast(scalar(True), n)
-        cols["extendedFileMetadata"] = broadcast(scalar(True), n)
+        cols["deletionTimestamp"] = now
+        cols["dataChange"] = True
+        cols["extendedFileMetadata"] = True
     cols["deletionVector"] = files.column("deletion_vector")
     cols["baseRowId"] = files.column("base_row_id")
     cols["defaultRowCommitVersion"] = files.column("default_row_commit_version")
-    rows: list[dict[str, Any]] = pa.table(cols).to_pylist()
-    tags = _tags(files.column("tags"))
-    for row, tag in zip(rows, tags):  # drop nulls the protocol wants absent (optional fields)
-        if tag is not None:
-            row["tags"] = tag
-        for key in ("deletionVector", "baseRowId", "defaultRowCommitVersion", "stats"):
-            if row.get(key) is None:
-                row.pop(key, None)
-        dv = row.get("deletionVector")
-        if dv is not None and dv.get("offset") is None:
-            dv.pop("offset", None)
+    keys: list[str] = []
+    values: list[Any] = []
+    partial: list[str] = []  # optional columns null in some rows only
+    for key, col in cols.items():
+        if not isinstance(col, (pa.Array, pa.ChunkedArray)):
+            keys.append(key)
+            values.append(itertools.repeat(col, n))
+            continue
+        if key in _OPTIONAL and col.null_count == len(col):
+            continue
+        if key in _OPTIONAL and col.null_count:
+            partial.append(key)
+        keys.append(key)
+        values.append(col.to_pylist())
+    rows: list[dict[str, Any]] = [dict(zip(keys, row)) for row in zip(*values)]
+    tags = files.column("tags")
+    if tags.null_count != len(tags):
+        for row, tag in zip(rows, _tags(tags)):
+            if tag is not None:
+                row["tags"] = tag
+    if partial or "deletionVector" in keys:
+        for row in rows:
+            for key in partial:
+                if row.get(key) is None:
+                    row.pop(key, None)
+            dv = row.get("deletionVector")
+            if dv is not None and dv.get("offset") is None:
+                dv.pop("offset", None)
     return rows
 
 
