@@ -1,109 +1,192 @@
-"""Queries reading Delta tables on a Spark Connect session: temporary views over client-planned scans.
+"""The Spark Connect session's side of relation rewriting (`relations.RelationKind`): uses found with sqlglot,
+frames bound to client-planned scans with the statement's conjuncts.
 
 Over Connect Spark cannot resolve a Delta table by itself: not `delta`.`/path`, not time travel, not
-`table_changes`, and not even a Delta catalog table (classic sessions put its plan in the session catalog's
-relation cache, which a Connect client cannot reach). So every Delta reference of a statement the router
-passes to Spark is rewritten: the statement is parsed with sqlglot (`text_plans.py`), each table name is
-resolved (`catalog.resolve`: `delta`.`/path`, or a session-catalog entry whose provider is delta), and its text
-(name and `VERSION | TIMESTAMP AS OF ...`) is replaced by a temporary view over `reader.read`'s frame - Spark's
-Parquet scan of the files the kernel keeps (`scan/connect_plan.DeltaScan`), or the change data feed.
+`table_changes`, and not even a Delta catalog table (a classic session puts its plan in the relation cache, which a
+Connect client cannot reach). So every Delta use is rewritten (`resolves_catalog_names` is False).
+Finding: the statement is parsed with sqlglot (`text_plans.py`; a Connect client has no Spark parser), each table
+name resolved (`catalog.lookup`: `delta`.`/path`, or a session-catalog entry whose provider is delta), its text (name
+and `VERSION | TIMESTAMP AS OF ...`) located by sqlglot's token offsets; `EXPLAIN <statement>` is looked into.
+Temporary views recorded by this client shadow catalog names: one made from a DataFrame with Delta leaves
+(`scan/connect_plan.py` records it) becomes that DataFrame filtered with the statement's conjuncts on it; one made by
+`CREATE [OR REPLACE] TEMPORARY VIEW v AS <query>` reading Delta tables has its text recorded once the statement
+ran (`after`) and is expanded like a permanent view, with the statement's conjuncts on it (so its files are chosen
+per query, at the table's latest version, not fixed when it was made); Spark's own copy of such a view (what Spark
+reads without the router: `spark.table(v)`, DESCRIBE) reads its tables through the registered Python data source,
+so making it names no data file. Not recorded (Spark's own view is read, its files fixed when it was made -
+skipping less, never a wrong answer): views with a column list, global temporary views, `USING delta OPTIONS`
+views.
+Conditions: a Connect scan's files are fixed when its view is made, so each use gets the conjuncts that filter its
+rows anywhere in the statement - its own WHERE, the ON of inner joins, what sqlglot's predicate pushdown carries into
+CTEs, derived tables and unions (`pushdown.py`) - as a kernel predicate (`scan/connect_filters.condition_predicate`).
+A conjunct the kernel cannot translate exactly - e.g. a function of a partition column the kernel has no rule for -
+is left to Spark (no skipping by it, never a wrong answer: Spark still applies the whole statement).
+Binding: `scan/connect_plan.delta_frame` with that predicate; views are named by table, version, options and
+predicate, so a DataFrame returned earlier keeps reading what it read (Connect re-analyses its SQL per action); the
+plain queries' views are an LRU of `relations.MAX_VIEWS` (measured: benchmarks/long_session.py), views read by a
+statement that keeps referring to them (CREATE TEMPORARY VIEW, CACHE TABLE) are never dropped.
 
-File skipping: a classic file index sees the filters Spark pushes down; a Connect scan's files are fixed when the
-view is made. So the router gives each reference the conjuncts that filter that table's rows anywhere in the
-statement - its own WHERE, the ON of inner joins, and what sqlglot's predicate pushdown carries into CTEs, derived
-tables and unions (`pushdown.py`) - as a kernel predicate (`connect_filters.condition_predicate`); a conjunct the
-kernel cannot read is left to Spark (never a wrong answer: Spark still applies the whole statement). Views are
-named by table, version, options and predicate, so a DataFrame returned earlier keeps reading what it read
-(Connect re-analyses its SQL per action). A temporary view made from a DataFrame with Delta leaves
-(`scan/connect_plan.py` records it) is replaced by that DataFrame filtered with the statement's conjuncts on it.
-
-Permanent views: Spark creates a view over Delta catalog tables by itself (only their schemas are needed), so
-`CREATE VIEW` reaches it as written; reading one expands its stored text (with the statement's conjuncts on the
-view around it) in its own database.
-
-Lifetime: each distinct (table, version, options, predicate) is a view, so a session's point queries would add
-one per query (measured: benchmarks/long_session.py). The views a session's plain queries made are an LRU of
-`MAX_VIEWS` names; the least recently used beyond that are dropped (`spark.catalog.dropTempView`). Views named
-by a statement that keeps a reference to them (CREATE TEMPORARY VIEW, CACHE TABLE) are never dropped.
-
-Limits: a DataFrame of a plain query re-run after `MAX_VIEWS` newer distinct Delta references of its session
-fails with Spark's TABLE_OR_VIEW_NOT_FOUND (re-run the SQL); references in text sqlglot cannot parse are not seen
-(the statement then reaches Spark as written).
+Limits: a DataFrame of a plain query re-run after `MAX_VIEWS` newer distinct Delta references of its session fails
+with Spark's TABLE_OR_VIEW_NOT_FOUND (re-run the SQL); references in text sqlglot cannot parse are not seen (the
+statement then reaches Spark as written).
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable
 from typing import Any
 
-from ...errors import UnsupportedFeatureError
-from ..catalog.entry import CatalogEntry
 from ..catalog.tables import DeltaRef, delta_ref, lookup, path_of
 from . import text_plans as T
 from .commands import evaluate_timestamp
-from .grammar import DeltaSqlError
+from .grammar import DeltaSqlError, DeltaSqlSyntaxError
 from .public_catalog import original_sql
-from .relations import CHANGES_FUNCTIONS, MAX_VIEW_DEPTH, RelationUse, changes_source
+from .relations import (
+    CHANGES_FUNCTIONS,
+    MAX_VIEW_DEPTH,
+    Found,
+    RelationUse,
+    StoredView,
+    changes_source,
+    default_alias,
+    quote,
+)
 
-MAX_VIEWS = 256  # temporary views of plain queries kept per session (see the module docstring)
-_views_lock = threading.Lock()
+_EXPLAIN = re.compile(r"^\s*EXPLAIN(?:\s+(?:EXTENDED|FORMATTED|CODEGEN|COST|LOGICAL))?\s+", re.I)
 
 
-def _keep_views(spark: Any, names: list[str], pinned: bool) -> None:
-    """Mark `names` used (pinned: never dropped); drop the least recently used unpinned views beyond MAX_VIEWS."""
-    store = spark.__dict__.get("_dk_connect_views")
-    if store is None:
-        store = spark.__dict__.setdefault("_dk_connect_views", OrderedDict())
-    evicted = []
-    with _views_lock:
-        for name in names:
-            store[name] = pinned or store.get(name, False)
-            store.move_to_end(name)
-        unpinned = [n for n, p in store.items() if not p]
-        for name in unpinned[:max(0, len(unpinned) - MAX_VIEWS)]:
-            del store[name]
-            evicted.append(name)
-    for name in evicted:
+class ConnectRelations:
+    """`RelationKind` of a Spark Connect session."""
+
+    resolves_catalog_names = False
+    bounded = True  # views per predicate
+
+    def __init__(self, spark: Any, tree: Callable[[str], Any]) -> None:
+        self.spark = spark
+        self.tree = tree  # sqlglot's tree of a text (the parser's, kept per call)
+        self._defining = False  # rewriting a recorded temporary view's definition (and the views it expands)
+
+    def find(self, text: str, run_sql: Callable[[str], Any]) -> Found | None:
+        from sqlglot import exp
+
         try:
-            spark.catalog.dropTempView(name)
-        except Exception:
-            pass
+            tree = self.tree(text)
+        except DeltaSqlSyntaxError:
+            return None
+        offset = 0
+        if isinstance(tree, exp.Command):
+            m = _EXPLAIN.match(text)  # EXPLAIN <statement>: the statement's Delta references
+            if m is None:
+                return None  # other commands sqlglot keeps as text: Spark's
+            offset, text = m.end(), text[m.end():]
+            try:
+                tree = T.parse(text)
+            except DeltaSqlSyntaxError:
+                return None
+        _forget_replaced_views(self.spark, tree)
+        uses = find_uses(self.spark, text, tree, run_sql)
+        for use in uses:
+            use.start, use.stop = use.start + offset, use.stop + offset
+        view = _view_kind(tree) if not offset else None  # EXPLAIN CREATE VIEW creates nothing
+        return Found(uses, defines_view=view == "permanent", persists=isinstance(tree, (exp.Create, exp.Cache)),
+                     state=(tree, text, view))
+
+    def push_conditions(self, found: Found, uses: list[RelationUse], bases: list[Any]) -> None:
+        """Each use's conjuncts from the whole statement (CTEs, derived tables, unions, joins: `pushdown.py`);
+        none for views when the statement cannot be analysed."""
+        from .pushdown import pushed_conjuncts
+
+        if self._defining or found.state[2] == "temporary":  # reads of the view expand its text with their own
+            self._defining = True  # conditions: its definition plans no files
+            return
+        tables: list[tuple[Any, list[str]]] = []
+        owners: list[RelationUse] = []
+        for use, base in zip(uses, bases):
+            columns = _columns(self.spark, use, base) if use.node is not None else None
+            if columns is not None:
+                tables.append((use.node, columns))
+                owners.append(use)
+        zone: list[str] = []
+
+        def time_zone() -> str:
+            if not zone:
+                zone.append(str(self.spark.conf.get("spark.sql.session.timeZone")))
+            return zone[0]
+
+        pushed = pushed_conjuncts(found.state[0], tables, time_zone) if tables else None
+        if pushed is None:
+            for use in uses:
+                if use.view is not None or use.frame_view is not None:
+                    use.conditions = []  # their own SELECT's WHERE is not known here: push nothing
+            return
+        for use, conjuncts in zip(owners, pushed):
+            use.conditions = conjuncts
+
+    def bind(self, use: RelationUse, base: Any) -> tuple[Any, tuple[Any, ...]]:
+        """The table's scan, planned with the use's conjuncts the kernel can read."""
+        from ...kernel.expressions.predicate import And
+        from ..scan.connect_filters import condition_predicate
+        from ..scan.connect_plan import delta_frame
+        from ..scan.reader import DeltaFrame
+
+        assert use.ref is not None
+        if not isinstance(base, DeltaFrame):  # the change data feed
+            return base, (use.ref.location, -1, sorted(use.options.items()), [])
+        snapshot = base.snapshot
+        if self._defining:  # Spark's copy of a recorded view (`register`)
+            return base, (use.ref.location, snapshot.version, sorted(use.options.items()), "source")
+        predicate = None
+        kept: list[str] = []
+        for text in use.conditions:
+            p = condition_predicate(text, snapshot.schema)
+            if p is None:
+                continue
+            predicate = p if predicate is None else And(predicate, p)
+            kept.append(text)
+        frame = delta_frame(self.spark, snapshot, predicate=predicate) if predicate is not None else base
+        return frame, (use.ref.location, snapshot.version, sorted(use.options.items()), kept)
+
+    def register(self, name: str, frame: Any) -> None:
+        """A view over a frame's Delta scans as planned here (not a user's view: see connect_plan); in a recorded
+        temporary view's definition, over the Python data source (no data file named when it is made)."""
+        from ..scan.connect_plan import native_temp_view
+
+        native_temp_view(frame, name, native=not self._defining)
+
+    def after(self, found: Found) -> None:
+        """CREATE [OR REPLACE] TEMPORARY VIEW v AS <query over Delta tables> ran: v's text is recorded."""
+        tree, text, view = found.state
+        if view != "temporary" or not found.uses:
+            return
+        parts = T.table_parts(tree.this)
+        query = tree.args.get("expression")
+        body = T.query_text(text, query) if query is not None else None
+        if parts is None or len(parts) != 1 or body is None:
+            return
+        from ..scan.connect_plan import record_text_view
+
+        database = str(self.spark.catalog.currentDatabase())
+        record_text_view(self.spark, parts[0], StoredView(None, parts[0], body, database))
 
 
-def _persists(tree: Any) -> bool:
-    """Does the statement keep referring to the views it reads (a view's text, a cached table)?"""
+def _view_kind(tree: Any) -> str | None:
+    """"permanent" for CREATE VIEW / ALTER VIEW AS; "temporary" for a local temporary view this module records
+    (`CREATE [OR REPLACE] TEMPORARY VIEW v AS query`, no column list); None otherwise."""
     from sqlglot import exp
 
-    return isinstance(tree, (exp.Create, exp.Cache))
-
-
-def frame_view(spark: Any, name: str) -> Any:
-    from ..scan.connect_plan import frame_view as recorded
-
-    return recorded(spark, name)
-
-
-def native_temp_view(frame: Any, name: str) -> None:
-    """A temporary view over a frame's Delta scans as planned here (not a user's view: see connect_plan)."""
-    from ..scan.connect_plan import native_temp_view as create
-
-    create(frame, name)
-
-
-@dataclass
-class _Use(RelationUse):
-    conditions: list[str] = field(default_factory=list)  # WHERE conjuncts filtering this table alone
-    view: CatalogEntry | None = None  # a permanent view reading Delta tables: its text, routed
-    node: Any = None  # the sqlglot Table node
-    frame_view: Any = None  # a temporary view made from a DataFrame reading Delta tables (connect_plan)
-    name: str = ""  # that view's name
-
-    @property
-    def label(self) -> str:
-        return self.ref.label if self.ref is not None else f"{self.view.db}.{self.view.table}" if self.view else ""
+    if isinstance(tree, exp.Alter) and str(tree.args.get("kind") or "").upper() == "VIEW":
+        return "permanent" if any(isinstance(a, exp.Query) for a in tree.args.get("actions") or []) else None
+    if not isinstance(tree, exp.Create) or str(tree.args.get("kind") or "").upper() != "VIEW":
+        return None
+    props = tree.args.get("properties")
+    props = list(props.expressions) if props is not None else []
+    if not any(isinstance(p, exp.TemporaryProperty) for p in props):
+        return "permanent"
+    if isinstance(tree.this, exp.Schema) or any(isinstance(p, exp.GlobalProperty) for p in props) \
+            or tree.args.get("expression") is None:
+        return None
+    return "temporary"
 
 
 def _targets(tree: Any) -> set[int]:
@@ -128,7 +211,7 @@ def _cte_names(tree: Any) -> set[str]:
     return {c.alias.lower() for c in tree.find_all(exp.CTE) if c.alias}
 
 
-def _changes_use(spark: Any, text: str, toks: list[Any], i: int, run_sql: Any) -> tuple[_Use, int] | None:
+def _changes_use(spark: Any, text: str, toks: list[Any], i: int, run_sql: Any) -> tuple[RelationUse, int]:
     """A `table_changes[_by_path](...)` call at token `i`: its use and the token index after it."""
     import sqlglot
     from sqlglot import exp
@@ -139,7 +222,7 @@ def _changes_use(spark: Any, text: str, toks: list[Any], i: int, run_sql: Any) -
     fn = toks[i].text.lower()
     args = [_literal(a, run_sql) for a in (call.expressions if isinstance(call, exp.Anonymous) else [])]
     ref, opts = changes_source(spark, fn, args)
-    return _Use(start, stop, ref, opts, None), end + 1
+    return RelationUse(start, stop, ref, opts, None), end + 1
 
 
 def _literal(node: Any, run_sql: Any) -> Any:
@@ -154,16 +237,19 @@ def _literal(node: Any, run_sql: Any) -> Any:
     return row[0] if row is not None else None
 
 
-def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | None = None,
-              depth: int = 0) -> list[_Use]:
+def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | None = None, depth: int = 0,
+              temporary: bool = True) -> list[RelationUse]:
     """The Delta references of a parsed statement, with the text span each one replaces; single-part names
-    resolve in `database` (a view's own) when given, else the current one."""
-    from sqlglot import exp
+    resolve in `database` (a view's own) when given, else the current one; `temporary`: this session's temporary
+    views are visible (not inside a permanent view's text)."""
+    from sqlglot import TokenType, exp
+
+    from ..scan.connect_plan import frame_view, text_view
 
     toks = T.tokens(text)
     skip = _targets(tree)
     ctes = _cte_names(tree)
-    uses: list[_Use] = []
+    uses: list[RelationUse] = []
     for table in tree.find_all(exp.Table):
         if id(table) in skip:
             continue
@@ -171,268 +257,86 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
         if parts is None or (len(parts) == 1 and parts[0].lower() in ctes):
             continue
         label = ".".join(parts)
+        temp = temporary and len(parts) == 1
+        recorded = frame_view(spark, parts[0]) if temp else None
+        stored = text_view(spark, parts[0]) if temp and recorded is None else None
         entry = None
-        recorded = frame_view(spark, parts[0]) if len(parts) == 1 and depth == 0 else None
-        if recorded is not None:  # a temporary view shadows catalog names
-            span = T.table_use(text, table, toks)
-            if span is None:
-                raise DeltaSqlError(f"cannot locate the table {label} in the statement")
-            uses.append(_Use(span.start, span.stop, None, {}, None if span.alias else parts[0], node=table,
-                             frame_view=recorded, name=parts[0]))
-            continue
-        if path_of(parts) is not None:
-            ref: DeltaRef | None = DeltaRef(str(path_of(parts)), label)
-        else:
-            entry = lookup(spark, [database, *parts] if database is not None and len(parts) == 1 else parts)
-            ref = delta_ref(entry, label)
-        if ref is None and not _reads_delta(spark, entry, run_sql, depth):
-            continue
+        view: StoredView | None = None
+        inner: list[RelationUse] = []
+        ref: DeltaRef | None = None
+        if recorded is None and stored is not None:  # a temporary view shadows catalog names
+            view, inner = stored, _view_uses(spark, stored, run_sql, depth, True)
+            if not inner:
+                continue
+        elif recorded is None:
+            if path_of(parts) is not None:
+                ref = DeltaRef(str(path_of(parts)), label)
+            else:
+                entry = lookup(spark, [database, *parts] if database is not None and len(parts) == 1 else parts)
+                ref = delta_ref(entry, label)
+            if ref is None:
+                if entry is None or not entry.view_text:
+                    continue
+                view = StoredView(entry.db, entry.table, entry.view_text, entry.view_database)
+                inner = _view_uses(spark, view, run_sql, depth, False)
+                if not inner:
+                    continue
         use = T.table_use(text, table, toks)
         if use is None:
             raise DeltaSqlError(f"cannot locate the table {label} in the statement")
-        if ref is None:
-            assert entry is not None
-            uses.append(_Use(use.start, use.stop, None, {}, None if use.alias else entry.table, view=entry,
-                             node=table))
+        if recorded is not None or view is not None:
+            uses.append(RelationUse(use.start, use.stop, None, {}, None if use.alias else (view.table if view else
+                                    parts[0]), view=view, inner=inner, frame_view=recorded, name=parts[0],
+                                    node=table))
             continue
+        assert ref is not None
         opts: dict[str, str] = {}
         if use.version is not None:
             opts["versionAsOf"] = str(use.version)
         elif use.timestamp_sql is not None:
             opts["timestampAsOf"] = evaluate_timestamp(run_sql, use.timestamp_sql)
-        alias = None if use.alias else (ref.table if ref.is_catalog else None)
-        uses.append(_Use(use.start, use.stop, ref, opts, alias, _conditions(table, ref, use.alias), node=table))
-    from sqlglot import TokenType
-
+        uses.append(RelationUse(use.start, use.stop, ref, opts, None if use.alias else default_alias(ref),
+                                node=table))
     i = 0
     while i < len(toks) - 1:
         t = toks[i]
         if t.text.lower() in CHANGES_FUNCTIONS and toks[i + 1].token_type == TokenType.L_PAREN and i > 0 \
                 and toks[i - 1].token_type in (TokenType.FROM, TokenType.JOIN, TokenType.COMMA):
-            found = _changes_use(spark, text, toks, i, run_sql)
-            if found is not None:
-                uses.append(found[0])
-                i = found[1]
-                continue
+            found, i = _changes_use(spark, text, toks, i, run_sql)
+            uses.append(found)
+            continue
         i += 1
     return uses
 
 
-def _reads_delta(spark: Any, entry: CatalogEntry | None, run_sql: Any, depth: int) -> bool:
-    """Is `entry` a permanent view whose text reads Delta tables (made by a classic session, where Spark resolves
-    them through the relation cache)? Over Connect it is then expanded: its text, routed, as a temporary view."""
-    if entry is None or not entry.view_text or depth >= MAX_VIEW_DEPTH:
-        return False
+def _view_uses(spark: Any, view: StoredView, run_sql: Any, depth: int, temporary: bool) -> list[RelationUse]:
+    """The Delta uses of a view's text (none when it reads no Delta table, or cannot be read)."""
+    if depth >= MAX_VIEW_DEPTH:
+        return []
     try:
-        tree = T.parse(entry.view_text)
-    except DeltaSqlError:
-        return False
-    return bool(find_uses(spark, entry.view_text, tree, run_sql, entry.view_database, depth + 1))
-
-
-def _conditions(table: Any, ref: DeltaRef, alias: str | None) -> list[str]:
-    """WHERE conjuncts (Spark SQL text, qualifiers removed) that filter `table`'s rows alone."""
-    from sqlglot import exp
-
-    holder = table.parent
-    select = holder.parent if isinstance(holder, (exp.From, exp.Join)) else None
-    if not isinstance(select, exp.Select) or select.args.get("laterals"):
+        tree = T.parse(view.text)
+    except DeltaSqlSyntaxError:
         return []
-    where = select.args.get("where")
-    if where is None:
-        return []
-    joins = select.args.get("joins") or []
-    if any(j.side or (j.kind and j.kind.upper() not in ("INNER", "CROSS")) for j in joins):
-        return []
-    names: set[tuple[str, ...]] = {(alias.lower(),)} if alias else {(p.lower(),) for p in [ref.table or ""] if p}
-    if not alias and ref.is_catalog:
-        names |= {((ref.db or "").lower(), (ref.table or "").lower())}
-    conjuncts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
-    out = []
-    for c in conjuncts:
-        if T.has_subquery(c) or c.find(exp.Placeholder, exp.Parameter) is not None:
-            continue
-        cols = list(c.find_all(exp.Column))
-        quals = {tuple(p.name.lower() for p in col.parts[:-1]) for col in cols}
-        if joins and not (cols and quals <= names):
-            continue  # joined: only conjuncts naming this table's columns by its alias
-        if not quals <= (names | {()}):
-            continue
-        out.append(T.sql_text(T.strip_qualifier(c, names, set())))
-    return out
+    return find_uses(spark, view.text, tree, run_sql, view.database, depth + 1, temporary)
 
 
-def view_name(ref: DeltaRef, version: int, options: dict[str, str], conditions: list[str]) -> str:
-    key = repr((ref.location, version, sorted(options.items()), conditions))
-    return "__delta_" + hashlib.sha1(key.encode()).hexdigest()[:16]
-
-
-def _view_frame(spark: Any, view: CatalogEntry, route: Any, conditions: list[str] | None = None) -> str:
-    """An expanded permanent view: its text routed in its own database, registered as a temporary view (while
-    that database is current, so Spark resolves the rest of its names there); returns the view's name.
-    `conditions`: the statement's conjuncts on the view's rows, routed with its text (they skip files)."""
-    catalog = spark.catalog
-    current = str(catalog.currentDatabase())
-    if view.view_database:
-        catalog.setCurrentDatabase(view.view_database)
-    try:
-        text = view.view_text or ""
-        if conditions:
-            text = f"SELECT * FROM ({text}) AS __dk_view WHERE " + " AND ".join(f"({c})" for c in conditions)
-        tree = T.parse(text)
-        rewritten = rewrite(spark, text, tree, route) or text
-        name = "__delta_view_" + hashlib.sha1(repr((view.db, view.table, rewritten)).encode()).hexdigest()[:16]
-        original_sql(spark, rewritten).createOrReplaceTempView(name)  # no Delta reference is left in it
-    finally:
-        catalog.setCurrentDatabase(current)
-    return name
-
-
-def _base_frame(spark: Any, use: _Use) -> Any:
-    """The reference's frame before its conditions (the table's latest or time-travelled scan, or its CDF)."""
-    from ..catalog.table_frames import latest_frame
-    from ..scan.reader import read
-
-    assert use.ref is not None
-    opts: dict[str, Any] = dict(use.options)
-    return read(spark, use.ref.location, **opts) if opts else latest_frame(spark, use.ref.location)
-
-
-def _columns(spark: Any, use: _Use, base: Any) -> list[str] | None:
-    """The columns a reference exposes to the statement (for the pushdown analysis), None when unknown."""
+def _columns(spark: Any, use: RelationUse, base: Any) -> list[str] | None:
+    """The columns a use exposes to the statement (for the pushdown analysis), None when unknown."""
     from ..scan.connect_plan import output_names
     from ..scan.reader import DeltaFrame
 
     if use.frame_view is not None:
         return output_names(use.frame_view._plan) or list(use.frame_view.columns)
     if use.view is not None:
-        return None
+        name = f"{quote(use.view.db)}.{quote(use.view.table)}" if use.view.db else quote(use.view.table)
+        return list(original_sql(spark, f"SELECT * FROM {name}").columns)
     if isinstance(base, DeltaFrame):
         return [f.name for f in base.snapshot.schema.fields]
     return None
 
 
-def _frame(spark: Any, use: _Use, base: Any = None) -> tuple[str, Any]:
-    """(view name, frame) of one reference: the table's scan, planned with the reference's conjuncts."""
-    from ..scan.reader import DeltaFrame
-
-    assert use.ref is not None
-    from ..scan.connect_filters import condition_predicate
-    from ..scan.connect_plan import delta_frame
-
-    frame = base if base is not None else _base_frame(spark, use)
-    if not isinstance(frame, DeltaFrame):  # the change data feed
-        return view_name(use.ref, -1, use.options, []), frame
-    snapshot = frame.snapshot
-    predicate = None
-    kept: list[str] = []
-    for text in use.conditions:
-        p = condition_predicate(text, snapshot.schema)
-        if p is None:
-            continue
-        from ...kernel.expressions.predicate import And
-
-        predicate = p if predicate is None else And(predicate, p)
-        kept.append(text)
-    if predicate is not None:
-        frame = delta_frame(spark, snapshot, predicate=predicate)
-    return view_name(use.ref, snapshot.version, use.options, kept), frame
-
-
-def rewrite(spark: Any, text: str, tree: Any, run_sql: Any) -> str | None:
-    """`text` with every Delta reference replaced by a temporary view over it (registered here); None when the
-    statement reads no Delta table."""
-    from sqlglot import exp
-
-    _forget_replaced_views(spark, tree)
-    uses = find_uses(spark, text, tree, run_sql)
-    if not uses:
-        return None
-    if isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "VIEW" and not _temporary(tree):
-        return _permanent_view(uses)
-    bases = [_base_frame(spark, u) if u.ref is not None else None for u in uses]
-    _push_conditions(spark, tree, uses, bases)
-    frames: dict[str, Any] = {}
-    names: list[str] = []
-    for use, base in zip(uses, bases):
-        if use.view is not None:
-            names.append(_view_frame(spark, use.view, run_sql, use.conditions))
-            continue
-        if use.frame_view is not None:
-            name, frame = _frame_view(use)
-        else:
-            name, frame = _frame(spark, use, base)
-        names.append(name)
-        if name not in frames:
-            frames[name] = frame
-            native_temp_view(frame, name)
-    _keep_views(spark, names, _persists(tree))
-    out = text
-    for use, name in sorted(zip(uses, names), key=lambda p: p[0].start, reverse=True):
-        replacement = name if use.alias is None else f"{name} AS {_quote(use.alias)}"
-        out = out[:use.start] + replacement + out[use.stop:]
-    return out
-
-
-def _push_conditions(spark: Any, tree: Any, uses: list[_Use], bases: list[Any]) -> None:
-    """Each reference's conjuncts from the whole statement (CTEs, derived tables, unions, joins: `pushdown.py`);
-    left as found in its own SELECT when the statement cannot be analysed."""
-    from .pushdown import pushed_conjuncts
-
-    tables: list[tuple[Any, list[str]]] = []
-    owners: list[_Use] = []
-    for use, base in zip(uses, bases):
-        if use.node is None:
-            continue
-        columns = _columns(spark, use, base)
-        if columns is None and use.view is not None:
-            columns = list(original_sql(spark, f"SELECT * FROM {use.view.db}.{use.view.table}").columns)
-        if columns is None:
-            continue
-        tables.append((use.node, columns))
-        owners.append(use)
-    zone: list[str] = []
-
-    def time_zone() -> str:
-        if not zone:
-            zone.append(str(spark.conf.get("spark.sql.session.timeZone")))
-        return zone[0]
-
-    pushed = pushed_conjuncts(tree, tables, time_zone) if tables else None
-    if pushed is None:
-        for use in uses:
-            if use.view is not None or use.frame_view is not None:
-                use.conditions = []  # their own SELECT's WHERE is not known here: push nothing
-        return
-    for use, conjuncts in zip(owners, pushed):
-        use.conditions = conjuncts
-
-
-def _frame_view(use: _Use) -> tuple[str, Any]:
-    """A temporary view made from a DataFrame, filtered with the statement's conjuncts on it (they reach its
-    Delta leaves through the client plan's pushdown, `scan/connect_plan.py`)."""
-    df = use.frame_view
-    for c in use.conditions:
-        df = df.where(c)
-    key = repr((use.name.lower(), id(use.frame_view), use.conditions))
-    return "__delta_fv_" + hashlib.sha1(key.encode()).hexdigest()[:16], df
-
-
-def _permanent_view(uses: list[_Use]) -> None:
-    """CREATE VIEW over Delta catalog tables: Spark stores the text as written (it resolves the catalog tables'
-    schemas by itself); reads of the view are expanded from that text (`_view_frame`). Paths, time travel and
-    temporary views cannot be stored in a permanent view."""
-    bad = sorted({u.label or u.name for u in uses if u.frame_view is not None or u.options or
-                  (u.ref is not None and not u.ref.is_catalog)})
-    if bad:
-        raise UnsupportedFeatureError("permanent views over Delta paths on Spark Connect", f"a permanent view "
-                                      f"cannot read {bad}: name the table in the catalog first (CREATE TABLE name "
-                                      "USING delta LOCATION '...') and read it by that name")
-    return None
-
-
 def _forget_replaced_views(spark: Any, tree: Any) -> None:
-    """DROP VIEW v / CREATE [OR REPLACE] TEMP VIEW v: a DataFrame recorded as `v` no longer defines it."""
+    """DROP VIEW v / CREATE [OR REPLACE] TEMP VIEW v: a DataFrame or a text recorded as `v` no longer defines it."""
     from sqlglot import exp
 
     from ..scan.connect_plan import forget_view
@@ -448,15 +352,4 @@ def _forget_replaced_views(spark: Any, tree: Any) -> None:
             forget_view(spark, parts[0])
 
 
-def _temporary(tree: Any) -> bool:
-    from sqlglot import exp
-
-    props = tree.args.get("properties")
-    return props is not None and any(isinstance(p, exp.TemporaryProperty) for p in props.expressions)
-
-
-def _quote(part: str) -> str:
-    return "`" + part.replace("`", "``") + "`"
-
-
-__all__ = ["MAX_VIEWS", "find_uses", "rewrite", "view_name"]
+__all__ = ["ConnectRelations", "find_uses"]
