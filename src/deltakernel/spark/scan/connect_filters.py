@@ -4,8 +4,10 @@ A Connect `Column` is an unresolved expression tree built on the client (`pyspar
 `expression_sql` prints it as Spark SQL (what a classic session reads from the analyzed plan: DML conditions,
 SET values, history's operationParameters). `condition_predicate` turns that text (or a string condition) into a
 kernel predicate through the kernel's SQL front end, which accepts only exact forms (comparisons, AND/OR/NOT,
-IN, IS [NOT] NULL, ranges, casts of literals): anything else (UDFs, functions of columns) gives None - no
-skipping, never a wrong answer (Spark still applies the whole condition).
+IN, IS [NOT] NULL, ranges, casts of literals): anything else (UDFs, functions of columns - partition columns
+included: `upper(part) = 'P1'`, `substr(part, 2) = '1'`, `part LIKE '%1'`) gives None - no skipping by it, never a
+wrong answer (Spark still applies the whole condition). A string column compared with a number (`part = 1`) gives
+None too: Spark compares those as numbers ('01' = 1), the kernel would compare strings.
 """
 
 from __future__ import annotations
