@@ -207,7 +207,7 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found, passthrough
     names: list[str] = []
     for use, base in zip(rewritten, bases):
         if use.view is not None:
-            names.append(_expand(spark, use, kind, passthrough))
+            names.append(_expand(spark, use, kind, passthrough, found.persists))
             continue
         if use.frame_view is not None:
             frame = use.frame_view
@@ -255,7 +255,8 @@ def _refuse_pinned(uses: list[RelationUse]) -> None:
                                       "'/path') and name it in the view, or use CREATE TEMPORARY VIEW")
 
 
-def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Callable[[str], Any]) -> str:
+def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Callable[[str], Any],
+            persists: bool) -> str:
     """A view's text (with the statement's conjuncts on the view around it: they skip files) rewritten and run in
     the view's own database, registered as a temporary view there (so Spark resolves the rest of its names in that
     database); returns the temporary view's name."""
@@ -275,6 +276,8 @@ def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Calla
         catalog.setCurrentDatabase(view.database)
     try:
         found = kind.find(text, passthrough)
+        if found is not None and persists:  # the statement keeps referring to the view's views too
+            found.persists = True
         rewritten = (rewrite(spark, text, kind, found, passthrough) if found is not None else None) or text
         name = view_name(("view", view.db, view.table, rewritten), "__delta_view_")
         frame = passthrough(rewritten)
