@@ -8,7 +8,7 @@ scan of the kept files sent as a plan), not a second Spark. The table: FILES fil
 files (a point query keeps one file). Each shape runs once to warm up, then `--repeat` times alternating the
 kinds; the medians and their ratio (Connect / classic) are printed as a Markdown table.
 
-Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N]``
+Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N] [--only TEXT]``
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ def shapes(spark: Any, path: str, kind: str) -> dict[str, Any]:
     def frame_view() -> None:
         load().createOrReplaceTempView(view)
 
+    sql_view = f"dk_bench_shapes_sv_{kind}"  # made once: its reads expand its text per query (Connect)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {sql_view} AS SELECT id, s FROM {t}")
+
     return {
         "load().where": lambda: load().where(f"id = {k}").collect(),
         "load().select().where": lambda: load().select("id", "s").where(f"id = {k}").collect(),
@@ -78,6 +81,7 @@ def shapes(spark: Any, path: str, kind: str) -> dict[str, Any]:
         "temp view (SQL)": lambda: (frame_view(), spark.sql(f"SELECT id FROM {view} WHERE id = {k}").collect()),
         "temp view (spark.table)": lambda: (frame_view(), spark.table(view).where(f"id = {k}").collect()),
         "permanent view": lambda: spark.sql(f"SELECT id FROM dk_bench_shapes.v_{kind} WHERE id = {k}").collect(),
+        "temp view made by SQL": lambda: spark.sql(f"SELECT id FROM {sql_view} WHERE id = {k}").collect(),
     }
 
 
@@ -92,6 +96,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--files", type=int, default=300)
+    ap.add_argument("--only", default="", help="run the shapes whose name contains this text")
     args = ap.parse_args()
     from bench_spark_connect import sessions
 
@@ -118,7 +123,8 @@ def main() -> None:
             runs[kind] = shapes(spark, path, kind)
         import os
 
-        times: dict[str, dict[str, list[float]]] = {name: {"classic": [], "connect": []} for name in runs["classic"]}
+        times: dict[str, dict[str, list[float]]] = {name: {"classic": [], "connect": []} for name in runs["classic"]
+                                                    if args.only in name}
         for name in times:
             for rep in range(args.repeat + 1):
                 for kind in ("classic", "connect") if rep % 2 == 0 else ("connect", "classic"):

@@ -47,11 +47,11 @@ def test_classic_views_are_one_per_table(spark, tmp_path):
 
 
 def test_connect_views_of_plain_queries_are_dropped_beyond_the_lru(connect_spark, tmp_path, monkeypatch):
-    from deltakernel.spark.sql import connect_relations
+    from deltakernel.spark.sql import relations
 
     spark = connect_spark
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
-    monkeypatch.setattr(connect_relations, "MAX_VIEWS", 3)
+    monkeypatch.setattr(relations, "MAX_VIEWS", 3)
     path = str(tmp_path / "t")
     _table(path, 0)
     earlier = _delta_views(spark)  # other cases' views (plain queries: evicted first)

@@ -92,6 +92,8 @@ PATCHES: tuple[Patch, ...] = (
     Patch("pyspark.sql.connect.dataframe", "DataFrame", "createOrReplaceTempView",
           "scan.connect_plan:temp_view_hook"),
     Patch("pyspark.sql.connect.catalog", "Catalog", "dropTempView", "scan.connect_plan:drop_temp_view_hook"),
+    *(Patch("pyspark.sql.connect.dataframe", "DataFrame", m, "scan.connect_plan:cache_hook")
+      for m in ("persist", "unpersist", "storageLevel")),
     # PySpark's call-site capture, asked per thread (see `_errors.internal_plans`)
     Patch("pyspark.errors.utils", None, "is_debugging_enabled", "common.task_errors:thread_debugging"),
 )

@@ -4,8 +4,10 @@ A Connect `Column` is an unresolved expression tree built on the client (`pyspar
 `expression_sql` prints it as Spark SQL (what a classic session reads from the analyzed plan: DML conditions,
 SET values, history's operationParameters). `condition_predicate` turns that text (or a string condition) into a
 kernel predicate through the kernel's SQL front end, which accepts only exact forms (comparisons, AND/OR/NOT,
-IN, IS [NOT] NULL, ranges, casts of literals): anything else (UDFs, functions of columns) gives None - no
-skipping, never a wrong answer (Spark still applies the whole condition).
+IN, IS [NOT] NULL, ranges, casts of literals): anything else (UDFs, functions of columns - partition columns
+included: `upper(part) = 'P1'`, `substr(part, 2) = '1'`, `part LIKE '%1'`) gives None - no skipping by it, never a
+wrong answer (Spark still applies the whole condition). A string column compared with a number (`part = 1`) gives
+None too: Spark compares those as numbers ('01' = 1), the kernel would compare strings.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ def skipping_predicate(conjunct: Any, schema: StructType) -> Any:
     `col LIKE 'prefix...'` the range `[prefix, next prefix)` (what the classic file index skips with)."""
     from ...kernel.expressions import sql
 
+    if _string_against_other(conjunct, schema):
+        return None
     pred = sql.to_predicate(conjunct, schema)
     if pred is not None or not isinstance(conjunct, sql.Like) or conjunct.negated:
         return pred
@@ -94,6 +98,46 @@ def skipping_predicate(conjunct: Any, schema: StructType) -> Any:
     lower = ex.Comparison(">=", column, ex.Literal(prefix, string_type()))
     upper = next_prefix(prefix)
     return lower if upper is None else ex.And(lower, ex.Comparison("<", column, ex.Literal(upper, string_type())))
+
+
+def _string_against_other(node: Any, schema: StructType) -> bool:
+    """Does a comparison (=, <, IN, BETWEEN...) set a string column against anything but a string literal or a
+    column? Spark then compares as the other side's type (`part = 1` casts `part`: '01' matches), the kernel's
+    skipping would compare strings: unsound, so such a conjunct gives no predicate (partition columns included)."""
+    from ...kernel.expressions.sql import ast as A
+
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        operands: list[Any] = []
+        if isinstance(n, A.Binary) and n.op in A.COMPARISONS:
+            operands = [n.left, n.right]
+        elif isinstance(n, A.InList):
+            operands = [n.operand, *n.values]
+        elif isinstance(n, A.Between):
+            operands = [n.operand, n.low, n.high]
+        if any(isinstance(o, A.Col) and _is_string(o.path, schema) for o in operands) and not all(
+                isinstance(o, A.Col) or (isinstance(o, A.Lit) and (o.value is None or isinstance(o.value, str)))
+                for o in operands):
+            return True
+        for value in vars(n).values() if hasattr(n, "__dataclass_fields__") else ():
+            if isinstance(value, tuple):
+                stack.extend(v for v in value if hasattr(v, "__dataclass_fields__"))
+            elif hasattr(value, "__dataclass_fields__"):
+                stack.append(value)
+    return False
+
+
+def _is_string(path: tuple[str, ...], schema: Any) -> bool:
+    """Is the column at `path` (case-insensitive, through structs) a string column of `schema`?"""
+    typ: Any = schema
+    for part in path:
+        fields = getattr(typ, "fields", None)
+        field = next((f for f in fields or [] if f.name.lower() == part.lower()), None)
+        if field is None:
+            return False
+        typ = field.type
+    return getattr(typ, "name", None) == "string"
 
 
 def _map_columns(node: Any, refs: list[tuple[tuple[str, ...], int | None]], resolve: Any) -> Any:

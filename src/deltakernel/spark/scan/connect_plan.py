@@ -500,6 +500,33 @@ def serialize_hook(original: Any) -> Any:
     return _wrap(original)
 
 
+class _HookedProperty(property):
+    """A property whose getter is wrapped (a plain `property` takes no `__wrapped__`)."""
+
+
+def cache_hook(original: Any) -> Any:
+    """The registry's factory for Connect's `DataFrame.persist` / `unpersist` / `storageLevel` (`cache()` is
+    `persist()`): they send the plan with `LogicalPlan.plan`, not `to_proto`, so the pushdown pass runs around them
+    too. The cached plan is then the one later actions send (the same kept files: Spark's cache matches it), and it
+    names no file the conditions rule out. `storageLevel` is a property: its getter is wrapped."""
+    if isinstance(original, property):
+        wrapped = _HookedProperty(cache_hook(original.fget), original.fset, original.fdel, original.__doc__)
+        wrapped.__wrapped__ = original  # the registry's check: a replacement names pyspark's original
+        return wrapped
+
+    @functools.wraps(original)
+    def with_pushdown(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _ACTIVE.get() is not None:
+            return original(self, *args, **kwargs)
+        token = _ACTIVE.set(assign(self._plan))
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _ACTIVE.reset(token)
+
+    return with_pushdown
+
+
 def command_classes() -> list[str]:
     """The Connect plan classes that define their own `command` (patched with `serialize_hook`)."""
     try:
@@ -549,14 +576,34 @@ def frame_view_table(spark: Any, name: str) -> Any:
 
 def forget_view(spark: Any, name: str) -> None:
     _views(spark).pop(name.lower(), None)
+    _text_views(spark).pop(name.lower(), None)
 
 
-def native_temp_view(df: Any, name: str) -> None:
-    """`df.createOrReplaceTempView(name)` with the Delta leaves' Parquet scans (the router's own views)."""
+def _text_views(spark: Any) -> dict[str, Any]:
+    store = spark.__dict__.get("_dk_text_views")
+    if store is None:
+        store = spark.__dict__.setdefault("_dk_text_views", {})
+    return store  # type: ignore[no-any-return]
+
+
+def record_text_view(spark: Any, name: str, view: Any) -> None:
+    """The text of temporary view `name` made by `CREATE TEMPORARY VIEW ... AS` over Delta tables (the SQL
+    router's `relations_connect.StoredView`): reads expand it with their conditions. Forgotten with the view."""
+    _text_views(spark)[name.lower()] = view
+
+
+def text_view(spark: Any, name: str) -> Any:
+    """The recorded text of temporary view `name`, or None."""
+    return _text_views(spark).get(name.lower())
+
+
+def native_temp_view(df: Any, name: str, native: bool = True) -> None:
+    """`df.createOrReplaceTempView(name)` with the Delta leaves' Parquet scans (the router's own views; `native`
+    False: unfiltered leaves read through the Python source, as a user's view - not recorded as one)."""
     from pyspark.sql.connect import plan as P
 
     node = P.CreateView(child=df._plan, name=name, is_global=False, replace=True)
-    node._dk_native = True
+    node._dk_native = native
     session = df.sparkSession
     session.client.execute_command(node.command(session=session.client), df._plan.observations)
 
@@ -613,6 +660,6 @@ class ConnectDeltaFrame(PlainNew, _connect_base()):  # type: ignore[misc]
 
 
 __all__ = ["ConnectDeltaFrame", "DeltaScan", "TESTED_PYSPARK", "assign", "delta_frame", "forget_view", "frame_view",
-           "has_delta_leaf",
+           "has_delta_leaf", "record_text_view", "text_view", "cache_hook",
            "command_classes", "drop_temp_view_hook", "frame_view_table", "native_temp_view", "output_names",
            "serialize_hook", "temp_view_hook"]

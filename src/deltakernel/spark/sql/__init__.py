@@ -7,10 +7,12 @@ CONVERT, GENERATE, constraints, features, clustering; `change_column.py`); `stat
 the `StatementParser` seam) with its two parsers, `parse_classic.py` (Spark's parsed plan through py4j, `plans.py`)
 and `parse_connect.py` (sqlglot's tree, `text_plans.py`: a Connect client has no Spark parser); the executors
 `execute_dml.py` (MERGE / DELETE / UPDATE / INSERT, `insertInto`) and `execute_ddl.py` (CREATE / REPLACE / LIKE,
-ALTER, DESCRIBE, SHOW TBLPROPERTIES, TRUNCATE); the relation rewriters for queries reading Delta tables,
-`relations.py` (classic: temporary views over the native read plan) and `connect_relations.py` (Connect: temporary
-views over client-planned scans, with the WHERE's file skipping); `public_catalog.py` (the session catalog through
-public SQL). See docs/decisions.md, "Delta SQL on Spark" and "One SQL statement model for both session kinds".
+ALTER, DESCRIBE, SHOW TBLPROPERTIES, TRUNCATE); the one relation rewriter for queries reading Delta tables,
+`relations.py`, with each kind's side of it as the parser's `relations` (`relations_classic.py`: uses in Spark's
+parsed plan, temporary views over the native read plan; `relations_connect.py`: uses found with sqlglot, temporary
+views over client-planned scans with the statement's conjuncts, `pushdown.py`); `public_catalog.py` (the session
+catalog through public SQL). See docs/decisions.md, "Delta SQL on Spark", "One SQL statement model for both
+session kinds" and "One relation rewriter".
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ model (`statements.py`).
 DeleteFromTable, CreateTable, ...), its table identifiers as name parts, its clauses and their text spans. Only
 reading that plan lives here; what a statement does is the executors' (`execute_dml.py`, `execute_ddl.py`), the
 same for Spark Connect sessions, whose parser (`parse_connect.py`) reads sqlglot's tree instead. A statement on
-a table that is not a Delta table reads as None (Spark runs it, after `rewrite`: `relations.py`).
+a table that is not a Delta table reads as None (Spark runs it, after the one relation rewriter, `relations.py`,
+with this kind's side of it as `ClassicParser.relations`: `relations_classic.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from ..catalog.tables import DeltaRef, path_of, resolve
 from . import plans as P
 from .execute_ddl import is_delta_provider
 from .grammar import DeltaSqlError, DeltaSqlSyntaxError, head
+from .relations import RelationKind
+from .relations_classic import ClassicRelations
 from .statements import (
     AddColumns,
     AlterAction,
@@ -49,6 +52,7 @@ class ClassicParser:
         self.spark = spark
         self._text: str | None = None
         self._plan: Any = None
+        self.relations: RelationKind = ClassicRelations(spark, self.plan)  # the statement's Delta relations, rewritten
 
     def plan(self, text: str) -> Any:
         """Spark's unresolved plan of `text` (kept for the call); DeltaSqlSyntaxError when Spark cannot parse it."""
@@ -64,11 +68,6 @@ class ClassicParser:
         plan = self.plan(text)
         reader = _READERS.get(P.name(plan))
         return reader(self, text, plan) if reader is not None else None
-
-    def rewrite(self, text: str, passthrough: Callable[[str], Any], route: Callable[[str], Any]) -> str | None:
-        from .relations import rewrite
-
-        return rewrite(self.spark, text, self.plan(text), passthrough, route)
 
     # ------------------------------------------------------------------------- helpers
     def target(self, node: Any, what: str) -> tuple[DeltaRef, str | None] | None:

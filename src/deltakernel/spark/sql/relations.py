@@ -1,85 +1,136 @@
-"""Queries that read Delta tables: Spark resolves them natively, or reads temporary views over the native plan.
+"""Queries that read Delta tables: the one relation rewriter, for both session kinds.
 
-Spark cannot resolve `delta`.`/path`, time travel (`t VERSION AS OF n` / `TIMESTAMP AS OF ...`) on Delta tables,
-or `table_changes(...)`; and it resolves a Delta catalog table through the session catalog's relation cache
-only (`table_frames.cache_catalog_plan`). The router finds the Delta references in Spark's parsed plan
-(UnresolvedRelation, RelationTimeTravel, UnresolvedTableValuedFunction nodes, with their text spans):
-- a plain catalog-table reference stays as written: its latest native plan is put in the relation cache, and
-  Spark resolves it (qualified column names, permanent views over it, everything);
-- the others get one temporary view per distinct (table, version / timestamp / change range) over `reader.read`
-  (the native plan with the Delta file index, or the change data feed), and each reference's text is replaced
-  by the view's name;
-- a permanent view is looked into (its stored text, in its own database): the catalog tables it reads are
-  cached; a view reading paths or time travel (which only deltakernel resolves) is replaced by a temporary view
-  of its text, routed.
-Everything else (joins, subqueries, CTEs, parameters, EXPLAIN, CACHE, temp views) is Spark's own; the file
-index skips files with whatever filters Spark pushes down. Plans are the latest version at each statement.
+Spark by itself cannot resolve `delta`.`/path`, time travel (`t VERSION AS OF n` / `TIMESTAMP AS OF ...`) on Delta
+tables or `table_changes(...)`; a Delta catalog table it resolves only through the relation cache, which a classic
+session reaches (`catalog/table_frames.cache_catalog_plan`) and a Spark Connect client does not. So a statement
+that is no Delta statement (the router's step 3) reaches Spark with its Delta references rewritten here, by one
+algorithm:
+1. collect the statement's uses (`RelationUse`: the span `[start, stop)` of text it replaces, the Delta table and
+   its read options - time travel, change feed - or a permanent / recorded temporary view, its alias);
+2. decide what each becomes: a plain catalog table stays as written when the session resolves catalog names by
+   itself (its latest plan cached for Spark); a view is expanded when anything inside it must be rewritten (its
+   text, with the statement's conjuncts on it, rewritten in its own database), else the tables inside it are cached;
+   everything else becomes a temporary view over the table's frame (`reader.read` / the latest plan), named by
+   what it reads so a DataFrame returned earlier keeps reading what it read;
+3. a permanent view definition (`CREATE VIEW`, `ALTER VIEW ... AS`) is stored by Spark as written, so it may only
+   name Delta catalog tables: paths, time travel, change feeds and recorded temporary views are refused;
+4. splice the view names into the text (right to left, spans exclusive at `stop`).
 
-Limits: a permanent view (`CREATE VIEW`) must name Delta catalog tables, which Spark resolves by itself; one over
-a path or a time-travel reference is refused with an explanation (views over paths made by delta-spark in a
-shared metastore are expanded as above). References inside SQL functions or in text Spark never parses (e.g.
-strings built at run time) are not seen.
+What differs between the session kinds is one small protocol, `RelationKind`, implemented with the other kind
+implementations of the statement seam (`StatementParser.relations`): `relations_classic.py` (uses found in Spark's
+own parsed plan, with its text spans; frames bound to the native plan over the Delta file index, which skips with
+whatever filters Spark pushes down; views one per table and read options) and `relations_connect.py` (uses found
+with sqlglot; each use's conjuncts from the whole statement, `pushdown.py`, planned into a client-side `DeltaScan`;
+views per table, version, options and predicate, an LRU of `MAX_VIEWS`; temporary views recorded from DataFrames
+and from `CREATE TEMPORARY VIEW ... AS` text expanded with the statement's conjuncts). Plans are the latest version
+at each statement.
+
+Limits: references inside SQL functions or in text the session's parser never sees (strings built at run time) are
+not found; a permanent view stored by Spark over a path or time travel (delta-spark in a shared metastore) is
+expanded on read, but cannot be created here.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
-from dataclasses import dataclass
-from typing import Any
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from ...errors import UnsupportedFeatureError
-from ..catalog.tables import DeltaRef, require, resolve, split_name
-from . import plans as P
-from .commands import evaluate_timestamp
+from ..catalog.tables import DeltaRef, require, split_name
 from .grammar import DeltaSqlError
 
 CHANGES_FUNCTIONS = ("table_changes", "table_changes_by_path")
-MAX_VIEW_DEPTH = 16  # permanent views expanded inside views, at most
+MAX_VIEW_DEPTH = 16  # views expanded inside views, at most
+MAX_VIEWS = 256  # views of plain queries kept per session where views are per predicate (`RelationKind.bounded`)
+_views_lock = threading.Lock()
+_depth: contextvars.ContextVar[int] = contextvars.ContextVar("dk_view_depth", default=0)
+
+
+@dataclass
+class StoredView:
+    """A view whose text is expanded: a permanent view of the session catalog, or a temporary view whose text
+    this session recorded (`db` None)."""
+
+    db: str | None
+    table: str
+    text: str
+    database: str | None  # the database its names resolve in
+    columns: list[str] | None = None  # its output names, when known for free (renamed to them when read)
+
+    @property
+    def label(self) -> str:
+        return f"{self.db}.{self.table}" if self.db else self.table
 
 
 @dataclass
 class RelationUse:
-    """A Delta reference in a statement's text, and the span `[start, stop)` of the text it replaces."""
+    """A Delta reference in a statement's text, and the span `[start, stop)` of the text it replaces (-1, -1: a
+    table inside a view, never spliced)."""
 
     start: int
     stop: int
-    ref: DeltaRef | None  # None for a permanent view expanded (`view`)
+    ref: DeltaRef | None  # None for a view (`view`) or a recorded DataFrame view (`frame_view`)
     options: dict[str, str]
     alias: str | None  # added after the view name when the statement gave none
-
-
-@dataclass
-class _Use(RelationUse):
-    view: _View | None = None
+    view: StoredView | None = None
+    inner: list[RelationUse] = field(default_factory=list)  # a view's own uses
+    frame_view: Any = None  # a temporary view made from a DataFrame reading Delta tables (Connect)
+    name: str = ""  # that view's name
+    node: Any = None  # the parser's node of the reference (for the kind's condition analysis)
+    conditions: list[str] = field(default_factory=list)  # conjuncts filtering this use's rows alone (Spark SQL)
 
     @property
-    def rewrites(self) -> bool:
-        """Does the text change (else a catalog table Spark resolves from the relation cache)?"""
-        return self.view is not None or self.ref is None or not self.ref.is_catalog or bool(self.options)
+    def label(self) -> str:
+        return self.ref.label if self.ref is not None else self.view.label if self.view else self.name
+
+    @property
+    def pinned(self) -> bool:
+        """Does it read what a stored view cannot name (a path, a version, a change feed, a temporary view)?"""
+        if self.frame_view is not None or self.options or (self.view is not None and self.view.db is None):
+            return True
+        if self.ref is not None:
+            return not self.ref.is_catalog
+        return any(u.pinned for u in self.inner)
 
 
 @dataclass
-class _View:
-    """A permanent view whose text only deltakernel can run (paths, time travel): expanded."""
+class Found:
+    """A statement's uses, and what the statement does with them."""
 
-    name: list[str]
-    text: str
-    database: str
-    columns: list[str]
-
-
-def _literal(node: Any, run_sql: Any) -> Any:
-    """A constant argument's value (Spark evaluates anything but a plain literal)."""
-    if P.name(node) == "Literal":
-        v = node.value()
-        return None if v is None else (v if isinstance(v, (int, float)) else str(v))
-    row = run_sql(f"SELECT {node.sql()} AS v").first()
-    return row[0] if row is not None else None
+    uses: list[RelationUse]
+    defines_view: bool = False  # CREATE VIEW / ALTER VIEW AS: Spark stores the text
+    persists: bool = False  # the statement keeps referring to the views it reads (a temp view, a cached table)
+    state: Any = None  # the kind's parse of the statement (for `push_conditions`, `after`)
 
 
-def _changes_use(spark: Any, node: Any, run_sql: Any) -> tuple[DeltaRef, dict[str, str]]:
-    fn = [str(p) for p in P.seq(node.name())][-1].lower()
-    return changes_source(spark, fn, [_literal(a, run_sql) for a in P.seq(node.functionArgs())])
+class RelationKind(Protocol):
+    """What differs between session kinds in relation rewriting (`relations_classic.py`, `relations_connect.py`)."""
+
+    #: Spark resolves a plain Delta catalog table's name by itself (classic: the relation cache)
+    resolves_catalog_names: bool
+    #: views are named per predicate: the plain queries' ones are an LRU of MAX_VIEWS
+    bounded: bool
+
+    def find(self, text: str, run_sql: Callable[[str], Any]) -> Found | None:
+        """The Delta uses of `text` (None: the kind cannot read it; Spark gets it as written)."""
+
+    def push_conditions(self, found: Found, uses: list[RelationUse], bases: list[Any]) -> None:
+        """Set each use's `conditions` (its conjuncts anywhere in the statement) where the kind plans files
+        before Spark sees the statement; `bases` are the uses' table frames (None for views)."""
+
+    def bind(self, use: RelationUse, base: Any) -> tuple[Any, tuple[Any, ...]]:
+        """(the frame a table use reads, the key naming its view) from its table frame `base`."""
+
+    def register(self, name: str, frame: Any) -> None:
+        """A temporary view `name` over a frame this module made."""
+
+    def after(self, found: Found) -> None:
+        """The rewritten statement ran: remember what it defined (Connect: a temporary view's text)."""
 
 
 def changes_source(spark: Any, fn: str, args: list[Any]) -> tuple[DeltaRef, dict[str, str]]:
@@ -103,166 +154,167 @@ def changes_source(spark: Any, fn: str, args: list[Any]) -> tuple[DeltaRef, dict
     return ref, opts
 
 
-def find_uses(spark: Any, plan: Any, run_sql: Any, database: str | None = None, depth: int = 0) -> list[_Use]:
-    """The Delta references of a parsed statement, with the text span each one replaces; names without a
-    database resolve in `database` (a view's own), else the current one."""
-    ctes: set[str] = set()  # WITH names shadow tables; a WITH node is walked before the queries using it
-    uses: list[_Use] = []
-    covered: list[tuple[int, int]] = []
-
-    def qualify(parts: list[str]) -> list[str]:
-        return [database, *parts] if database is not None and len(parts) == 1 else parts
-
-    for node, parent in P.walk(plan):
-        n = P.name(node)
-        if n == "UnresolvedWith":
-            ctes.update(str(c.alias()).lower() for c in P.seq(node.innerChildren()) if P.name(c) == "SubqueryAlias")
-            continue
-        if n not in ("RelationTimeTravel", "UnresolvedRelation", "UnresolvedTableValuedFunction"):
-            continue
-        aliased = parent is not None and P.name(parent) == "SubqueryAlias"
-        if n == "RelationTimeTravel":
-            parts = P.identifier_parts(node.relation())
-            if parts is None or (len(parts) == 1 and parts[0].lower() in ctes):
-                continue
-            ref = resolve(spark, qualify(parts))
-            s = P.relation_span(node)
-            if ref is None or s is None:
-                continue
-            version = P.opt(node.version())
-            opts: dict[str, str]
-            if version is not None:
-                opts = {"versionAsOf": str(version)}
-            else:
-                ts = P.opt(node.timestamp())
-                opts = {"timestampAsOf": evaluate_timestamp(run_sql, str(ts.sql()))}
-            uses.append(_Use(s[0], s[1], ref, opts, None if aliased else _default_alias(ref)))
-            covered.append(s)
-        elif n == "UnresolvedRelation":
-            parts = P.identifier_parts(node) or []
-            if len(parts) == 1 and parts[0].lower() in ctes:
-                continue
-            s = P.span(node)
-            if s is None or any(a <= s[0] and s[1] <= b for a, b in covered):
-                continue
-            ref = resolve(spark, qualify(parts))
-            if ref is not None:
-                uses.append(_Use(s[0], s[1], ref, {}, None if aliased else _default_alias(ref)))
-                continue
-            view = _permanent_view(spark, qualify(parts))
-            if view is None or depth >= MAX_VIEW_DEPTH:
-                continue
-            inner = find_uses(spark, P.parse_plan(spark, view.text), run_sql, view.database, depth + 1)
-            if any(u.rewrites for u in inner):
-                uses.append(_Use(s[0], s[1], None, {}, None if aliased else view.name[-1], view))
-            else:
-                uses.extend(_Use(-1, -1, u.ref, {}, None) for u in inner)  # catalog tables: cache them
-        elif n == "UnresolvedTableValuedFunction":
-            fn = [str(p) for p in P.seq(node.name())]
-            s = P.span(node)
-            if len(fn) == 1 and fn[0].lower() in CHANGES_FUNCTIONS and s is not None:
-                ref, opts = _changes_use(spark, node, run_sql)
-                uses.append(_Use(s[0], s[1], ref, opts, None))
-    return uses
-
-
-def _permanent_view(spark: Any, parts: list[str]) -> _View | None:
-    """A permanent view of the session catalog named by `parts` (temp views are Spark's: None)."""
-    from ..catalog.tables import catalog_table
-
-    md = catalog_table(spark, parts)
-    if md is None or str(md.tableType().name()) != "VIEW":
-        return None
-    text = P.opt(md.viewText())
-    if text is None:
-        return None
-    ident = md.identifier()
-    db = str(ident.database().get()) if ident.database().isDefined() else "default"
-    ns = [str(x) for x in P.seq(md.viewCatalogAndNamespace())]
-    database = ns[-1] if len(ns) >= 2 else db
-    return _View([db, str(ident.table())], str(text), database, [str(c) for c in md.schema().fieldNames()])
-
-
-def _default_alias(ref: DeltaRef) -> str | None:
+def default_alias(ref: DeltaRef) -> str | None:
+    """The alias a rewritten catalog table keeps (`t.col` still resolves); paths get none."""
     return ref.table if ref.is_catalog else None
 
 
-def view_name(ref: DeltaRef, options: dict[str, str]) -> str:
-    key = repr((ref.location, sorted(options.items())))
-    return "__delta_" + hashlib.sha1(key.encode()).hexdigest()[:16]
+def view_name(key: tuple[Any, ...], prefix: str = "__delta_") -> str:
+    return prefix + hashlib.sha1(repr(key).encode()).hexdigest()[:16]
 
 
-def rewrite(spark: Any, text: str, plan: Any, run_sql: Any, route: Any = None) -> str | None:
+def rewrites(use: RelationUse, kind: RelationKind) -> bool:
+    """Does the use's text change (else Spark resolves it as written, its catalog tables cached)?"""
+    if use.view is not None:
+        return any(rewrites(u, kind) for u in use.inner)
+    if use.ref is None:
+        return True  # a recorded DataFrame view
+    return not (kind.resolves_catalog_names and use.ref.is_catalog and not use.options)
+
+
+def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[[str], Any]) -> Any:
+    """Run `text` on Spark with its Delta references rewritten (`rewrite`); then let the kind remember what the
+    statement defined."""
+    found = kind.find(text, passthrough)
+    rewritten = rewrite(spark, text, kind, found, passthrough) if found is not None else None
+    out = passthrough(rewritten if rewritten is not None else text)
+    if found is not None:
+        kind.after(found)
+    return out
+
+
+def rewrite(spark: Any, text: str, kind: RelationKind, found: Found, passthrough: Callable[[str], Any]) -> str | None:
     """`text` with every Delta reference Spark cannot resolve replaced by a temporary view over it (registered
-    here), the catalog tables it names cached for Spark; None when the text needs no change. `run_sql` runs
-    text on Spark as it is, `route` through the router (for expanded views; default `run_sql`)."""
-    uses = find_uses(spark, plan, run_sql)
+    here), the catalog tables it names cached for Spark; None when the text needs no change. `passthrough` runs
+    text on Spark as it is (the user's statement is no Delta statement, nor is a view's text)."""
+    uses = found.uses
     if not uses:
         return None
-    from ..catalog.table_frames import cache_catalog_plan
-
     for use in uses:
-        if not use.rewrites and use.ref is not None:
-            cache_catalog_plan(spark, use.ref)
-    rewritten = [u for u in uses if u.rewrites and u.start >= 0]
+        if not rewrites(use, kind):
+            _cache_catalog_tables(spark, use)
+    if found.defines_view:
+        _refuse_pinned(uses)
+        return None  # Spark stores the text as written; reads expand it
+    rewritten = [u for u in uses if u.start >= 0 and rewrites(u, kind)]
     if not rewritten:
         return None
-    if P.name(plan) in ("CreateView", "AlterViewAs"):
-        _refuse_permanent_view(rewritten)
-    from ..catalog.table_frames import register_view
+    from ..catalog.table_frames import latest_frame
 
-    frames: dict[str, Any] = {}
-    for use in rewritten:
-        name = _view_name(use)
-        if name not in frames:  # a view never goes back to an older version (another thread's statement)
-            frames[name] = _frame(spark, use, route or run_sql)
-            register_view(spark, name, frames[name])
+    bases = [latest_frame(spark, u.ref.location, u.options) if u.ref is not None else None for u in rewritten]
+    kind.push_conditions(found, rewritten, bases)
+    frames: set[str] = set()
+    names: list[str] = []
+    for use, base in zip(rewritten, bases):
+        if use.view is not None:
+            names.append(_expand(spark, use, kind, passthrough, found.persists))
+            continue
+        if use.frame_view is not None:
+            frame = use.frame_view
+            for c in use.conditions:  # they reach its Delta leaves through the client plan's pushdown
+                frame = frame.where(c)
+            name = view_name((use.name.lower(), id(use.frame_view), use.conditions), "__delta_fv_")
+        else:
+            frame, key = kind.bind(use, base)
+            name = view_name(key)
+        names.append(name)
+        if name not in frames:
+            frames.add(name)
+            kind.register(name, frame)
+    if kind.bounded:
+        _keep_views(spark, names, found.persists)
     out = text
-    for use in sorted(rewritten, key=lambda u: u.start, reverse=True):
-        name = _view_name(use)
-        replacement = name if use.alias is None else f"{name} AS {P.quote(use.alias)}"
+    for use, name in sorted(zip(rewritten, names), key=lambda p: p[0].start, reverse=True):
+        replacement = name if use.alias is None else f"{name} AS {quote(use.alias)}"
         out = out[:use.start] + replacement + out[use.stop:]
     return out
 
 
-def _refuse_permanent_view(uses: list[_Use]) -> None:
-    """A permanent view must be resolvable by Spark itself: over Delta catalog tables it is (their plans are in
-    the relation cache); over paths, time travel or change feeds it is not."""
+def _cache_catalog_tables(spark: Any, use: RelationUse) -> None:
+    """A use Spark resolves as written: its Delta catalog tables' latest plans in the relation cache."""
+    from ..catalog.table_frames import cache_catalog_plan
+
+    if use.ref is not None:
+        cache_catalog_plan(spark, use.ref)
+    for inner in use.inner:
+        _cache_catalog_tables(spark, inner)
+
+
+def _refuse_pinned(uses: list[RelationUse]) -> None:
+    """A permanent view must be resolvable by Spark itself: over Delta catalog tables it is; over paths, time
+    travel, change feeds or temporary views it is not."""
     if any(u.options for u in uses):
         raise UnsupportedFeatureError("views over Delta time travel", "a permanent view cannot pin a version "
                                       "(VERSION / TIMESTAMP AS OF, table_changes) of a Delta table; use a "
                                       "temporary view")
-    labels = sorted({u.ref.label if u.ref is not None else ".".join(u.view.name if u.view else []) for u in uses})
-    raise UnsupportedFeatureError("permanent views over Delta paths", f"a permanent view cannot read {labels} by "
-                                  "path: Spark must resolve a stored view by itself, which it does for Delta catalog "
-                                  "tables; register the table first (CREATE TABLE name USING delta LOCATION "
-                                  "'/path') and name it in the view, or use CREATE TEMPORARY VIEW")
+    labels = sorted({u.label for u in uses if u.pinned})
+    if labels:
+        raise UnsupportedFeatureError("permanent views over Delta paths", f"a permanent view cannot read {labels}: "
+                                      "Spark must resolve a stored view by itself, which it does for Delta catalog "
+                                      "tables; register the table first (CREATE TABLE name USING delta LOCATION "
+                                      "'/path') and name it in the view, or use CREATE TEMPORARY VIEW")
 
 
-def _view_name(use: _Use) -> str:
-    if use.view is not None:
-        key = repr(("view", use.view.name, use.view.text))
-        return "__delta_view_" + hashlib.sha1(key.encode()).hexdigest()[:16]
-    assert use.ref is not None
-    return view_name(use.ref, use.options)
-
-
-def _frame(spark: Any, use: _Use, run_sql: Any) -> Any:
-    """The DataFrame a rewritten reference reads: the table's plan, or an expanded view's routed text."""
-    if use.view is None:
-        assert use.ref is not None
-        from ..catalog.table_frames import latest_frame
-
-        return latest_frame(spark, use.ref.location, use.options)
-    catalog = spark._jsparkSession.sessionState().catalog()
-    current = str(catalog.getCurrentDatabase())
-    catalog.setCurrentDatabase(use.view.database)  # the view's text names tables relative to its database
+def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Callable[[str], Any],
+            persists: bool) -> str:
+    """A view's text (with the statement's conjuncts on the view around it: they skip files) rewritten and run in
+    the view's own database, registered as a temporary view there (so Spark resolves the rest of its names in that
+    database); returns the temporary view's name."""
+    view = use.view
+    assert view is not None
+    depth = _depth.get()
+    if depth >= MAX_VIEW_DEPTH:
+        raise DeltaSqlError(f"views nested more than {MAX_VIEW_DEPTH} deep (at {view.label})")
+    text = view.text
+    if use.conditions:
+        text = f"SELECT * FROM ({text}) AS __dk_view WHERE " + " AND ".join(f"({c})" for c in use.conditions)
+    catalog = spark.catalog
+    current = str(catalog.currentDatabase())
+    switch = view.database is not None and view.database.lower() != current.lower()
+    token = _depth.set(depth + 1)
+    if switch:
+        catalog.setCurrentDatabase(view.database)
     try:
-        frame = run_sql(use.view.text)
+        found = kind.find(text, passthrough)
+        if found is not None and persists:  # the statement keeps referring to the view's views too
+            found.persists = True
+        rewritten = (rewrite(spark, text, kind, found, passthrough) if found is not None else None) or text
+        name = view_name(("view", view.db, view.table, rewritten), "__delta_view_")
+        frame = passthrough(rewritten)
+        if not use.conditions and view.columns and len(frame.columns) == len(view.columns):
+            frame = frame.toDF(*view.columns)  # a view's column list (`CREATE VIEW v (a, b) AS ...`)
+        kind.register(name, frame)
     finally:
-        catalog.setCurrentDatabase(current)
-    return frame.toDF(*use.view.columns) if len(frame.columns) == len(use.view.columns) else frame
+        if switch:
+            catalog.setCurrentDatabase(current)
+        _depth.reset(token)
+    return name
 
 
-__all__ = ["CHANGES_FUNCTIONS", "MAX_VIEW_DEPTH", "RelationUse", "changes_source", "find_uses", "rewrite",
-           "view_name"]
+def _keep_views(spark: Any, names: list[str], pinned: bool) -> None:
+    """Mark `names` used (pinned: never dropped); drop the least recently used unpinned views beyond MAX_VIEWS."""
+    store = spark.__dict__.get("_dk_connect_views")
+    if store is None:
+        store = spark.__dict__.setdefault("_dk_connect_views", OrderedDict())
+    evicted = []
+    with _views_lock:
+        for name in names:
+            store[name] = pinned or store.get(name, False)
+            store.move_to_end(name)
+        unpinned = [n for n, p in store.items() if not p]
+        for name in unpinned[:max(0, len(unpinned) - MAX_VIEWS)]:
+            del store[name]
+            evicted.append(name)
+    for name in evicted:
+        try:
+            spark.catalog.dropTempView(name)
+        except Exception:
+            pass
+
+
+def quote(part: str) -> str:
+    return "`" + part.replace("`", "``") + "`"
+
+
+__all__ = ["CHANGES_FUNCTIONS", "MAX_VIEWS", "MAX_VIEW_DEPTH", "Found", "RelationKind", "RelationUse", "StoredView",
+           "changes_source", "default_alias", "quote", "rewrite", "rewrites", "run", "view_name"]

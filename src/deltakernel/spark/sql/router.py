@@ -11,9 +11,9 @@ Order, for one statement:
    UPDATE / INSERT, CREATE / REPLACE TABLE [LIKE], ALTER TABLE, DESCRIBE TABLE, SHOW TBLPROPERTIES, TRUNCATE TABLE
    whose table is a Delta table (`delta`.`/path` or a catalog table with provider delta) run through the one
    executor of their kind (`execute_dml.py`, `execute_ddl.py`);
-3. any other statement that reads a Delta table is rewritten by the parser's `rewrite` (classic: temporary views
-   over the native read plan, `relations.py`; Connect: temporary views over client-planned scans,
-   `connect_relations.py`) and run by Spark;
+3. any other statement that reads a Delta table is rewritten by the one relation rewriter (`relations.py`, with the
+   parser's `relations`, the kind's side of it: temporary views over the native read plan on classic,
+   `relations_classic.py`; over client-planned scans on Connect, `relations_connect.py`) and run by Spark;
 4. the rest — and statements on non-Delta tables — reach Spark exactly as written.
 A statement the parser cannot read goes to Spark (its own error), unless it is visibly about a Delta table (a
 `delta`.`...` name, `USING delta`, or a DML target that is a Delta table): that is a DeltaSqlSyntaxError. A Delta
@@ -86,8 +86,9 @@ class Router:
         if statement is not None:
             self.refuse_parameters(text)
             return run_statement(self.spark, statement, self.run_sql)
-        rewritten = self.parser.rewrite(text, self.passthrough, self.execute)
-        return self.passthrough(rewritten if rewritten is not None else text)
+        from .relations import run as run_query
+
+        return run_query(self.spark, text, self.parser.relations, self.passthrough)
 
     def refuse_parameters(self, text: str) -> None:
         """A statement about a Delta table with parameter markers (args=...) is refused."""

@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from ...kernel.schema.types import StructType
     from ..catalog.tables import DeltaRef
+    from .relations import RelationKind
 
 #: a SET / INSERT VALUES item: (the column's name parts as written, the value's Spark SQL text)
 Assignment = tuple[tuple[str, ...], str]
@@ -191,18 +190,17 @@ Statement = (Delete | Update | Merge | Insert | CreateTable | CreateLike | Alter
 
 # ----------------------------------------------------------------------------- the seam
 class StatementParser(Protocol):
-    """What differs between session kinds in the statement layer: reading the text. One per session, chosen
-    once (`router.parser_for`)."""
+    """What differs between session kinds in the statement layer: reading the text, and the kind's side of
+    relation rewriting. One per session, chosen once (`router.parser_for`)."""
+
+    #: the kind's side of the one relation rewriter (`relations.RelationKind`: finding a statement's Delta uses in
+    #: this parser's reading of the text, binding them to frames): `relations_classic.py` / `relations_connect.py`
+    relations: RelationKind
 
     def parse(self, text: str) -> Statement | None:
         """The Delta statement `text` is, or None when it is not one (a query, or a statement on a non-Delta
-        table: Spark's, after `rewrite`). DeltaSqlSyntaxError when the text cannot be read at all (the router
-        decides whether that is Spark's business)."""
-        ...
-
-    def rewrite(self, text: str, passthrough: Callable[[str], Any], route: Callable[[str], Any]) -> str | None:
-        """`text` (just `parse`d to None) with its Delta relations rewritten to what Spark reads by itself
-        (`relations.py` / `connect_relations.py`), or None when nothing changes."""
+        table: Spark's, after `relations.run` rewrote its Delta relations). DeltaSqlSyntaxError when the text
+        cannot be read at all (the router decides whether that is Spark's business)."""
         ...
 
 
