@@ -8,7 +8,8 @@ scan of the kept files sent as a plan), not a second Spark. The table: FILES fil
 files (a point query keeps one file). Each shape runs once to warm up, then `--repeat` times alternating the
 kinds; the medians and their ratio (Connect / classic) are printed as a Markdown table.
 
-Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N]``
+Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N] [--only "name|name"]``
+(`--only`: run only the shapes named, `|`-separated).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--files", type=int, default=300)
+    ap.add_argument("--only", default="", help="|-separated shape names to run (default: all)")
     args = ap.parse_args()
     from bench_spark_connect import sessions
 
@@ -118,7 +120,9 @@ def main() -> None:
             runs[kind] = shapes(spark, path, kind)
         import os
 
-        times: dict[str, dict[str, list[float]]] = {name: {"classic": [], "connect": []} for name in runs["classic"]}
+        only = [x for x in args.only.split("|") if x]
+        times: dict[str, dict[str, list[float]]] = {name: {"classic": [], "connect": []} for name in runs["classic"]
+                                                    if not only or name in only}
         for name in times:
             for rep in range(args.repeat + 1):
                 for kind in ("classic", "connect") if rep % 2 == 0 else ("connect", "classic"):

@@ -110,8 +110,19 @@ def test_temp_views_and_current_database(spark, db, tmp_path):
         assert _ids(spark.sql("SELECT id FROM t")) == [43]
         spark.sql("DROP VIEW t")
         assert _ids(spark.table("t")) == [0, 1, 2]
+        # the current database as Spark answers it, whatever was asked before (upper case, a failed switch, USE)
+        assert spark.catalog.currentDatabase() == db
+        spark.catalog.setCurrentDatabase(current)
+        spark.catalog.setCurrentDatabase(db.upper())  # not a plain lower-case name: Spark's answer is asked
+        assert spark.catalog.currentDatabase().lower() == db
+        spark.catalog.setCurrentDatabase(db)
+        with pytest.raises(Exception, match="(?i)not found|cannot be found"):
+            spark.catalog.setCurrentDatabase("dk_cache_no_such_database")
+        assert spark.catalog.currentDatabase() == db
+        assert _ids(spark.table("t")) == [0, 1, 2]
         # another current database: the one-part name is not there (USE and setCurrentDatabase alike)
         spark.sql(f"USE {current}")
+        assert spark.catalog.currentDatabase() == current
         with pytest.raises(Exception, match="(?i)not found|cannot be found"):
             spark.sql("SELECT id FROM t").collect()
         spark.sql(f"USE {db}")
@@ -222,6 +233,11 @@ def test_warm_catalog_statement_asks_nothing(connect_db, other_client, tmp_path,
     assert _ids(session.sql(query)) == [1]
     assert _ids(session.table(f"{connect_db}.t").where("id = 2")) == [2]
     assert not [s for s in sent if "SHOW TABLE" in s or s in ("DatabaseExists", "CurrentDatabase")], sent
+    # a temporary view the session made is known to shadow its name: not asked either
+    session.table(f"{connect_db}.t").createOrReplaceTempView("dk_cache_view")
+    sent.clear()
+    assert _ids(session.sql("SELECT id FROM dk_cache_view WHERE id = 0")) == [0]
+    assert not [s for s in sent if "SHOW TABLE" in s], sent
 
 
 # ----------------------------------------------------------------------------- the pieces, without Spark

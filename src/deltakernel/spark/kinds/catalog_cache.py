@@ -17,10 +17,13 @@ The rule (docs/decisions.md, "Connect catalog cache"):
   do -, table writes (`saveAsTable`, `insertInto`, `writeTo`, `toTable`: any write command not by path), catalog
   calls other than reads (`setCurrentCatalog`, `createTable`, `dropTempView`, `refreshTable`, `clearCache`, ...).
   Two changes are narrower: a temporary view made from a DataFrame (`createOrReplaceTempView(v)`, the router's
-  own views too) forgets only the one-part name `v` (the only name it can shadow), and
+  own views too) forgets only the one-part name `v` (the only name it can shadow; once made, `v` is known to be
+  that view: its lookup answers "no catalog entry" without asking), and
   `spark.catalog.setCurrentDatabase` only the current database and the one-part names (multipart names do not
-  depend on it; the router switches databases around every permanent view it expands). Clearing bumps an epoch, and an
-  answer asked before a clear is not stored after it (a lookup racing a DDL in another thread);
+  depend on it; the router switches databases around every permanent view it expands). The current database is
+  this session's own state (no other client changes it): `spark.catalog.currentDatabase()` is answered from the
+  cache when known, and `setCurrentDatabase` to the database already current sends nothing. Clearing bumps an
+  epoch, and an answer asked before a clear is not stored after it (a lookup racing a DDL in another thread);
 - **another client's DDL** (another Connect client of the same server, or a classic session on its JVM) is not
   seen by these hooks: an answer is used for at most `lifetime` seconds after it was asked (default
   `DEFAULT_LIFETIME_S`; the session conf `spark.deltakernel.catalogCacheSeconds`, read when the session's first
@@ -30,6 +33,7 @@ The rule (docs/decisions.md, "Connect catalog cache"):
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
@@ -160,12 +164,14 @@ def _lifetime(spark: Any) -> float:
         return DEFAULT_LIFETIME_S
 
 
-def _apply(client: Any, kind: str, detail: str | None) -> None:
+def _apply(client: Any, kind: str, detail: str | None, done: bool = False) -> None:
     cache = _CACHES.get(client)
     if cache is None:
         return
     if kind == "temp_view" and detail is not None:
         cache.forget_name(detail)
+        if done:  # the one-part name is that temporary view now: no catalog entry of that name is read
+            cache.put(("entry", (detail,)), None, cache.epoch, time.monotonic())
     elif kind == "SetCurrentDatabase":
         cache.forget_unqualified()
     else:
@@ -186,14 +192,18 @@ def _effect(command: Any) -> tuple[str, str | None] | None:
 def client_command_hook(original: Callable[..., Any]) -> Callable[..., Any]:
     """`SparkConnectClient.execute_command`: after a command that may change the catalog, its answers go."""
 
+    @functools.wraps(original)
     def execute_command(self: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
         effect = _effect(command) if self in _CACHES else None
         if effect is None:
             return original(self, command, *args, **kwargs)
+        done = False
         try:
-            return original(self, command, *args, **kwargs)
+            out = original(self, command, *args, **kwargs)
+            done = True
+            return out
         finally:
-            _apply(self, *effect)
+            _apply(self, *effect, done=done)
 
     return execute_command
 
@@ -202,6 +212,7 @@ def client_command_iterator_hook(original: Callable[..., Any]) -> Callable[..., 
     """`SparkConnectClient.execute_command_as_iterator` (streaming starts, `toTable`): as above, once the command's
     responses are read."""
 
+    @functools.wraps(original)
     def execute_command_as_iterator(self: Any, command: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         effect = _effect(command) if self in _CACHES else None
         if effect is None:
@@ -217,24 +228,77 @@ def client_command_iterator_hook(original: Callable[..., Any]) -> Callable[..., 
 
 def catalog_call_hook(original: Callable[..., Any]) -> Callable[..., Any]:
     """Connect `Catalog._execute_and_fetch` (every `spark.catalog.*` call): after a call that is not a read, the
-    session's answers go."""
+    session's answers go. The current database is session state no other client can change: it is answered from
+    the cache when known, and switching to the database that is current sends nothing."""
 
+    @functools.wraps(original)
     def _execute_and_fetch(self: Any, plan: Any) -> Any:
-        if type(plan).__name__ in READ_ONLY_CATALOG:
-            return original(self, plan)
-        try:
-            return original(self, plan)
-        finally:
-            from .connect_internals import catalog_session
+        name = type(plan).__name__
+        cache = _catalog_cache(self) if name in ("CurrentDatabase", "SetCurrentDatabase") else None
+        if cache is not None and name == "CurrentDatabase":
+            return _current_database(cache, lambda: original(self, plan))
+        if cache is not None:
+            from .connect_internals import set_database_name
 
-            try:
-                client = catalog_session(self).client
-            except Exception:  # a closed session: nothing kept for it matters
-                client = None
+            current = cache.get(("current_database",))
+            if current is not MISSING and current == set_database_name(plan):
+                import pyarrow as pa
+
+                return pa.table({})  # `setCurrentDatabase` ignores the result
+        if name in READ_ONLY_CATALOG:
+            return original(self, plan)
+        done = False
+        try:
+            out = original(self, plan)
+            done = True
+            return out
+        finally:
+            client = _catalog_client(self)
             if client is not None:
-                _apply(client, type(plan).__name__, None)
+                _apply(client, name, None)
+            if cache is not None and done:
+                _switched(cache, plan)
 
     return _execute_and_fetch
+
+
+_PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def _switched(cache: CatalogCache, plan: Any) -> None:
+    """After `setCurrentDatabase(db)`: a plain lower-case `db` is what `currentDatabase()` answers now (Spark parses
+    the name, lower-cases it unless case-sensitive, and quotes only names that need it); others are asked."""
+    from .connect_internals import set_database_name
+
+    db = set_database_name(plan)
+    if db is not None and _PLAIN_NAME.fullmatch(db):
+        cache.put(("current_database",), db, cache.epoch, time.monotonic())
+
+
+def _current_database(cache: CatalogCache, ask: Callable[[], Any]) -> Any:
+    import pyarrow as pa
+
+    value = cache.get(("current_database",))
+    if value is not MISSING:
+        return pa.table({"current_database": pa.array([value], pa.string())})
+    epoch, asked_at = cache.epoch, time.monotonic()
+    table = ask()
+    cache.put(("current_database",), table.column(0)[0].as_py(), epoch, asked_at)
+    return table
+
+
+def _catalog_client(catalog: Any) -> Any:
+    from .connect_internals import catalog_session
+
+    try:
+        return catalog_session(catalog).client
+    except Exception:  # a closed session: nothing kept for it matters
+        return None
+
+
+def _catalog_cache(catalog: Any) -> CatalogCache | None:
+    client = _catalog_client(catalog)
+    return _CACHES.get(client) if client is not None else None
 
 
 __all__ = ["CAPACITY", "DEFAULT_LIFETIME_S", "LIFETIME_CONF", "MISSING", "READ_ONLY_CATALOG", "READ_ONLY_COMMANDS",

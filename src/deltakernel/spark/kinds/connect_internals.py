@@ -24,7 +24,8 @@ installed release (4.3). What is used, per function:
   older `sql_command.sql`; `create_dataframe_view.name` / `.is_global`; `write_operation`'s `save_type`) - what
   `SparkConnectClient.execute_command` / `execute_command_as_iterator` send (patched by `catalog_cache.py`);
   `catalog_session`: Connect `Catalog._sparkSession` (its `_execute_and_fetch(plan)` runs every catalog call,
-  patched likewise).
+  patched likewise; `Catalog.currentDatabase` reads `[0][0]` of the Arrow table it returns, `setCurrentDatabase`
+  ignores it); `set_database_name`: `plan.SetCurrentDatabase._db_name`.
 `session.owner_session` reads the readers' and writers' session attributes (`_spark`, `_session`, `_client`).
 """
 
@@ -133,5 +134,11 @@ def catalog_session(catalog: Any) -> Any:
     return catalog._sparkSession
 
 
+def set_database_name(plan: Any) -> str | None:
+    """The database a Connect `SetCurrentDatabase` catalog plan switches to."""
+    name = getattr(plan, "_db_name", None)
+    return name if isinstance(name, str) else None
+
+
 __all__ = ["TESTED_PYSPARK", "catalog_session", "command_effect", "format_sql", "inline_rows", "parse_ddl",
-           "plan_and_session", "plan_frame", "run_sql", "stream_writer_frame", "writer_frame"]
+           "plan_and_session", "plan_frame", "run_sql", "set_database_name", "stream_writer_frame", "writer_frame"]
