@@ -8,7 +8,8 @@ scan of the kept files sent as a plan), not a second Spark. The table: FILES fil
 files (a point query keeps one file). Each shape runs once to warm up, then `--repeat` times alternating the
 kinds; the medians and their ratio (Connect / classic) are printed as a Markdown table.
 
-Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N] [--only TEXT]``
+Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N] [--only "text|text"]``
+(`--only`: run only the shapes whose name contains one of the `|`-separated texts).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--files", type=int, default=300)
-    ap.add_argument("--only", default="", help="run the shapes whose name contains this text")
+    ap.add_argument("--only", default="", help="|-separated texts: run the shapes whose name contains one (default: all)")
     args = ap.parse_args()
     from bench_spark_connect import sessions
 
@@ -123,8 +124,9 @@ def main() -> None:
             runs[kind] = shapes(spark, path, kind)
         import os
 
+        only = [x for x in args.only.split("|") if x]
         times: dict[str, dict[str, list[float]]] = {name: {"classic": [], "connect": []} for name in runs["classic"]
-                                                    if args.only in name}
+                                                    if not only or any(x in name for x in only)}
         for name in times:
             for rep in range(args.repeat + 1):
                 for kind in ("classic", "connect") if rep % 2 == 0 else ("connect", "classic"):

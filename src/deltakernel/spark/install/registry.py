@@ -94,6 +94,13 @@ PATCHES: tuple[Patch, ...] = (
     Patch("pyspark.sql.connect.catalog", "Catalog", "dropTempView", "scan.connect_plan:drop_temp_view_hook"),
     *(Patch("pyspark.sql.connect.dataframe", "DataFrame", m, "scan.connect_plan:cache_hook")
       for m in ("persist", "unpersist", "storageLevel")),
+    # Connect: a session's kept catalog answers go when the session may have changed the catalog
+    # (kinds/catalog_cache.py): every command its client sends, every spark.catalog call
+    Patch("pyspark.sql.connect.client.core", "SparkConnectClient", "execute_command",
+          "kinds.catalog_cache:client_command_hook"),
+    Patch("pyspark.sql.connect.client.core", "SparkConnectClient", "execute_command_as_iterator",
+          "kinds.catalog_cache:client_command_iterator_hook"),
+    Patch("pyspark.sql.connect.catalog", "Catalog", "_execute_and_fetch", "kinds.catalog_cache:catalog_call_hook"),
     # PySpark's call-site capture, asked per thread (see `_errors.internal_plans`)
     Patch("pyspark.errors.utils", None, "is_debugging_enabled", "common.task_errors:thread_debugging"),
 )

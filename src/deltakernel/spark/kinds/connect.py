@@ -11,8 +11,14 @@ from .bound import SessionBound
 
 
 class ConnectCatalog(SessionBound):
-    """`CatalogAccess` with statements every Spark answers (`SHOW TABLE EXTENDED`, `CREATE TABLE`, `ALTER TABLE`)."""
+    """`CatalogAccess` with statements every Spark answers (`SHOW TABLE EXTENDED`, `CREATE TABLE`, `ALTER TABLE`);
+    the answers are kept a few seconds per session and dropped by any change the session makes
+    (`catalog_cache.py`)."""
 
+    def _cache(self) -> Any:
+        from .catalog_cache import cache_for
+
+        return cache_for(self._spark)
 
     def split_name(self, name: str) -> list[str]:
         from ..sql.public_catalog import split_name
@@ -22,12 +28,14 @@ class ConnectCatalog(SessionBound):
     def unqualified(self, name: str) -> tuple[str, str] | None:
         from ..sql.public_catalog import current_database
 
-        return current_database(self._spark), name
+        spark = self._spark
+        return self._cache().answer(("current_database",), lambda: current_database(spark)), name
 
     def lookup(self, parts: list[str]) -> CatalogEntry | None:
         from ..sql.public_catalog import lookup_entry
 
-        return lookup_entry(self._spark, parts)
+        spark, cache = self._spark, self._cache()
+        return cache.answer(("entry", tuple(parts)), lambda: lookup_entry(spark, parts, cache))  # type: ignore[no-any-return]
 
     def default_location(self, db: str, table: str) -> str:
         from ...errors import UnsupportedFeatureError

@@ -17,6 +17,15 @@ installed release (4.3). What is used, per function:
   `plan.CachedRelation`, `session.client.execute_command`, `session._client`, `DataFrame._execution_info`.
 - `parse_ddl`: Connect `SparkSession._parse_ddl` (the server parses; bound to that session, which the public
   `DataType.fromDDL` is not: it uses the process's active session).
+- `inline_rows`: the rows of an eager SQL command's result that came back in the command's own response
+  (`DataFrame._plan` a `plan.CachedRelation` whose `_plan` is a proto `local_relation` holding Arrow IPC bytes), so
+  a catalog statement costs one round trip instead of two (`sql` + `collect`).
+- `command_effect`: the kind of a proto `Command` (`command_type` oneof; `sql_command.input.sql.query`, or the
+  older `sql_command.sql`; `create_dataframe_view.name` / `.is_global`; `write_operation`'s `save_type`) - what
+  `SparkConnectClient.execute_command` / `execute_command_as_iterator` send (patched by `catalog_cache.py`);
+  `catalog_session`: Connect `Catalog._sparkSession` (its `_execute_and_fetch(plan)` runs every catalog call,
+  patched likewise; `Catalog.currentDatabase` reads `[0][0]` of the Arrow table it returns, `setCurrentDatabase`
+  ignores it); `set_database_name`: `plan.SetCurrentDatabase._db_name`.
 `session.owner_session` reads the readers' and writers' session attributes (`_spark`, `_session`, `_client`).
 """
 
@@ -87,5 +96,49 @@ def parse_ddl(session: Any, text: str) -> Any:
     return session._parse_ddl(text)
 
 
-__all__ = ["TESTED_PYSPARK", "format_sql", "parse_ddl", "plan_and_session", "plan_frame", "run_sql",
-           "stream_writer_frame", "writer_frame"]
+def inline_rows(df: Any) -> Any:
+    """The Arrow table of an eager SQL command's result (`spark.sql("SHOW ...")` on Connect) when the server sent
+    the rows inline with the command's response; None when it did not (read them with `collect`)."""
+    rel = getattr(getattr(df, "_plan", None), "_plan", None)
+    try:
+        if rel is None or rel.WhichOneof("rel_type") != "local_relation" or not rel.local_relation.HasField("data"):
+            return None
+    except (AttributeError, ValueError, TypeError):  # not a proto Relation: another plan shape
+        return None
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(rel.local_relation.data).read_all()
+
+
+def command_effect(command: Any) -> tuple[str, str | None]:
+    """What a Connect proto `Command` is, as far as the session catalog is concerned: ("sql", text),
+    ("temp_view", name) for a session-local `createOrReplaceTempView`, ("path_write", None) for a write by path,
+    else (the command's type, None)."""
+    try:
+        kind = command.WhichOneof("command_type") or ""
+    except (AttributeError, ValueError, TypeError):
+        return "", None
+    if kind == "sql_command":
+        sc = command.sql_command
+        return "sql", str(sc.input.sql.query if sc.HasField("input") else sc.sql)
+    if kind == "create_dataframe_view":
+        view = command.create_dataframe_view
+        return ("global_view", None) if view.is_global else ("temp_view", str(view.name))
+    if kind == "write_operation" and command.write_operation.WhichOneof("save_type") == "path":
+        return "path_write", None
+    return kind, None
+
+
+def catalog_session(catalog: Any) -> Any:
+    """The Connect SparkSession of a Connect `spark.catalog`."""
+    return catalog._sparkSession
+
+
+def set_database_name(plan: Any) -> str | None:
+    """The database a Connect `SetCurrentDatabase` catalog plan switches to."""
+    name = getattr(plan, "_db_name", None)
+    return name if isinstance(name, str) else None
+
+
+__all__ = ["TESTED_PYSPARK", "catalog_session", "command_effect", "format_sql", "inline_rows", "parse_ddl",
+           "plan_and_session", "plan_frame", "run_sql", "set_database_name", "stream_writer_frame", "writer_frame"]

@@ -80,14 +80,16 @@ def _information(text: str) -> dict[str, str]:
     return out
 
 
-def entry_info(spark: Any, db: str | None, table: str) -> tuple[str, dict[str, str]] | None:
+def entry_info(spark: Any, db: str | None, table: str, cache: Any = None) -> tuple[str, dict[str, str]] | None:
     """(database, entry fields) of a session-catalog table or permanent view `db.table` (`db` None: the current
-    database, where a temporary view of that name shadows it: None then); None when there is no such entry."""
+    database, where a temporary view of that name shadows it: None then); None when there is no such entry.
+    One round trip when the server sends the statement's rows with its response (and `db` is known to exist:
+    `cache`, a `kinds.catalog_cache.CatalogCache`, keeps that answer)."""
     where = f" IN {quote(db)}" if db is not None else ""
     try:
-        if db is not None and not spark.catalog.databaseExists(db):
+        if db is not None and not _database_exists(spark, db, cache):
             return None  # asked first: a failing statement is logged by the Connect client
-        rows = original_sql(spark, f"SHOW TABLE EXTENDED{where} LIKE {sql_string(table)}").collect()
+        rows = _rows(original_sql(spark, f"SHOW TABLE EXTENDED{where} LIKE {sql_string(table)}"))
     except Exception:  # no such database
         return None
     found = None
@@ -100,6 +102,22 @@ def entry_info(spark: Any, db: str | None, table: str) -> tuple[str, dict[str, s
             continue
         found = (str(row[0]), _information(str(row[3])))
     return found
+
+
+def _database_exists(spark: Any, db: str, cache: Any) -> bool:
+    if cache is None:
+        return bool(spark.catalog.databaseExists(db))
+    return bool(cache.answer(("database", db), lambda: spark.catalog.databaseExists(db)))
+
+
+def _rows(df: Any) -> list[tuple[Any, ...]]:
+    """A SHOW statement's rows: from its response when the server sent them inline, else collected."""
+    from ..kinds.connect_internals import inline_rows
+
+    table = inline_rows(df)
+    if table is None:
+        return [tuple(r) for r in df.collect()]
+    return list(zip(*(table.column(i).to_pylist() for i in range(table.num_columns)), strict=True))
 
 
 # ----------------------------------------------------------------------------- registration
@@ -139,8 +157,8 @@ def run_ddl(spark: Any, text: str) -> None:
 
 
 # ----------------------------------------------------------------------------- entries
-def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...]) -> CatalogEntry | None:
-    """`catalog.lookup` over Spark Connect: the CatalogEntry a name denotes, or None."""
+def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...], cache: Any = None) -> CatalogEntry | None:
+    """`catalog.lookup` over Spark Connect: the CatalogEntry a name denotes, or None (`cache`: see `entry_info`)."""
     parts = list(parts)
     if len(parts) == 3:
         if parts[0].lower() != SESSION_CATALOG:
@@ -148,7 +166,7 @@ def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...]) -> CatalogEntry
         parts = parts[1:]
     if len(parts) not in (1, 2) or (len(parts) == 2 and parts[0].lower() == "global_temp"):
         return None
-    found = entry_info(spark, parts[0] if len(parts) == 2 else None, parts[-1])
+    found = entry_info(spark, parts[0] if len(parts) == 2 else None, parts[-1], cache)
     if found is None:
         return None
     db, info = found

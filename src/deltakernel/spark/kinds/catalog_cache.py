@@ -1,0 +1,306 @@
+"""A Spark Connect session's catalog answers, kept for a few seconds (issue 31: catalog names at classic speed).
+
+Why: a Connect client has no py4j handle on the session catalog; every lookup of a table name is a statement sent
+to the server (`sql/public_catalog.py`: `SHOW TABLE EXTENDED`, `databaseExists`, `currentDatabase`), ~0.1-0.3 s each
+on a local server, and a statement naming a catalog table asked them every time (profile in benchmarks/README.md,
+"Spark Connect vs classic per query shape"). Classic sessions ask the driver's JVM (microseconds).
+
+The rule (docs/decisions.md, "Connect catalog cache"):
+- per session (keyed by its Connect client), bounded (`CAPACITY` answers, least recently used evicted), holding
+  what `ConnectCatalog` asked: entries (found or not) per name as written, whether a database exists, the current
+  database;
+- **this session's own changes are never missed**: every command the session's client sends and every catalog call
+  it makes passes the two hooks below (patched by `enable()`'s registry, restored by `disable()`), and anything that
+  may change what a name denotes clears the cache after it ran (success or failure): SQL other than a read-only
+  statement (`READ_ONLY_SQL`: SELECT / WITH / VALUES / FROM / TABLE / SHOW / DESCRIBE / EXPLAIN / INSERT / MERGE /
+  UPDATE / DELETE) - so CREATE / DROP / ALTER / REPLACE / RENAME / USE / SET / REFRESH / CACHE and SQL scripts
+  do -, table writes (`saveAsTable`, `insertInto`, `writeTo`, `toTable`: any write command not by path), catalog
+  calls other than reads (`setCurrentCatalog`, `createTable`, `dropTempView`, `refreshTable`, `clearCache`, ...).
+  Two changes are narrower: a temporary view made from a DataFrame (`createOrReplaceTempView(v)`, the router's
+  own views too) forgets only the one-part name `v` (the only name it can shadow; once made, `v` is known to be
+  that view: its lookup answers "no catalog entry" without asking), and
+  `spark.catalog.setCurrentDatabase` only the current database and the one-part names (multipart names do not
+  depend on it; the router switches databases around every permanent view it expands). The current database is
+  this session's own state (no other client changes it): `spark.catalog.currentDatabase()` is answered from the
+  cache when known, and `setCurrentDatabase` to the database already current sends nothing. Clearing bumps an
+  epoch, and an answer asked before a clear is not stored after it (a lookup racing a DDL in another thread);
+- **another client's DDL** (another Connect client of the same server, or a classic session on its JVM) is not
+  seen by these hooks: an answer is used for at most `lifetime` seconds after it was asked (default
+  `DEFAULT_LIFETIME_S`; the session conf `spark.deltakernel.catalogCacheSeconds`, read when the session's first
+  lookup runs; 0 turns the cache off), and `REFRESH TABLE t` / `spark.catalog.refreshTable(t)` /
+  `spark.catalog.clearCache()` drop everything at once - Spark's own word for "the table changed elsewhere".
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any
+
+DEFAULT_LIFETIME_S = 10.0
+LIFETIME_CONF = "spark.deltakernel.catalogCacheSeconds"
+CAPACITY = 512
+
+#: first keywords of SQL statements that cannot change what a name denotes
+READ_ONLY_SQL = frozenset({"SELECT", "WITH", "VALUES", "FROM", "TABLE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN",
+                           "INSERT", "MERGE", "UPDATE", "DELETE"})
+#: Connect catalog plans (`pyspark.sql.connect.plan` class names) that only read the catalog
+READ_ONLY_CATALOG = frozenset({"CurrentCatalog", "ListCatalogs", "CurrentDatabase", "ListDatabases", "GetDatabase",
+                               "DatabaseExists", "ListTables", "GetTable", "ListFunctions", "GetFunction",
+                               "FunctionExists", "ListColumns", "TableExists", "IsCached", "ListPartitions",
+                               "ListViews", "GetTableProperties"})
+#: Connect command types (proto `Command.command_type`) that cannot change the session catalog
+READ_ONLY_COMMANDS = frozenset({"register_function", "register_table_function", "register_data_source",
+                                "streaming_query_command", "streaming_query_manager_command",
+                                "streaming_query_listener_bus_command", "get_resources_command", "checkpoint_command",
+                                "remove_cached_remote_relation_command", "merge_into_table_command", "ml_command",
+                                "path_write", "global_view"})
+
+_MISSING = object()
+_LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.S)
+_WORD = re.compile(r"[A-Za-z_]+")
+
+
+def first_keyword(text: str) -> str:
+    """The statement's first word, upper case (after blanks, comments and opening parentheses); "" if none."""
+    m = _WORD.match(text, _LEADING.match(text).end())  # type: ignore[union-attr]  # `*` always matches
+    return m.group(0).upper() if m else ""
+
+
+class CatalogCache:
+    """Bounded, epoch-guarded answers of one Connect session's catalog (module docstring)."""
+
+    def __init__(self, lifetime: float, capacity: int = CAPACITY) -> None:
+        self.lifetime = lifetime
+        self.capacity = capacity
+        self.epoch = 0
+        self._lock = threading.Lock()
+        self._answers: OrderedDict[Hashable, tuple[Any, float]] = OrderedDict()
+
+    def get(self, key: Hashable) -> Any:
+        """The answer kept for `key`, or `MISSING` (never asked, evicted, or older than the lifetime)."""
+        with self._lock:
+            hit = self._answers.get(key)
+            if hit is None:
+                return _MISSING
+            if time.monotonic() - hit[1] > self.lifetime:
+                del self._answers[key]
+                return _MISSING
+            self._answers.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: Hashable, value: Any, epoch: int, asked_at: float) -> None:
+        """Keep `value`, asked at `asked_at` (monotonic) in `epoch`: dropped when the cache was cleared since."""
+        if self.lifetime <= 0:
+            return
+        with self._lock:
+            if epoch != self.epoch:
+                return
+            self._answers[key] = (value, asked_at)
+            self._answers.move_to_end(key)
+            while len(self._answers) > self.capacity:
+                self._answers.popitem(last=False)
+
+    def answer(self, key: Hashable, ask: Callable[[], Any]) -> Any:
+        """The kept answer for `key`, else `ask()`'s (kept)."""
+        value = self.get(key)
+        if value is not _MISSING:
+            return value
+        epoch, asked_at = self.epoch, time.monotonic()
+        value = ask()
+        self.put(key, value, epoch, asked_at)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self.epoch += 1
+            self._answers.clear()
+
+    def forget_name(self, name: str) -> None:
+        """Drop the answers about the one-part name `name` (a temporary view of that name came or went)."""
+        low = name.lower()
+        self._forget(lambda key: key[0] == "entry" and len(key[1]) == 1 and str(key[1][0]).lower() == low)
+
+    def forget_unqualified(self) -> None:
+        """Drop what depends on the current database: it and the answers about one-part names."""
+        self._forget(lambda key: key[0] == "current_database" or (key[0] == "entry" and len(key[1]) == 1))
+
+    def _forget(self, which: Callable[[Any], bool]) -> None:
+        with self._lock:
+            self.epoch += 1
+            for key in [k for k in self._answers if which(k)]:
+                del self._answers[key]
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+
+MISSING = _MISSING
+_CACHES: weakref.WeakKeyDictionary[Any, CatalogCache] = weakref.WeakKeyDictionary()
+_CACHES_LOCK = threading.Lock()
+
+
+def cache_for(spark: Any) -> CatalogCache:
+    """The cache of a Connect session (made on first use, with the lifetime its conf asks for)."""
+    client = spark.client
+    cache = _CACHES.get(client)
+    if cache is None:
+        lifetime = _lifetime(spark)
+        with _CACHES_LOCK:
+            cache = _CACHES.setdefault(client, CatalogCache(lifetime))
+    return cache
+
+
+def _lifetime(spark: Any) -> float:
+    try:
+        value = spark.conf.get(LIFETIME_CONF, None)
+        return DEFAULT_LIFETIME_S if value is None else max(0.0, float(value))
+    except Exception:  # an unparsable value or a server refusing the key: the default
+        return DEFAULT_LIFETIME_S
+
+
+def _apply(client: Any, kind: str, detail: str | None, done: bool = False) -> None:
+    cache = _CACHES.get(client)
+    if cache is None:
+        return
+    if kind == "temp_view" and detail is not None:
+        cache.forget_name(detail)
+        if done:  # the one-part name is that temporary view now: no catalog entry of that name is read
+            cache.put(("entry", (detail,)), None, cache.epoch, time.monotonic())
+    elif kind == "SetCurrentDatabase":
+        cache.forget_unqualified()
+    else:
+        cache.clear()
+
+
+def _effect(command: Any) -> tuple[str, str | None] | None:
+    """None when the command cannot change the catalog, else its (kind, detail)."""
+    from .connect_internals import command_effect
+
+    kind, detail = command_effect(command)
+    if kind in READ_ONLY_COMMANDS or (kind == "sql" and first_keyword(detail or "") in READ_ONLY_SQL):
+        return None
+    return kind, detail
+
+
+# ----------------------------------------------------------------------------- the registry's factories
+def client_command_hook(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`SparkConnectClient.execute_command`: after a command that may change the catalog, its answers go."""
+
+    @functools.wraps(original)
+    def execute_command(self: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+        effect = _effect(command) if self in _CACHES else None
+        if effect is None:
+            return original(self, command, *args, **kwargs)
+        done = False
+        try:
+            out = original(self, command, *args, **kwargs)
+            done = True
+            return out
+        finally:
+            _apply(self, *effect, done=done)
+
+    return execute_command
+
+
+def client_command_iterator_hook(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`SparkConnectClient.execute_command_as_iterator` (streaming starts, `toTable`): as above, once the command's
+    responses are read."""
+
+    @functools.wraps(original)
+    def execute_command_as_iterator(self: Any, command: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        effect = _effect(command) if self in _CACHES else None
+        if effect is None:
+            yield from original(self, command, *args, **kwargs)
+            return
+        try:
+            yield from original(self, command, *args, **kwargs)
+        finally:
+            _apply(self, *effect)
+
+    return execute_command_as_iterator
+
+
+def catalog_call_hook(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Connect `Catalog._execute_and_fetch` (every `spark.catalog.*` call): after a call that is not a read, the
+    session's answers go. The current database is session state no other client can change: it is answered from
+    the cache when known, and switching to the database that is current sends nothing."""
+
+    @functools.wraps(original)
+    def _execute_and_fetch(self: Any, plan: Any) -> Any:
+        name = type(plan).__name__
+        cache = _catalog_cache(self) if name in ("CurrentDatabase", "SetCurrentDatabase") else None
+        if cache is not None and name == "CurrentDatabase":
+            return _current_database(cache, lambda: original(self, plan))
+        if cache is not None:
+            from .connect_internals import set_database_name
+
+            current = cache.get(("current_database",))
+            if current is not MISSING and current == set_database_name(plan):
+                import pyarrow as pa
+
+                return pa.table({})  # `setCurrentDatabase` ignores the result
+        if name in READ_ONLY_CATALOG:
+            return original(self, plan)
+        done = False
+        try:
+            out = original(self, plan)
+            done = True
+            return out
+        finally:
+            client = _catalog_client(self)
+            if client is not None:
+                _apply(client, name, None)
+            if cache is not None and done:
+                _switched(cache, plan)
+
+    return _execute_and_fetch
+
+
+_PLAIN_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def _switched(cache: CatalogCache, plan: Any) -> None:
+    """After `setCurrentDatabase(db)`: a plain lower-case `db` is what `currentDatabase()` answers now (Spark parses
+    the name, lower-cases it unless case-sensitive, and quotes only names that need it); others are asked."""
+    from .connect_internals import set_database_name
+
+    db = set_database_name(plan)
+    if db is not None and _PLAIN_NAME.fullmatch(db):
+        cache.put(("current_database",), db, cache.epoch, time.monotonic())
+
+
+def _current_database(cache: CatalogCache, ask: Callable[[], Any]) -> Any:
+    import pyarrow as pa
+
+    value = cache.get(("current_database",))
+    if value is not MISSING:
+        return pa.table({"current_database": pa.array([value], pa.string())})
+    epoch, asked_at = cache.epoch, time.monotonic()
+    table = ask()
+    cache.put(("current_database",), table.column(0)[0].as_py(), epoch, asked_at)
+    return table
+
+
+def _catalog_client(catalog: Any) -> Any:
+    from .connect_internals import catalog_session
+
+    try:
+        return catalog_session(catalog).client
+    except Exception:  # a closed session: nothing kept for it matters
+        return None
+
+
+def _catalog_cache(catalog: Any) -> CatalogCache | None:
+    client = _catalog_client(catalog)
+    return _CACHES.get(client) if client is not None else None
+
+
+__all__ = ["CAPACITY", "DEFAULT_LIFETIME_S", "LIFETIME_CONF", "MISSING", "READ_ONLY_CATALOG", "READ_ONLY_COMMANDS",
+           "READ_ONLY_SQL", "CatalogCache", "cache_for", "catalog_call_hook", "client_command_hook",
+           "client_command_iterator_hook", "first_keyword"]
