@@ -374,10 +374,17 @@ def run_engine(engine: str, args: argparse.Namespace) -> dict[str, Any]:
             print(f"[{engine}] Q{q}: " + ", ".join(f"{n} {s:.3f}s" for n, s in med.items())
                   + (f"  MISMATCH {entry['mismatch']}" if entry["mismatch"] else "")
                   + (f"  ERRORS {list(entry['errors'])}" if entry["errors"] else ""), file=sys.stderr, flush=True)
+        # the diagnostics never cost the timings above: a failure is reported in the results
         if spark is not None and args.plans and engine.startswith("spark"):
-            result["plans"] = plan_checks(spark, contenders, args)
+            try:
+                result["plans"] = plan_checks(spark, contenders, args)
+            except Exception as e:
+                result["plans_error"] = f"{type(e).__name__}: {str(e)[:400]}"
         if spark is not None and args.profile and engine == "spark-classic":
-            result["profile"] = profile_phases(spark, contenders, args)
+            try:
+                result["profile"] = profile_phases(spark, contenders, args)
+            except Exception as e:
+                result["profile_error"] = f"{type(e).__name__}: {str(e)[:400]}"
     finally:
         result["load_after"] = os.getloadavg()
         stop()
@@ -551,6 +558,9 @@ def report(results: list[dict[str, Any]]) -> str:
                 spread.append(f"{n} {100 * statistics.median(rel):.0f} %")
         if spread:
             lines.append("run-to-run spread (median over queries of (max-min)/median): " + ", ".join(spread))
+        for key in ("plans_error", "profile_error"):
+            if res.get(key):
+                lines.append(f"\n{key}: {res[key]}")
         if res.get("plans"):
             lines.append("\nexecuted plans (counts of markers; bloom-filter threshold lowered to 1 MB for the check):\n")
             lines.append("| query:variant | " + " | ".join(PLAN_MARKERS) + " |")
