@@ -482,3 +482,32 @@ def test_write_progress_hook_reports_rows_and_files(tmp_path: Path) -> None:
     assert rows == sorted(rows) and rows[-1] == 5000
     assert calls[-1][1] == len(deltakernel.DeltaTable(tmp_path / "t").files()) == 4
     assert [f for _, f in calls] == sorted(f for _, f in calls) and calls[0][1] < calls[-1][1]
+
+
+def test_layout_files_near_target_with_splittable_row_groups(tmp_path: Path) -> None:
+    """Issue 32's layout: a single stream several target sizes long is written as files at the target size (the
+    first one included: it used to roll after one row group, on the 1.0 size guess) plus at most the two lanes'
+    tails, and each target-sized file has several row groups (Spark splits a file only between row groups)."""
+    target = 6 * 1024 * 1024
+    n = 2_400_000
+    rng = np.random.default_rng(32)
+    # compressible data (encoded ~0.6x its Arrow size): the size estimate matters, as with real tables
+    table = pa.table({"x": pa.array(rng.random(n)), "k": pa.array(rng.integers(0, 1000, n))})
+    adds = _write(tmp_path, table, chunk=65_536, target_file_size=target)
+    # the order the files were opened in (part-<counter>-...)
+    adds.sort(key=lambda a: a["path"])
+    sizes = [a["size"] for a in adds]
+    total = sum(sizes)
+    assert total > 3 * target, sizes  # the case this test is about: several files
+    near = [s for s in sizes if target * (1 - file_writer.ROLL_SLACK) <= s <= target * 1.15]
+    assert sizes[0] in near, sizes  # the first file is not cut short any more
+    assert len(sizes) - len(near) <= file_writer.LANES, sizes  # only the lanes' tails are short
+    assert len(sizes) <= total // target + file_writer.LANES, sizes
+    for a in adds:
+        meta = pq.read_metadata(tmp_path / a["path"])
+        if a["size"] in near:
+            assert meta.num_row_groups >= file_writer.ROW_GROUPS_PER_FILE - 1, (a["size"], meta.num_row_groups)
+            biggest = max(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            assert biggest <= target // 2, (a["size"], biggest)
+    assert sum(json.loads(a["stats"])["numRecords"] for a in adds) == n
+    helpers.assert_same_rows(deltakernel.DeltaTable(str(tmp_path)).to_pyarrow_table(), table, "deltakernel")

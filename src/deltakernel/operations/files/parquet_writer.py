@@ -66,6 +66,13 @@ MEMORY_BUDGET = 256 * 1024 * 1024  # uncompressed bytes buffered across all part
 #: uncompressed (Arrow) bytes of one buffered row group: pyarrow encodes a row group from one Arrow table, so this
 #: bounds a row group's memory when `max_row_group_size` rows are wide (parquet-mr's default block is 128 MB too)
 MAX_ROW_GROUP_BYTES = 128 * 1024 * 1024
+#: row groups per target-sized file at least (their encoded size is capped at target / this): Spark splits a
+#: large file only between row groups, so a file of one or two huge row groups is read by one or two tasks
+#: (issue 32: lineitem written as files of 1-4 row groups read slower than the generator's 14)
+ROW_GROUPS_PER_FILE = 4
+MIN_ROW_GROUP_BYTES = 1024 * 1024  # encoded bytes: no tiny row groups when the target file size is small
+#: a file rolls once its encoded size is within this fraction of the target (measured, not estimated)
+ROLL_SLACK = 0.05
 _DICT_SAMPLE_ROWS = 32768  # rows looked at to decide dictionary encoding per column
 _DICT_SAMPLE_MIN_ROWS = 16384  # smaller row groups do not decide (their file keeps dictionary everywhere)
 _PARALLEL_STATS_ROWS = 65536  # below this a thread hand-off costs more than it hides
@@ -184,6 +191,8 @@ class _FileWriter:
         self.lanes = 1 if one_file_per_partition else LANES
         self.max_rows = max_rows_per_file if max_rows_per_file and max_rows_per_file > 0 else None
         self.rg_rows = max(1, props.max_row_group_size)
+        # encoded bytes per row group (see ROW_GROUPS_PER_FILE); None: no target (OPTIMIZE's bins)
+        self.rg_bytes = None if self.target is None else max(self.target // ROW_GROUPS_PER_FILE, MIN_ROW_GROUP_BYTES)
         self.data_change = data_change
         self.prefix = path_prefix.strip("/") + "/" if path_prefix.strip("/") else ""
         self.tight_bounds = tight_bounds
@@ -199,6 +208,7 @@ class _FileWriter:
         self.adds: list[AddAction] = []
         self.buffered_total = 0
         self.ratio = 1.0  # encoded bytes per buffered (Arrow) byte, learned from flushed row groups
+        self.ratio_learned = False  # the first measured ratio replaces the 1.0 guess (no averaging with it)
         self.counter = 0
         self.made_dirs: set[str] = set()
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deltakernel-stats")
@@ -308,7 +318,11 @@ class _FileWriter:
         after = int(f.sink.tell())
         written = after - before
         if buffered_bytes > 0 and written > 0:
-            self.ratio = 0.5 * self.ratio + 0.5 * (written / buffered_bytes)
+            measured = written / buffered_bytes
+            # averaging the first measurement with the 1.0 guess overestimated sizes 2-3x for several row groups
+            # and rolled files early (issue 32: a 21 MiB first file of one row group, then 91 and 84 MiB)
+            self.ratio = 0.5 * self.ratio + 0.5 * measured if self.ratio_learned else measured
+            self.ratio_learned = True
         f.encoded_size, f.pending_bytes = after, 0
 
     def _close(self, f: _OpenFile) -> None:
@@ -332,6 +346,15 @@ class _FileWriter:
             "dataChange": self.data_change,
             "stats": f.stats.to_json(),
         })
+
+    def _reached_target(self, f: _OpenFile) -> bool:
+        """Is `f` at its target size? The estimate decides when it is clearly below; otherwise the row group
+        just handed over is waited for and the encoded size decides, so a file never rolls on a guess (files
+        end within `ROLL_SLACK` of the target, the last of a partition excepted)."""
+        if self.target is None or f.estimated_size(self.ratio) < self.target:
+            return False
+        f.wait()
+        return f.encoded_size >= self.target * (1 - ROLL_SLACK)
 
     def _roll(self, f: _OpenFile) -> None:
         self._close(f)
@@ -367,12 +390,16 @@ class _FileWriter:
             self.buffered_total += nbytes
             full_file = self.max_rows is not None and f.rows + f.buffered_rows >= self.max_rows
             near_target = self.target is not None and f.estimated_size(self.ratio) >= self.target
-            if full_file or f.buffered_rows >= self.rg_rows or f.buffered_bytes >= MAX_ROW_GROUP_BYTES \
-                    or near_target:
+            full_group = f.buffered_rows >= self.rg_rows or f.buffered_bytes >= MAX_ROW_GROUP_BYTES \
+                or (self.rg_bytes is not None and f.buffered_bytes * self.ratio >= self.rg_bytes)
+            if full_file or full_group or near_target:
                 flushed = f.buffered_rows
                 self._flush(f)
-                if full_file or (self.target is not None and f.estimated_size(self.ratio) >= self.target):
+                if full_file or self._reached_target(f):
                     self._roll(f)
+                    # the next rows fill the other lane's file first (it is below target), not a new file: a
+                    # lane's tail after a roll no longer becomes a third, small file (issue 32: 93 + 101 + 4 MiB)
+                    self.lane[values] = (lane + 1) % self.lanes
                 elif flushed >= _LANE_MIN_ROWS:
                     self.lane[values] = (lane + 1) % self.lanes
         while self.buffered_total > MEMORY_BUDGET and self.open:
