@@ -58,6 +58,16 @@ class ScanLayout:
         """Physical top-level name -> logical name, for the file index's filter translation."""
         return {pf.name: lf.name for lf, pf in zip(self.data_fields, self.physical.fields)}
 
+    def scan_is_logical(self, extra_longs: list[str] | tuple[str, ...] = ()) -> bool:
+        """Do the scan's columns (`read_schema(extra_longs)` then `partition_schema()`) already carry the logical
+        schema's names, types and metadata in its order (no column mapping, partition columns last)? Then
+        `logical_columns` would be an identity Project (nullability: an alias keeps the scan's anyway)."""
+        scan = list(self.read_schema(extra_longs).fields) + list(self.partition_schema().fields)
+        logical = list(self.logical_spark.fields)
+        return len(scan) == len(logical) and all(
+            s.name == f.name and s.dataType == f.dataType and (s.metadata or {}) == (f.metadata or {})
+            for s, f in zip(scan, logical))
+
     def logical_columns(self) -> list[Any]:
         """The select list turning the scan's columns (physical data, partition columns by logical name) into the
         logical schema, column comments kept."""
