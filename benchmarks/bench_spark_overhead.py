@@ -154,6 +154,16 @@ def breakdown(spark: Any, path: str, sql: str, repeat: int) -> dict[str, dict[st
     spent: Counter[str] = Counter()
     sc = spark.sparkContext
     tracker = sc.statusTracker()
+    from py4j import clientserver
+
+    sent = Counter()
+    send_orig = clientserver.ClientServerConnection.send_command
+
+    def send(conn: Any, command: str) -> Any:
+        sent["n"] += 1
+        return send_orig(conn, command)
+
+    clientserver.ClientServerConnection.send_command = send
     originals = {}
     for name in ("listFiles", "inputFiles", "sizeInBytes", "partitionSchema", "rootPaths", "isTimeTravel",
                  "metadataOpsTimeNs", "toString", "hashCode", "equals", "refresh"):
@@ -175,6 +185,7 @@ def breakdown(spark: Any, path: str, sql: str, repeat: int) -> dict[str, dict[st
             for fmt in ("delta", "parquet") if i % 2 == 0 else ("parquet", "delta"):
                 calls.clear()
                 spent.clear()
+                sent.clear()
                 group = f"overhead-{fmt}-{i}-{time.monotonic_ns()}"
                 sc.setJobGroup(group, group)
                 t0 = time.perf_counter()
@@ -189,6 +200,7 @@ def breakdown(spark: Any, path: str, sql: str, repeat: int) -> dict[str, dict[st
                 t3 = time.perf_counter()
                 q.collect()  # plans again from the DataFrame (Spark re-plans collect's own QueryExecution)
                 t4 = time.perf_counter()
+                round_trips = sent["n"]
                 tasks = 0
                 for job in tracker.getJobIdsForGroup(group):
                     info = tracker.getJobInfo(job)
@@ -199,7 +211,7 @@ def breakdown(spark: Any, path: str, sql: str, repeat: int) -> dict[str, dict[st
                     continue  # warm-up
                 phases = {"read + view + sql (build)": t1 - t0, "analysis + optimization": t2 - t1,
                           "physical planning": t3 - t2, "collect (listing + run)": t4 - t3,
-                          "tasks": tasks}
+                          "tasks": tasks, "py4j round trips (Python -> JVM)": round_trips}
                 if fmt == "delta":
                     for name, n in calls.items():
                         phases[f"callbacks: {name}"] = n
@@ -207,6 +219,7 @@ def breakdown(spark: Any, path: str, sql: str, repeat: int) -> dict[str, dict[st
                 for k, v in phases.items():
                     out[fmt].setdefault(k, []).append(v)
     finally:
+        clientserver.ClientServerConnection.send_command = send_orig
         for name, orig in originals.items():
             setattr(file_index.DeltaFileIndex, name, orig)
     return {fmt: {k: statistics.median(v) for k, v in d.items()} for fmt, d in out.items()}
@@ -243,7 +256,7 @@ def main() -> None:
                 print("| phase | Delta | Parquet |\n|---|---:|---:|")
                 for k in res["delta"]:
                     d, p = res["delta"][k], res["parquet"].get(k)
-                    if k.startswith("callbacks") or k == "tasks":
+                    if k.startswith(("callbacks", "py4j")) or k == "tasks":
                         print(f"| {k} | {d:.0f} | {'-' if p is None else f'{p:.0f}'} |")
                     else:
                         print(f"| {k} ms | {d * 1000:.0f} | {(p or 0) * 1000:.0f} |")
@@ -254,6 +267,11 @@ def main() -> None:
         print("|---|---|---|---:|---:|---:|---:|")
         ratios: dict[str, list[float]] = {}
         for kind in kinds:
+            # pyspark's functions build Connect Columns only with this set (as in a process with a remote session)
+            if kind == "connect":
+                os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+            else:
+                os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
             for table, path in tables.items():
                 for qname, sql in QUERIES[table].items():
                     d, p, r, spread = compare(spark[kind], path, sql, args.repeat)

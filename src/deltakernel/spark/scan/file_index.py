@@ -96,7 +96,8 @@ class DeltaFileIndex:
     # ------------------------------------------------------------------ per-file columns, computed once
     def uris(self) -> pa.Array:
         if self._uris is None:
-            self._uris = file_uris(self.snapshot.storage, self.files.column("path"))
+            self._uris = self._per_snapshot("_dk_file_uris", lambda: file_uris(self.snapshot.storage,
+                                                                               self.files.column("path")))
         return self._uris
 
     def _partitions(self) -> list[pa.Array]:
@@ -105,10 +106,24 @@ class DeltaFileIndex:
             if not self._partitioned:
                 self._partition_arrays = []
             else:
-                typed = partition_columns_table(self.files.column("partition_values"), fields,
-                                                self.snapshot.column_mapping_mode, paths=self.files.column("path"))
-                self._partition_arrays = [_plain(typed[f.name]) for f in fields]
+                def typed_values() -> list[pa.Array]:
+                    typed = partition_columns_table(self.files.column("partition_values"), fields,
+                                                    self.snapshot.column_mapping_mode, paths=self.files.column("path"))
+                    return [_plain(typed[f.name]) for f in fields]
+
+                self._partition_arrays = self._per_snapshot("_dk_partition_arrays", typed_values)
         return self._partition_arrays
+
+    def _per_snapshot(self, attr: str, compute: Callable[[], Any]) -> Any:
+        """`compute()` once per snapshot when this index serves all the snapshot's files (the session keeps its
+        latest snapshot across queries, `read_snapshot.py`: each `load()` builds a new index over it); kept on the
+        snapshot, so it lives exactly as long."""
+        if self.files is not self.snapshot.files:
+            return compute()
+        found = self.snapshot.__dict__.get(attr)
+        if found is None:
+            found = self.snapshot.__dict__.setdefault(attr, compute())
+        return found
 
     @property
     def label(self) -> str:

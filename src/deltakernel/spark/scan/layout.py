@@ -30,6 +30,15 @@ class ScanLayout:
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> ScanLayout:
+        """The layout of `snapshot`, built once per snapshot (the session keeps the latest snapshot across
+        queries: `read_snapshot.latest_snapshot`; two schema conversions through pyspark's JSON each time)."""
+        found = snapshot.__dict__.get(_ATTR)  # kept on the snapshot: it lives exactly as long
+        if found is None:
+            found = snapshot.__dict__.setdefault(_ATTR, cls._build(snapshot))
+        return found  # type: ignore[no-any-return]
+
+    @classmethod
+    def _build(cls, snapshot: Snapshot) -> ScanLayout:
         mode = snapshot.column_mapping_mode
         parts = frozenset(c.lower() for c in snapshot.partition_columns)
         data_fields = tuple(f for f in snapshot.schema.fields if f.name.lower() not in parts)
@@ -86,6 +95,9 @@ class ScanLayout:
                 col = col.cast(lf.dataType)  # nested physical names -> logical (positional struct cast)
             out.append(col.alias(f.name, metadata=lf.metadata))
         return out
+
+
+_ATTR = "_dk_scan_layout"
 
 
 def row_tracking_columns(configuration: dict[str, str], base_row_id: str, row_index: str,
