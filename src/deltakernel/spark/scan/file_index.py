@@ -40,6 +40,7 @@ from ...kernel.schema.types import DataType
 from ...kernel.snapshot import Snapshot
 from . import catalyst, jvm_files
 from .callbacks import note_callback
+from .jvm_refs import as_scala_list, jclass, static
 from .paths import file_uri, file_uris
 
 _log = logging.getLogger("deltakernel.spark")
@@ -88,13 +89,15 @@ class DeltaFileIndex:
         self._uris: pa.Array | None = None
         self._partition_arrays: list[pa.Array] | None = None
         self.listings: list[Listing] = []
+        self._root_paths: tuple[Listing | None, Any] | None = None  # (listing shown, JVM Seq[Path])
         self.id = next(_ids)
         INDEXES[self.id] = self
 
     # ------------------------------------------------------------------ per-file columns, computed once
     def uris(self) -> pa.Array:
         if self._uris is None:
-            self._uris = file_uris(self.snapshot.storage, self.files.column("path"))
+            self._uris = self._per_snapshot("_dk_file_uris", lambda: file_uris(self.snapshot.storage,
+                                                                               self.files.column("path")))
         return self._uris
 
     def _partitions(self) -> list[pa.Array]:
@@ -103,10 +106,24 @@ class DeltaFileIndex:
             if not self._partitioned:
                 self._partition_arrays = []
             else:
-                typed = partition_columns_table(self.files.column("partition_values"), fields,
-                                                self.snapshot.column_mapping_mode, paths=self.files.column("path"))
-                self._partition_arrays = [_plain(typed[f.name]) for f in fields]
+                def typed_values() -> list[pa.Array]:
+                    typed = partition_columns_table(self.files.column("partition_values"), fields,
+                                                    self.snapshot.column_mapping_mode, paths=self.files.column("path"))
+                    return [_plain(typed[f.name]) for f in fields]
+
+                self._partition_arrays = self._per_snapshot("_dk_partition_arrays", typed_values)
         return self._partition_arrays
+
+    def _per_snapshot(self, attr: str, compute: Callable[[], Any]) -> Any:
+        """`compute()` once per snapshot when this index serves all the snapshot's files (the session keeps its
+        latest snapshot across queries, `read_snapshot.py`: each `load()` builds a new index over it); kept on the
+        snapshot, so it lives exactly as long."""
+        if self.files is not self.snapshot.files:
+            return compute()
+        found = self.snapshot.__dict__.get(attr)
+        if found is None:
+            found = self.snapshot.__dict__.setdefault(attr, compute())
+        return found
 
     @property
     def label(self) -> str:
@@ -157,7 +174,7 @@ class DeltaFileIndex:
     def _stats_skipping(self) -> bool:
         """delta-spark's switch for statistics-based skipping (partition pruning always applies)."""
         try:
-            value = self._spark.conf.get(STATS_SKIPPING_CONF, "true")
+            value = self._spark._jsparkSession.conf().get(STATS_SKIPPING_CONF, "true")
         except Exception:
             return True
         return str(value).strip().lower() != "false"
@@ -175,21 +192,29 @@ class DeltaFileIndex:
         return self._partition_schema
 
     def rootPaths(self) -> Any:
-        jvm = self._jvm
+        """The table root, its URI fragment naming the version and the latest listing's kept files. Spark asks for
+        it whenever it describes the scan (the SQL UI event of every (re)planned stage: ~9 calls per query), so
+        the JVM list is built once per listing shown."""
         last = self.listings[-1] if self.listings else None
+        cached = self._root_paths
+        if cached is not None and cached[0] is last:
+            return cached[1]
+        jvm = self._jvm
         kept = f"kept {last.files_kept} of {last.files_total} files" if last else f"{self.files.num_rows} files"
-        root = jvm.java.net.URI(file_uri(self.snapshot.storage, ""))
-        uri = jvm.java.net.URI(root.getScheme(), root.getSchemeSpecificPart(),
-                               f"delta v{self.snapshot.version}, {kept}")
-        paths = jvm.java.util.ArrayList()
-        paths.add(jvm.org.apache.hadoop.fs.Path(uri))
-        return jvm.scala.jdk.javaapi.CollectionConverters.asScala(paths).toList()
+        uri_class = jclass(jvm, "java.net.URI")
+        root = uri_class(file_uri(self.snapshot.storage, ""))
+        uri = uri_class(root.getScheme(), root.getSchemeSpecificPart(), f"delta v{self.snapshot.version}, {kept}")
+        paths = jclass(jvm, "java.util.ArrayList")()
+        paths.add(jclass(jvm, "org.apache.hadoop.fs.Path")(uri))
+        out = as_scala_list(jvm, paths)
+        self._root_paths = (last, out)
+        return out
 
     def isTimeTravel(self) -> bool:
         return self._time_travel
 
     def metadataOpsTimeNs(self) -> Any:
-        return self._jvm.scala.Option.empty()
+        return static(self._jvm, "scala.Option", "empty")()
 
     def toString(self) -> str:
         return f"{NAME}#{self.id}({self.label})"
@@ -212,7 +237,8 @@ class DeltaFileIndex:
         """Keep the directories whose partition values satisfy every expression, evaluated by Spark."""
         jvm = self._jvm
         expressions = jvm.org.apache.spark.sql.catalyst.expressions
-        attrs = _seq(jvm.org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes(self._partition_schema))
+        attrs = _seq(static(jvm, "org.apache.spark.sql.catalyst.types.DataTypeUtils", "toAttributes")(
+            self._partition_schema))
         names = [str(a.name()).lower() for a in attrs]
         predicates = []
         for e in exprs:
@@ -221,21 +247,21 @@ class DeltaFileIndex:
                 name = str(ref.name()).lower()
                 if name in names:
                     bound_attrs[names.index(name)] = ref
-            java_list = jvm.java.util.ArrayList()
+            java_list = jclass(jvm, "java.util.ArrayList")()
             for a in bound_attrs:
                 java_list.add(a)
-            seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(java_list).toList()
+            seq = as_scala_list(jvm, java_list)
             attr_seq = getattr(expressions, "package$AttributeSeq")(seq)
             bound = expressions.BindReferences.bindReference(e, attr_seq, False)
             predicates.append(expressions.Predicate.createInterpreted(bound))
-        kept = jvm.java.util.ArrayList()
+        kept = jclass(jvm, "java.util.ArrayList")()
         files = 0
         for directory in _seq(listing):
             values = directory.values()
             if all(p.eval(values) for p in predicates):
                 kept.add(directory)
                 files += int(directory.files().size())
-        return jvm.scala.jdk.javaapi.CollectionConverters.asScala(kept).toList(), files
+        return as_scala_list(jvm, kept), files
 
 
 def _seq(scala_seq: Any) -> list[Any]:

@@ -181,12 +181,13 @@ class _Errors:
 def decode(spark: Any, document: bytes) -> Any:
     """Decode an XMLDecoder document in the driver's JVM; a decoding error is a DeltaError."""
     from .callbacks import ensure_callbacks
+    from .jvm_refs import jclass, static
 
     jvm = ensure_callbacks(spark)
     listener = _Errors()
-    loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
-    stream = jvm.java.io.ByteArrayInputStream(document)
-    decoder = jvm.java.beans.XMLDecoder(stream, None, listener, loader)
+    loader = static(jvm, "org.apache.spark.util.Utils", "getContextOrSparkClassLoader")()
+    stream = jclass(jvm, "java.io.ByteArrayInputStream")(document)
+    decoder = jclass(jvm, "java.beans.XMLDecoder")(stream, None, listener, loader)
     try:
         out = decoder.readObject()
     finally:
@@ -198,8 +199,9 @@ def decode(spark: Any, document: bytes) -> Any:
 
 def partition_directories(spark: Any, document: bytes) -> Any:
     """`Seq[PartitionDirectory]` from a `listing_xml` document."""
-    listing = decode(spark, document)
-    return spark._jvm.scala.jdk.javaapi.CollectionConverters.asScala(listing).toList()
+    from .jvm_refs import as_scala_list
+
+    return as_scala_list(spark._jvm, decode(spark, document))
 
 
 __all__ = ["decode", "listing_xml", "partition_directories", "strings_xml", "value_xml"]

@@ -30,6 +30,15 @@ class ScanLayout:
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> ScanLayout:
+        """The layout of `snapshot`, built once per snapshot (the session keeps the latest snapshot across
+        queries: `read_snapshot.latest_snapshot`; two schema conversions through pyspark's JSON each time)."""
+        found = snapshot.__dict__.get(_ATTR)  # kept on the snapshot: it lives exactly as long
+        if found is None:
+            found = snapshot.__dict__.setdefault(_ATTR, cls._build(snapshot))
+        return found  # type: ignore[no-any-return]
+
+    @classmethod
+    def _build(cls, snapshot: Snapshot) -> ScanLayout:
         mode = snapshot.column_mapping_mode
         parts = frozenset(c.lower() for c in snapshot.partition_columns)
         data_fields = tuple(f for f in snapshot.schema.fields if f.name.lower() not in parts)
@@ -58,6 +67,16 @@ class ScanLayout:
         """Physical top-level name -> logical name, for the file index's filter translation."""
         return {pf.name: lf.name for lf, pf in zip(self.data_fields, self.physical.fields)}
 
+    def scan_is_logical(self, extra_longs: list[str] | tuple[str, ...] = ()) -> bool:
+        """Do the scan's columns (`read_schema(extra_longs)` then `partition_schema()`) already carry the logical
+        schema's names, types and metadata in its order (no column mapping, partition columns last)? Then
+        `logical_columns` would be an identity Project (nullability: an alias keeps the scan's anyway)."""
+        scan = list(self.read_schema(extra_longs).fields) + list(self.partition_schema().fields)
+        logical = list(self.logical_spark.fields)
+        return len(scan) == len(logical) and all(
+            s.name == f.name and s.dataType == f.dataType and (s.metadata or {}) == (f.metadata or {})
+            for s, f in zip(scan, logical))
+
     def logical_columns(self) -> list[Any]:
         """The select list turning the scan's columns (physical data, partition columns by logical name) into the
         logical schema, column comments kept."""
@@ -76,6 +95,9 @@ class ScanLayout:
                 col = col.cast(lf.dataType)  # nested physical names -> logical (positional struct cast)
             out.append(col.alias(f.name, metadata=lf.metadata))
         return out
+
+
+_ATTR = "_dk_scan_layout"
 
 
 def row_tracking_columns(configuration: dict[str, str], base_row_id: str, row_index: str,

@@ -20,7 +20,7 @@ from ...kernel.snapshot import Snapshot
 from ..common.schema import Options, spark_compatible, storage_options, table_uri
 from .filesystems import hadoop_can_read
 from .frames import DeltaFrame
-from .read_snapshot import load_snapshot
+from .read_snapshot import latest_snapshot
 
 ROW_TRACKING_OPTION = "readRowTracking"
 
@@ -41,7 +41,7 @@ def read(spark: Any, path: str | None = None, *, table: tuple[str, str] | None =
         raise DeltaError("a Delta table path is needed: load(path) or option('path', ...)")
     if opts.flag("readChangeFeed") or opts.flag("readChangeData"):
         return read_change_feed(spark, path, opts)
-    snapshot = load_snapshot(path, opts)
+    snapshot = latest_snapshot(spark, path, opts)
     row_tracking = opts.flag(ROW_TRACKING_OPTION)
     if row_tracking:
         rt.check_readable(snapshot.protocol, snapshot.metadata.configuration,

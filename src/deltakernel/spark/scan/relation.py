@@ -25,6 +25,7 @@ from ...kernel import row_tracking as rt
 from ...kernel.snapshot import Snapshot
 from .deleted_rows import drop_deleted_rows
 from .file_index import DeltaFileIndex, resolver_for
+from .jvm_refs import jclass, scala_object, static
 from .layout import ScanLayout, quote, row_tracking_columns
 
 PATH_COL = "__dk_path"
@@ -46,23 +47,26 @@ def relation_frame(spark: Any, snapshot: Snapshot, read_schema: Any, partition_s
 
     jvm = ensure_callbacks(spark)
     jspark = spark._jsparkSession
-    types = jvm.org.apache.spark.sql.types.DataType
-    data_j = types.fromJson(read_schema.json())
-    part_j = types.fromJson(partition_schema.json())
+    data_j = _schema_j(jvm, read_schema)
+    part_j = _schema_j(jvm, partition_schema)
     index = DeltaFileIndex(spark, snapshot, snapshot.files if files is None else files,
                            resolver_for(snapshot, data_names), part_j, partitioned=bool(partition_schema.fields),
                            time_travel=time_travel)
-    options = jvm.PythonUtils.toScalaMap(jvm.java.util.HashMap())
-    fmt = jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat()
-    relation = jvm.org.apache.spark.sql.execution.datasources.HadoopFsRelation(
-        index, part_j, data_j, jvm.scala.Option.empty(), fmt, options, jspark)
+    options = static(jvm, "org.apache.spark.api.python.PythonUtils", "toScalaMap")(jclass(jvm, "java.util.HashMap")())
+    fmt = jclass(jvm, "org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat")()
+    relation = jclass(jvm, "org.apache.spark.sql.execution.datasources.HadoopFsRelation")(
+        index, part_j, data_j, static(jvm, "scala.Option", "empty")(), fmt, options, jspark)
     if table is None:
         return DataFrame(jspark.baseRelationToDataFrame(relation), spark), index
     ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(table[1], jvm.scala.Some(table[0]))
     meta = jspark.sessionState().catalog().getTableMetadata(ident)
-    plan = getattr(jvm.org.apache.spark.sql.execution.datasources, "LogicalRelation$").__getattr__(
-        "MODULE$").apply(relation, meta)
-    return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(jspark, plan), spark), index
+    plan = scala_object(jvm, "org.apache.spark.sql.execution.datasources.LogicalRelation").apply(relation, meta)
+    return DataFrame(static(jvm, "org.apache.spark.sql.classic.Dataset", "ofRows")(jspark, plan), spark), index
+
+
+def _schema_j(jvm: Any, schema: Any) -> Any:
+    """A pyspark StructType as a JVM one (one round trip)."""
+    return static(jvm, "org.apache.spark.sql.types.DataType", "fromJson")(schema.json())
 
 
 def delta_frame(spark: Any, snapshot: Snapshot, *, row_tracking: bool = False, time_travel: bool = False,
@@ -75,6 +79,8 @@ def delta_frame(spark: Any, snapshot: Snapshot, *, row_tracking: bool = False, t
     df, index = relation_frame(spark, snapshot, layout.read_schema(materialized), layout.partition_schema(),
                                layout.data_names(), time_travel=time_travel, table=table)
     df = _apply_deletion_vectors(spark, df, index)
+    if not row_tracking and layout.scan_is_logical(materialized):
+        return df  # the scan's columns are the logical schema already: no Project (py4j calls per column)
     select = layout.logical_columns()
     if row_tracking:
         meta = _row_tracking_table(index)

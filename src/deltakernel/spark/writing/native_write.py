@@ -191,22 +191,16 @@ def native_or_fallback(spark: Any, df: Any, storage: Storage, metadata: Metadata
 # ----------------------------------------------------------------------------- the job
 @contextlib.contextmanager
 def session_confs(spark: Any, confs: dict[str, str]) -> Iterator[None]:
-    """Set session confs for one job and restore the previous values (unset ones are unset again)."""
-    old: dict[str, str | None] = {}
-    for k, v in confs.items():
-        try:
-            old[k] = spark.conf.get(k, None)
-        except Exception:
-            old[k] = None
-        spark.conf.set(k, v)
+    """Set session confs for one job and restore the previous values (unset ones are unset again); in bulk
+    (`common/confs.py`: on Connect one call to read, at most two to set and two to restore)."""
+    from ..common.confs import get_confs, set_confs
+
+    old = get_confs(spark, confs)
+    set_confs(spark, confs)
     try:
         yield
     finally:
-        for k, prev in old.items():
-            if prev is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, prev)
+        set_confs(spark, old)
 
 
 def write_native(frame: Any, path: str, uri: str, storage_options: dict[str, str] | None, metadata: Metadata,

@@ -32,6 +32,7 @@ from ...kernel.log.actions import Metadata, Protocol
 from ...kernel.schema.types import ArrayType, MapType, StructField, StructType
 from ...operations.commit_options import CommitProperties, Transaction
 from ...storage import storage_for_uri
+from ..common.confs import get_confs
 from ..common.schema import Options, from_spark_schema, storage_options, table_uri
 from ..common.task_errors import marked, task_errors
 from .identity import high_water_marks, task_metadata, with_identity_values
@@ -117,6 +118,13 @@ def plan_write(kwargs: dict[str, Any], schema: pa.Schema) -> tuple[Any, Any]:
     return planned_table_state(k.pop("table_or_uri"), schema, WriteRequest.of(**k))
 
 
+_AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
+_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+_RECORDS_PER_FILE = "spark.sql.files.maxRecordsPerFile"
+_WRITE_CONFS = (_AUTO_MERGE, _OVERWRITE_MODE, _USER_METADATA, _RECORDS_PER_FILE)
+
+
 def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | None,
                     opts: Options) -> dict[str, Any]:
     """WriteRequest arguments for delta-spark's writer options (see docs/decisions.md, "PySpark engine")."""
@@ -133,12 +141,13 @@ def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | 
             raise DeltaError("replaceWhere needs mode('overwrite')")
         kwargs["predicate"] = opts["replaceWhere"]
     overwrite_schema = opts.flag("overwriteSchema")
-    merge = opts.flag("mergeSchema") or _conf_true(spark, "spark.databricks.delta.schema.autoMerge.enabled")
+    confs = get_confs(spark, _WRITE_CONFS)  # one round trip on Connect (`common/confs.py`)
+    merge = opts.flag("mergeSchema") or (confs[_AUTO_MERGE] or "false").strip().lower() == "true"
     if overwrite_schema and m == "overwrite" and not opts.get("replaceWhere"):
         kwargs["schema_mode"] = "overwrite"
     elif merge:
         kwargs["schema_mode"] = "merge"
-    pom = opts.get("partitionOverwriteMode") or _conf(spark, "spark.sql.sources.partitionOverwriteMode")
+    pom = opts.get("partitionOverwriteMode") or confs[_OVERWRITE_MODE]
     if pom and pom.lower() == "dynamic" and m == "overwrite":
         if opts.get("replaceWhere"):
             raise DeltaError("replaceWhere cannot be combined with partitionOverwriteMode=dynamic")
@@ -146,7 +155,7 @@ def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | 
     app_id, app_version = opts.get("txnAppId"), opts.get("txnVersion")
     if (app_id is None) != (app_version is None):
         raise DeltaError("txnAppId and txnVersion must be set together")
-    meta = opts.get("userMetadata") or _conf(spark, "spark.databricks.delta.commitInfo.userMetadata")
+    meta = opts.get("userMetadata") or confs[_USER_METADATA]
     kwargs["commit_properties"] = CommitProperties(
         custom_metadata={"userMetadata": meta} if meta else None,
         app_transactions=[Transaction(app_id, int(app_version))] if app_id is not None else [],
@@ -154,7 +163,7 @@ def write_arguments(spark: Any, path: str, mode: str, partition_by: list[str] | 
     conf = {k_orig: v for k_orig, v in opts.items() if k_orig.startswith("delta.")}
     if conf:
         kwargs["configuration"] = _property_names(conf)
-    per_file = opts.int("maxRecordsPerFile") or int(_conf(spark, "spark.sql.files.maxRecordsPerFile") or 0)
+    per_file = opts.int("maxRecordsPerFile") or int(confs[_RECORDS_PER_FILE] or 0)
     kwargs["max_rows_per_file"] = per_file if per_file and per_file > 0 else None
     kwargs["table_or_uri"] = table_uri(path)
     return kwargs
