@@ -9,7 +9,9 @@ protocol per concern, each with a classic implementation (`classic.py`) and a Co
   how many tasks a job should have;
 - `TypeParsing` - a column list in Spark DDL parsed by Spark itself (`a INT, b STRUCT<...>`), bound to the session;
 - `SourceAccess` - whether Spark's JVM has a Hadoop filesystem for a table's scheme, and a frame read through the
-  registered Python data source below enable()'s routing.
+  registered Python data source below enable()'s routing;
+- `ConfAccess` - session confs read and written in bulk (one round trip for many keys on Connect, local py4j calls
+  on classic).
 The kind is chosen once per session (`kind_of`, remembered on the session object) from the session's class, so
 feature code asks `kind_of(spark).catalog.lookup(...)` and never branches on the kind itself.
 """
@@ -75,6 +77,18 @@ class SourceAccess(Protocol):
         """A DataFrame read through the registered Python data source `source` (bypassing enable()'s routing)."""
 
 
+class ConfAccess(Protocol):
+    """Session confs, many keys at a time: a Connect session answers each `spark.conf` call with its own gRPC
+    call (an append read four confs and set, then restored, five: 0.1-0.7 s of it), so what a kind can batch it
+    batches."""
+
+    def get(self, keys: list[str]) -> dict[str, str | None]:
+        """The values explicitly set for `keys` (None: unset), as `spark.conf.get(key, None)` reads them."""
+
+    def set(self, values: dict[str, str | None]) -> None:
+        """Set each key to its value; None unsets it."""
+
+
 class SessionKind(Protocol):
     """One session's side of the seam."""
 
@@ -83,6 +97,7 @@ class SessionKind(Protocol):
     tasks: TaskShipping
     sources: SourceAccess
     types: TypeParsing
+    confs: ConfAccess
 
 
 def is_connect_session(spark: Any) -> bool:
@@ -110,5 +125,5 @@ def kind_of(spark: Any) -> SessionKind:
     return kind
 
 
-__all__ = ["CatalogAccess", "SessionKind", "SourceAccess", "TaskShipping", "TypeParsing", "is_connect_session",
-           "kind_of"]
+__all__ = ["CatalogAccess", "ConfAccess", "SessionKind", "SourceAccess", "TaskShipping", "TypeParsing",
+           "is_connect_session", "kind_of"]

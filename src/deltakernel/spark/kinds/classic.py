@@ -126,6 +126,28 @@ class ClassicTypes(SessionBound):
         return StructType.fromJson(json.loads(str(parsed.json())))
 
 
+class ClassicConfs(SessionBound):
+    """`ConfAccess` through `spark.conf`: local py4j calls, one per key."""
+
+    def get(self, keys: list[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for k in keys:
+            try:
+                v = self._spark.conf.get(k, None)
+            except Exception:
+                v = None
+            out[k] = None if v is None else str(v)
+        return out
+
+    def set(self, values: dict[str, str | None]) -> None:
+        conf = self._spark.conf
+        for k, v in values.items():
+            if v is None:
+                conf.unset(k)
+            else:
+                conf.set(k, v)
+
+
 class ClassicKind:
     """A classic SparkSession's side of the seam."""
 
@@ -136,6 +158,7 @@ class ClassicKind:
         self.tasks = ClassicTasks(spark)
         self.sources = ClassicSources(spark)
         self.types = ClassicTypes(spark)
+        self.confs = ClassicConfs(spark)
 
 
-__all__ = ["ClassicCatalog", "ClassicKind", "ClassicSources", "ClassicTasks", "ClassicTypes"]
+__all__ = ["ClassicCatalog", "ClassicConfs", "ClassicKind", "ClassicSources", "ClassicTasks", "ClassicTypes"]

@@ -136,6 +136,28 @@ class ConnectTypes(SessionBound):
         return parsed if isinstance(parsed, StructType) else StructType.fromJson(json.loads(parsed.json()))
 
 
+class ConnectConfs(SessionBound):
+    """`ConfAccess` through the client's config request, which takes many keys per call (as pyspark's own
+    `RuntimeConf` does for `_set_all`): a read of N keys is one call, a write at most two (set, unset)."""
+
+    def get(self, keys: list[str]) -> dict[str, str | None]:
+        from .connect_internals import config_get
+
+        if not keys:
+            return {}
+        try:
+            return config_get(self._spark, keys)
+        except Exception:  # a client without the bulk request: one call per key
+            from .classic import ClassicConfs
+
+            return ClassicConfs(self._spark).get(keys)
+
+    def set(self, values: dict[str, str | None]) -> None:
+        from .connect_internals import config_set
+
+        config_set(self._spark, values)
+
+
 class ConnectKind:
     """A Spark Connect session's side of the seam."""
 
@@ -146,6 +168,7 @@ class ConnectKind:
         self.tasks = ConnectTasks(spark)
         self.sources = ConnectSources(spark)
         self.types = ConnectTypes(spark)
+        self.confs = ConnectConfs(spark)
 
 
-__all__ = ["ConnectCatalog", "ConnectKind", "ConnectSources", "ConnectTasks", "ConnectTypes"]
+__all__ = ["ConnectCatalog", "ConnectConfs", "ConnectKind", "ConnectSources", "ConnectTasks", "ConnectTypes"]

@@ -26,6 +26,8 @@ installed release (4.3). What is used, per function:
   `catalog_session`: Connect `Catalog._sparkSession` (its `_execute_and_fetch(plan)` runs every catalog call,
   patched likewise; `Catalog.currentDatabase` reads `[0][0]` of the Arrow table it returns, `setCurrentDatabase`
   ignores it); `set_database_name`: `plan.SetCurrentDatabase._db_name`.
+- `config_get` / `config_set`: `spark.conf._client.config(op)` with a proto `ConfigRequest.Operation`
+  (`get_with_default` / `set` / `unset` of many `KeyValue` pairs: what Connect's `RuntimeConf._set_all` sends).
 `session.owner_session` reads the readers' and writers' session attributes (`_spark`, `_session`, `_client`).
 """
 
@@ -140,5 +142,37 @@ def set_database_name(plan: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-__all__ = ["TESTED_PYSPARK", "catalog_session", "command_effect", "format_sql", "inline_rows", "parse_ddl",
+def _config_client(spark: Any) -> Any:
+    client = getattr(spark.conf, "_client", None)
+    if client is None or not hasattr(client, "config"):
+        raise AttributeError("this Connect client has no config request")
+    return client
+
+
+def config_get(spark: Any, keys: list[str]) -> dict[str, str | None]:
+    """Many session confs in one config request (None: unset)."""
+    from pyspark.sql.connect.proto import base_pb2 as pb
+
+    op = pb.ConfigRequest.Operation(get_with_default=pb.ConfigRequest.GetWithDefault(
+        pairs=[pb.KeyValue(key=k) for k in keys]))
+    pairs = _config_client(spark).config(op).pairs
+    return {k: (None if v is None else str(v)) for k, v in pairs}
+
+
+def config_set(spark: Any, values: dict[str, str | None]) -> None:
+    """Set many session confs (None: unset) in at most two config requests."""
+    from pyspark.sql.connect.proto import base_pb2 as pb
+
+    to_set = {k: v for k, v in values.items() if v is not None}
+    to_unset = [k for k, v in values.items() if v is None]
+    client = _config_client(spark)
+    if to_set:
+        client.config(pb.ConfigRequest.Operation(set=pb.ConfigRequest.Set(
+            pairs=[pb.KeyValue(key=k, value=v) for k, v in to_set.items()])))
+    if to_unset:
+        client.config(pb.ConfigRequest.Operation(unset=pb.ConfigRequest.Unset(keys=to_unset)))
+
+
+__all__ = ["TESTED_PYSPARK", "catalog_session", "command_effect", "config_get", "config_set", "format_sql",
+           "inline_rows", "parse_ddl",
            "plan_and_session", "plan_frame", "run_sql", "set_database_name", "stream_writer_frame", "writer_frame"]

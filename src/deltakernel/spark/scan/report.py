@@ -14,6 +14,8 @@ planned (`connect_scan_report`; `public_plan.py` notes each table it plans); `fi
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,25 +94,52 @@ def classic_scan_report(df: Any, list_files: bool) -> list[ScanReport]:
     return reports
 
 
-_PLANNED: dict[str, tuple[str, int, int]] = {}  # file URI prefix of a table root -> (root URI, version, files)
-_SCAN_RE = re.compile(r"FileScan parquet .*?Location: InMemoryFileIndex\((\d+) paths?\)\[([^,\]]*)")
+#: file URI prefix of a table root -> (root URI, version, files), most recently planned last; bounded (a session
+#: that runs for days plans many tables)
+_PLANNED: OrderedDict[str, tuple[str, int, int]] = OrderedDict()
+_PLANNED_MAX = 256
+_planned_lock = threading.Lock()
+_SCAN_RE = re.compile(r"FileScan parquet .*?Location: InMemoryFileIndex\((\d+) paths?\)\[([^,\]\n]*)")
+#: Spark abbreviates a scan's metadata strings (its Location: the first file's path) to this conf's length
+#: (default 100) - a table root longer than that would not be recognized in the plan text
+_METADATA_LENGTH = "spark.sql.maxMetadataStringLength"
 
 
 def note_scan(storage: Any, snapshot: Snapshot) -> None:
     """Remember which table a scan's files belong to (for `connect_scan_report`)."""
-    _PLANNED[file_uri(storage, "x")[:-1]] = (storage.root_uri, snapshot.version, snapshot.num_files)
+    with _planned_lock:
+        key = file_uri(storage, "x")[:-1]
+        _PLANNED[key] = (storage.root_uri, snapshot.version, snapshot.num_files)
+        _PLANNED.move_to_end(key)
+        while len(_PLANNED) > _PLANNED_MAX:
+            _PLANNED.popitem(last=False)
+
+
+def _physical_plan_text(df: Any) -> str:
+    """The query's physical plan as text, with file paths unabbreviated."""
+    from ..common.confs import get_confs, set_confs
+
+    spark = df.sparkSession
+    before = get_confs(spark, [_METADATA_LENGTH])[_METADATA_LENGTH]
+    set_confs(spark, {_METADATA_LENGTH: "8192"})
+    try:
+        return str(df._explain_string(extended=False))
+    finally:
+        set_confs(spark, {_METADATA_LENGTH: before})
 
 
 def connect_scan_report(df: Any) -> list[ScanReport]:
     """`scan_report` over Spark Connect: one entry per Parquet scan of a Delta table planned here, from the
     physical plan's text (files kept = the scan's path count; tables whose files were all skipped have no scan)."""
-    text = df._explain_string(extended=False)
+    text = _physical_plan_text(df)
+    with _planned_lock:
+        planned = dict(_PLANNED)
     out = []
     for count, first in _SCAN_RE.findall(text):
-        roots = [r for r in _PLANNED if first.startswith(r)]
+        roots = [r for r in planned if first.startswith(r)]
         if not roots:
             continue
-        root, version, total = _PLANNED[max(roots, key=len)]
+        root, version, total = planned[max(roots, key=len)]
         out.append(ScanReport(root, version, total, int(count), None))
     return out
 
