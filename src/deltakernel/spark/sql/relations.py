@@ -220,8 +220,7 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found, passthrough
         names.append(name)
         if name not in frames:
             frames.add(name)
-            if not (kind.bounded and _touch(spark, name)):  # a kept view of that name already shows this frame
-                kind.register(name, frame)
+            kind.register(name, frame)
     if kind.bounded:
         _keep_views(spark, names, found.persists)
     out = text
@@ -281,31 +280,15 @@ def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Calla
             found.persists = True
         rewritten = (rewrite(spark, text, kind, found, passthrough) if found is not None else None) or text
         name = view_name(("view", view.db, view.table, rewritten), "__delta_view_")
-        if not (kind.bounded and _touch(spark, name)):  # the same rewritten text names the same table versions
-            frame = passthrough(rewritten)
-            if not use.conditions and view.columns and len(frame.columns) == len(view.columns):
-                frame = frame.toDF(*view.columns)  # a view's column list (`CREATE VIEW v (a, b) AS ...`)
-            kind.register(name, frame)
+        frame = passthrough(rewritten)
+        if not use.conditions and view.columns and len(frame.columns) == len(view.columns):
+            frame = frame.toDF(*view.columns)  # a view's column list (`CREATE VIEW v (a, b) AS ...`)
+        kind.register(name, frame)
     finally:
         if switch:
             catalog.setCurrentDatabase(current)
         _depth.reset(token)
     return name
-
-
-def _touch(spark: Any, name: str) -> bool:
-    """Is `name` a view this session keeps (then marked most recently used, so it is not the next evicted)?
-
-    A kept view's name is a hash of what it shows (table, version, options, pushed conjuncts; or a view's rewritten
-    text, which names those views): finding it kept spares re-creating it, a round trip per view on Connect."""
-    store = spark.__dict__.get("_dk_connect_views")
-    if store is None:
-        return False
-    with _views_lock:
-        if name not in store:
-            return False
-        store.move_to_end(name)
-        return True
 
 
 def _keep_views(spark: Any, names: list[str], pinned: bool) -> None:
