@@ -89,6 +89,8 @@ class UCTableCatalog:
         self.last = last
         #: hook called after each tail load (the storage refreshes vended credentials through it)
         self.on_load: Any = None
+        #: the handle's vended credentials (credentials.VendedCredentials), None when the catalog vends none
+        self.credentials: Any = None
 
     @property
     def full_name(self) -> str:
@@ -100,7 +102,7 @@ class UCTableCatalog:
     def __getstate__(self) -> dict[str, Any]:
         """Pickled (a storage shipped to Spark / DataFusion workers) by the client's configuration: an ssl context
         and the credential hook stay in this process."""
-        return {**self.__dict__, "client": self.client.config, "on_load": None}
+        return {**self.__dict__, "client": self.client.config, "on_load": None, "credentials": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

@@ -50,6 +50,7 @@ def _attach(storage: Storage, adapter: UCTableCatalog, creds: VendedCredentials 
     """`storage.catalog = adapter`; with vended credentials, each tail load (every snapshot load) re-vends them
     when due and hands the fresh ones to the object store."""
     storage.catalog = adapter  # type: ignore[attr-defined]
+    adapter.credentials = creds
     if creds is not None and isinstance(storage, ObjectStoreStorage):
         def refresh() -> None:
             fresh = creds.storage_options()
