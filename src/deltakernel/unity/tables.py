@@ -61,11 +61,25 @@ def _attach(storage: Storage, adapter: UCTableCatalog, creds: VendedCredentials 
     return storage
 
 
+#: options of catalogs configured in this process by name (an engine's session configuration, e.g. Spark's
+#: `spark.sql.catalog.<name>.uri` / `.token`), under the options a caller passes
+_CATALOG_OPTIONS: dict[str, dict[str, str]] = {}
+
+
+def configure_catalog(name: str, options: Mapping[str, str]) -> None:
+    """Remember the options (`unity_catalog_url`, `unity_catalog_token`, storage keys) for `uc://<name>.*`."""
+    _CATALOG_OPTIONS[name.lower()] = dict(options)
+
+
+def configured_options(name: str) -> dict[str, str] | None:
+    return _CATALOG_OPTIONS.get(name.lower())
+
+
 def open_table(uri: str, storage_options: Mapping[str, str] | None = None, create: bool = False,
                client: UnityCatalogClient | None = None) -> Storage:
     """The storage of the Unity Catalog table `uri` (`uc://catalog.schema.table`), its catalog attached."""
     catalog, schema, name = parse_table_name(uri)
-    options = dict(storage_options or {})
+    options = {**_CATALOG_OPTIONS.get(catalog.lower(), {}), **(storage_options or {})}
     client = client or UnityCatalogClient.from_options(options)
     base = _base_options(options)
     permitted_raw = _option(options, PERMITTED_KEY)
@@ -106,4 +120,4 @@ def _opener(uri: str, storage_options: dict[str, str] | None, create: bool) -> S
 
 register_table_scheme(SCHEME, _opener)
 
-__all__ = ["SCHEME", "open_table"]
+__all__ = ["SCHEME", "configure_catalog", "configured_options", "open_table"]

@@ -118,6 +118,11 @@ def resolve(spark: Any, parts: list[str] | tuple[str, ...], label: str | None = 
     path = path_of(parts)
     if path is not None:
         return DeltaRef(path, label)
+    from .unity import unity_location  # a configured Unity Catalog's table (catalog/unity.py)
+
+    uc = unity_location(spark, parts)
+    if uc is not None:
+        return DeltaRef(uc, label)
     return delta_ref(lookup(spark, parts), label)
 
 
