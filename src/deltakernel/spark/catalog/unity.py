@@ -35,13 +35,15 @@ def unity_location(spark: Any, parts: list[str] | tuple[str, ...]) -> str | None
     uri = _conf(spark, f"{base}.uri")
     if uri is None or (_conf(spark, base) or CATALOG_CLASSES[0]) not in CATALOG_CLASSES:
         return None
-    from ...unity.tables import configure_catalog
+    from ...unity.tables import configure_catalog, configured_options
 
     options = {"unity_catalog_url": uri}
     token = _conf(spark, f"{base}.token")
-    if token:
+    if token and "redacted" not in token.lower():
+        # Spark Connect redacts conf values whose key says "token" (spark.redaction.regex): then the token
+        # comes from the environment (UNITY_CATALOG_TOKEN / DATABRICKS_TOKEN) or `configure_catalog`
         options["unity_catalog_token"] = token
-    configure_catalog(name, options)
+    configure_catalog(name, {**(configured_options(name) or {}), **options})
     quoted = ".".join(f"`{p}`" if "." in p else p for p in parts)
     return f"uc://{quoted}"
 

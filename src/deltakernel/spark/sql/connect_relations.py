@@ -42,6 +42,7 @@ from typing import Any
 from ...errors import UnsupportedFeatureError
 from ..catalog.entry import CatalogEntry
 from ..catalog.tables import DeltaRef, delta_ref, lookup, path_of
+from ..catalog.unity import unity_location
 from . import text_plans as T
 from .commands import evaluate_timestamp
 from .grammar import DeltaSqlError
@@ -180,8 +181,11 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
             uses.append(_Use(span.start, span.stop, None, {}, None if span.alias else parts[0], node=table,
                              frame_view=recorded, name=parts[0]))
             continue
+        uc = unity_location(spark, parts) if len(parts) == 3 else None  # a configured Unity Catalog's table
         if path_of(parts) is not None:
             ref: DeltaRef | None = DeltaRef(str(path_of(parts)), label)
+        elif uc is not None:
+            ref = DeltaRef(uc, label)
         else:
             entry = lookup(spark, [database, *parts] if database is not None and len(parts) == 1 else parts)
             ref = delta_ref(entry, label)
