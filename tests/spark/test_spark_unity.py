@@ -88,3 +88,22 @@ def test_unpublished_commit_is_read_through_the_log_tail(spark: Any, uc: Any) ->
     assert not storage.exists(f"_delta_log/{1:020d}.json")
     assert _ids(spark.table(NAME)) == [1, 2, 3, 7]
     assert spark.sql(f"SELECT count(*) AS c FROM {NAME}").collect()[0].c == 4
+
+
+def test_create_tables_by_name(spark: Any, uc: Any) -> None:
+    """saveAsTable of a new name, CREATE TABLE and CTAS make MANAGED catalog-managed tables in the catalog."""
+    from uc_server.fixtures import client_for
+
+    server, options = uc
+    spark.createDataFrame([(1,)], "id long").write.format("delta").saveAsTable(f"{CATALOG}.{SCHEMA}.n1")
+    spark.sql(f"CREATE TABLE {CATALOG}.{SCHEMA}.n2 (id long) USING delta").collect()
+    spark.sql(f"CREATE TABLE {CATALOG}.{SCHEMA}.n3 USING delta AS SELECT CAST(5 AS BIGINT) AS id").collect()
+    spark.sql(f"INSERT INTO {CATALOG}.{SCHEMA}.n2 VALUES (2)").collect()
+    assert [_ids(spark.table(f"{CATALOG}.{SCHEMA}.{n}")) for n in ("n1", "n2", "n3")] == [[1], [2], [5]]
+    client = client_for(server)
+    for n in ("n1", "n2", "n3"):
+        assert client.load_table(CATALOG, SCHEMA, n).metadata.table_type == "MANAGED"
+        proto = DeltaTable(f"uc://{CATALOG}.{SCHEMA}.{n}", storage_options=options).protocol()
+        assert "catalogManaged" in proto.reader_features
+    with pytest.raises(Exception, match="LOCATION is not supported"):
+        spark.sql(f"CREATE TABLE {CATALOG}.{SCHEMA}.n4 (id long) USING delta LOCATION '/tmp/x'").collect()

@@ -21,6 +21,7 @@ External tables (not catalog-managed) open as plain path tables at their locatio
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 
 from deltakernel.storage import ObjectStoreStorage, Storage, register_table_scheme, storage_for_uri
@@ -61,6 +62,11 @@ def _attach(storage: Storage, adapter: UCTableCatalog, creds: VendedCredentials 
     return storage
 
 
+#: tables being created (staging table made, createTable not yet done) by (server, catalog, schema, name): a
+#: write that opens the name again before its first commit (Spark's file job) gets the same staging table
+_PENDING: dict[tuple[str, str, str, str], Storage] = {}
+_PENDING_LOCK = threading.Lock()
+
 #: options of catalogs configured in this process by name (an engine's session configuration, e.g. Spark's
 #: `spark.sql.catalog.<name>.uri` / `.token`), under the options a caller passes
 _CATALOG_OPTIONS: dict[str, dict[str, str]] = {}
@@ -89,16 +95,25 @@ def open_table(uri: str, storage_options: Mapping[str, str] | None = None, creat
         adapter = UCTableCatalog(client, catalog, schema, name, location=info.storage_location,
                                  table_uuid=info.table_id, delta_api=False, permitted=permitted)
         return _attach(storage_for_uri(info.storage_location, base), adapter, None)
+    key = (client.config.base_url, catalog.lower(), schema.lower(), name.lower())
     try:
         loaded = client.load_table(catalog, schema, name)
     except UCTableNotFoundError:
-        if not create:
-            raise
-        staging = client.create_staging_table(catalog, schema, name)
-        creds = client.staging_table_credentials(staging, base_options=base)
-        adapter = UCTableCatalog(client, catalog, schema, name, location=staging.location, table_uuid=None,
-                                 staging=staging, permitted=permitted)
-        return _attach(storage_for_uri(staging.location, creds.storage_options()), adapter, creds)
+        with _PENDING_LOCK:
+            pending = _PENDING.get(key)
+            if pending is not None and getattr(pending.catalog, "staging", None) is not None:  # type: ignore[attr-defined]
+                return pending  # the same write opens the name again (an engine's file job): its staging table
+            if not create:
+                raise
+            staging = client.create_staging_table(catalog, schema, name)
+            creds = client.staging_table_credentials(staging, base_options=base)
+            adapter = UCTableCatalog(client, catalog, schema, name, location=staging.location, table_uuid=None,
+                                     staging=staging, permitted=permitted)
+            storage = _PENDING[key] = _attach(storage_for_uri(staging.location, creds.storage_options()), adapter,
+                                              creds)
+            return storage
+    with _PENDING_LOCK:
+        _PENDING.pop(key, None)
     location = loaded.location
     creds = client.table_credentials(catalog, schema, name, location, operation=READ_WRITE, base_options=base)
     try:
