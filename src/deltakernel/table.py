@@ -142,7 +142,8 @@ class DeltaTable(TableOperations):
         self.load_as_version(datetime_string)
 
     def _timestamps(self) -> dict[int, int]:
-        return commit_timestamps(self._storage, self._snapshot.ict_enablement_version)
+        return commit_timestamps(self._storage, self._snapshot.ict_enablement_version,
+                                 log_tail=self._snapshot.log_tail)
 
     # ------------------------------------------------------------------ metadata
     def schema(self) -> Schema:
@@ -192,7 +193,7 @@ class DeltaTable(TableOperations):
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """commitInfo of each commit, newest first, with `version` and `timestamp` set."""
-        commits = list_commits(self._storage)
+        commits = list_commits(self._storage, self._snapshot.log_tail)  # a catalog's unpublished commits too
         versions = sorted((v for v in commits if v <= self.version()), reverse=True)
         if limit is not None:
             versions = versions[:limit]
@@ -387,8 +388,10 @@ class DeltaTable(TableOperations):
         """
         from .kernel.table_changes import between
 
+        catalog = self._snapshot.catalog  # a catalog-managed table: the catalog's current tail (its latest commits)
+        tail = catalog.get_log_tail() if catalog is not None else self._snapshot.log_tail
         changes = between(self._storage, starting_version, ending_version, starting_timestamp, ending_timestamp,
-                          allow_out_of_range, self._snapshot.ict_enablement_version)
+                          allow_out_of_range, self._snapshot.ict_enablement_version, log_tail=tail)
         pred, row = (None, None)
         if predicate is not None and not isinstance(predicate, str):
             pred, row = self._filter_expr(predicate)

@@ -1,4 +1,4 @@
-"""`deltakernel` command line: read a table (info, detail, history, files, schema, head, count), maintain it
+"""`deltakernel` command line: read a table (info, inspect, detail, history, files, schema, head, count), maintain it
 (optimize, vacuum, restore, delete: dry run by default where destructive), and `sql`.
 
 Output is for people (aligned `key  value` lines, tables) unless `--json` asks for JSON for scripts; long

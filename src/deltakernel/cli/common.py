@@ -15,7 +15,9 @@ TIMESTAMP_KEYS = ("timestamp", "inCommitTimestamp", "createdAt", "lastModified")
 
 
 def add_table_arguments(sp: argparse.ArgumentParser, time_travel: bool = True) -> None:
-    sp.add_argument("table", help="table URI (local path, file://, s3://, gs://, az://)")
+    sp.add_argument("table", help="table URI (local path, file://, s3://, gs://, az://) or a Unity Catalog table "
+                    "name uc://catalog.schema.table (DATABRICKS_HOST / DATABRICKS_TOKEN or UNITY_CATALOG_URL / "
+                    "UNITY_CATALOG_TOKEN in the environment or as -o options)")
     if time_travel:
         sp.add_argument("--version", "-v", help="version number or ISO-8601 timestamp (time travel)")
     sp.add_argument("--storage-option", "-o", action="append", metavar="KEY=VALUE",

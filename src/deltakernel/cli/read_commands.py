@@ -1,4 +1,4 @@
-"""Commands that only read a table: info, detail, history, files, schema, head, count."""
+"""Commands that only read a table: info, inspect, detail, history, files, schema, head, count."""
 
 from __future__ import annotations
 
@@ -31,6 +31,36 @@ def cmd_info(args: argparse.Namespace) -> None:
         "num_files": t.snapshot.num_files,
         "min_reader_version": proto.min_reader_version,
         "min_writer_version": proto.min_writer_version,
+        "reader_features": sorted(proto.reader_features) if proto.reader_features is not None else None,
+        "writer_features": sorted(proto.writer_features) if proto.writer_features is not None else None,
+        "configuration": md.configuration,
+    }, args.json)
+
+
+def cmd_inspect(args: argparse.Namespace) -> None:
+    """`info` plus how the table is managed: for a catalog-managed table opened by name (`uc://c.s.t`), the
+    catalog's table, its latest ratified version and the ratified commits not yet published to `_delta_log/`
+    (read through the catalog's log tail, as every reader of such a table must)."""
+    from ..kernel.log.segment import commit_key
+    from ..kernel.protocol.features import is_catalog_managed
+
+    t = open_table(args)
+    snap = t.snapshot
+    md, proto = t.metadata(), t.protocol()
+    tail = snap.log_tail
+    catalog = snap.catalog
+    unpublished = [v for v in (tail.versions if tail is not None else []) if not snap.storage.exists(commit_key(v))]
+    print_record({
+        "uri": args.table,
+        "location": t.table_uri,
+        "version": t.version(),
+        "id": md.id,
+        "managed_by": ("catalog" if is_catalog_managed(snap.protocol) else "filesystem"),
+        "catalog_table": getattr(catalog, "full_name", None),
+        "catalog_table_id": md.configuration.get("io.unitycatalog.tableId"),
+        "catalog_latest_version": tail.max_catalog_version if tail is not None else None,
+        "unpublished_versions": unpublished,
+        "num_files": snap.num_files,
         "reader_features": sorted(proto.reader_features) if proto.reader_features is not None else None,
         "writer_features": sorted(proto.writer_features) if proto.writer_features is not None else None,
         "configuration": md.configuration,
@@ -104,6 +134,8 @@ def register(sub: Any) -> None:
         return sp
 
     add("info", cmd_info, "version, protocol, metadata", json_flag=True)
+    add("inspect", cmd_inspect, "info plus how the table is managed: its catalog, unpublished commits",
+        json_flag=True)
     add("detail", cmd_detail, "DESCRIBE DETAIL: size, files, features, properties", json_flag=True)
     add("history", cmd_history, "commit history, newest first", json_flag=True).add_argument("--limit", type=int)
     add("files", cmd_files, "URIs of the live data files")
@@ -115,5 +147,5 @@ def register(sub: Any) -> None:
     add("count", cmd_count, "number of rows")
 
 
-__all__ = ["register", "cmd_head"]
+__all__ = ["register", "cmd_head", "cmd_inspect"]
 

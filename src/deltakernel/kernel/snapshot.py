@@ -5,6 +5,8 @@ Built from a LogSegment by vectorized replay; checks the protocol before anythin
 A catalog-managed table is read with its catalog (`catalog=`, which hands the log tail) or an explicit
 `log_tail=`; without either the load is refused (PROTOCOL.md "Reader Requirements for Catalog-managed tables":
 readers must contact the catalog). `LogTail.published_only()` is the explicit opt-out: published commits only.
+A storage opened through a catalog's table name (`uc://catalog.schema.table`) carries its catalog as
+`storage.catalog`; loads that name neither take it from there, so every reader of that storage is catalog-aware.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class Snapshot:
         """The table at `version` (latest when None). `catalog`: the table's catalog client (its log tail is
         fetched); `log_tail`: a tail given directly. A catalog-managed table needs one of them."""
         start = time.perf_counter()
+        if catalog is None and log_tail is None:  # a storage opened by a catalog's table name (uc://...)
+            catalog = getattr(storage, "catalog", None)
         if catalog is not None and log_tail is None:
             log_tail = catalog.get_log_tail()
         segment = build_log_segment(storage, version, log_tail)
@@ -58,7 +62,9 @@ class Snapshot:
                 and not is_catalog_managed(snap.protocol):
             # a filesystem-managed table (a catalog's external table): its own log decides the latest version,
             # and its commits go to the filesystem (committer_for), so the catalog's cap must not hide them
-            return cls.load(storage, None)
+            log_tail = None
+            segment = build_log_segment(storage, None)
+            snap = cls(storage, segment, replay(segment))
         if log_tail is None and is_catalog_managed(snap.protocol):
             feature = next(f for f in CATALOG_MANAGED_FEATURES if snap.protocol.has_feature(f))
             raise CatalogManagedTableError(
@@ -130,6 +136,8 @@ class Snapshot:
         before it; commit times as of `reference`, the latest snapshot by default). A time before the earliest
         commit still in the log: VersionNotFoundError, or with `clamp_to_earliest` that commit (deltalake's).
         `log_tail` / `catalog`: as for `load` (a catalog-managed table's commits, staged ones included)."""
+        if catalog is None and log_tail is None:
+            catalog = getattr(storage, "catalog", None)
         if catalog is not None and log_tail is None:
             log_tail = catalog.get_log_tail()
         if version is None or (isinstance(version, int) and not isinstance(version, bool)):

@@ -6,9 +6,10 @@ which URI forms map to which backend.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import unquote, urlsplit
 
 from deltakernel.errors import InvalidPathError, StorageError
@@ -31,8 +32,29 @@ __all__ = [
     "Storage",
     "normalize_table_uri",
     "option_pairs",
+    "register_table_scheme",
     "storage_for_uri",
 ]
+
+#: `(uri, storage_options, create) -> Storage` for URI schemes that name a table rather than a location (a
+#: catalog's `uc://catalog.schema.table`): the opener resolves the name to the table's storage, with the catalog
+#: attached as `storage.catalog` (kernel/catalog_client.py) so every snapshot load and commit goes through it.
+TableSchemeOpener = Callable[[str, "dict[str, str] | None", bool], Storage]
+_TABLE_SCHEMES: dict[str, TableSchemeOpener] = {}
+#: schemes whose opener lives in an engine-layer package, imported on first use (a plugin seam like an entry
+#: point: this package never imports the engines; the module registers itself with `register_table_scheme`)
+_TABLE_SCHEME_MODULES = {"uc": "deltakernel.unity.tables"}
+
+
+def register_table_scheme(scheme: str, opener: TableSchemeOpener) -> None:
+    """Install the opener of a table-name URI scheme (see `_TABLE_SCHEMES`)."""
+    _TABLE_SCHEMES[scheme.lower()] = opener
+
+
+def _table_scheme_opener(scheme: str) -> TableSchemeOpener | None:
+    if scheme not in _TABLE_SCHEMES and scheme in _TABLE_SCHEME_MODULES:
+        importlib.import_module(_TABLE_SCHEME_MODULES[scheme])
+    return _TABLE_SCHEMES.get(scheme)
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -78,11 +100,16 @@ def normalize_table_uri(uri: str) -> str:
     raise StorageError(f"unsupported URI scheme {scheme!r} in {uri!r}")
 
 
-def storage_for_uri(uri: str, storage_options: dict[str, str] | None = None) -> Storage:
+def storage_for_uri(uri: str, storage_options: dict[str, str] | None = None, *, create: bool = False) -> Storage:
     """The backend for a table URI; `storage_options` are deltalake's keys (for local paths only
-    ALLOW_FOREIGN_PATHS_OPTION matters; the rest is kept to open another store when that is allowed)."""
+    ALLOW_FOREIGN_PATHS_OPTION matters; the rest is kept to open another store when that is allowed).
+    A table-name URI (`uc://catalog.schema.table`) is resolved by its scheme's opener; `create` (writers only)
+    lets it prepare a new table when the name does not exist yet (a missing table is TableNotFoundError else)."""
     uri = os.fspath(uri)
     scheme = _scheme(uri)
+    opener = _table_scheme_opener(scheme) if scheme is not None else None
+    if opener is not None:
+        return opener(uri, storage_options, create)
     if scheme is None or scheme == "file":
         local = LocalStorage(_local_path(uri) if scheme is None else _file_url_to_path(uri))
         local.storage_options = dict(storage_options or {})

@@ -221,6 +221,13 @@ class _Client:
         """Pickled without the store (a native object of one process): rebuilt on first use after unpickling."""
         return {**self.__dict__, "_handle": (None, None)}
 
+    def reconfigure(self, storage_options: dict[str, str]) -> None:
+        """New options (a catalog's refreshed temporary credentials) for every storage sharing this store
+        (operations in flight finish on the old store, which they still reference)."""
+        obs = obstore_module()
+        self.storage_options = storage_options
+        self._handle = (obs, self._build(obs))
+
     def get(self) -> tuple[Any, Any]:
         obs = obstore_module()
         handle = self._handle
@@ -270,6 +277,11 @@ class ObjectStoreStorage(Storage):
 
     def __repr__(self) -> str:
         return f"ObjectStoreStorage({self.root_uri!r})"
+
+    def refresh_options(self, storage_options: dict[str, str]) -> None:
+        """Replace the options (fresh vended credentials from a catalog) of this storage and its shared store."""
+        self.storage_options = dict(storage_options)
+        self._shared.reconfigure(self.storage_options)
 
     def _client(self) -> tuple[Any, Any]:
         """(obstore instance, store) usable in this process (see `_Client`)."""

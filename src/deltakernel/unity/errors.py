@@ -3,8 +3,11 @@
 Why typed: a catalog committer reacts differently to each outcome - a 409 is a lost race (rebase and retry, as for
 a filesystem conflict), a 429 "too many unpublished commits" means publish first, a 5xx or a lost response after the
 request was sent means the commit may or may not be ratified (reload and look, never blindly resend a different
-commit). The classes sit under deltakernel's own roots (`CommitConflictError`, `CommitStateUnknownError`,
-`TableNotFoundError`) so code that already handles filesystem commits handles catalog commits the same way.
+commit). The classes sit under the kernel's catalog outcomes (`CatalogCommitConflictError`,
+`CatalogTooManyUnpublishedError`, `CatalogCommitUnknownError`, themselves `CommitConflictError` /
+`CommitFailedError` / `CommitStateUnknownError`) and `TableNotFoundError`, so the kernel's `CatalogCommitter` reacts
+to a Unity Catalog answer with no translation layer, and code that already handles filesystem commits handles
+catalog commits the same way.
 
 Both wire formats are read: the Delta REST API's `{"error": {"message", "type", "code"}}` and the older UC API's
 `{"error_code", "message"}` (the preview commits endpoint).
@@ -15,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from deltakernel.errors import (
-    CommitConflictError,
-    CommitFailedError,
-    CommitStateUnknownError,
+    CatalogCommitConflictError,
+    CatalogCommitUnknownError,
+    CatalogTooManyUnpublishedError,
     DeltaError,
     TableNotFoundError,
 )
@@ -69,7 +72,7 @@ class UCAlreadyExistsError(UnityCatalogError):
     """409 AlreadyExistsException: a table, schema or catalog of that name already exists."""
 
 
-class UCCommitConflictError(UnityCatalogError, CommitConflictError):
+class UCCommitConflictError(UnityCatalogError, CatalogCommitConflictError):
     """409 on a commit: another writer ratified this version first (CommitVersionConflictException). Reload the
     table (its log tail), rebase the transaction on the winner and retry with the next version."""
 
@@ -79,7 +82,7 @@ class UCRequirementConflictError(UCCommitConflictError):
     changed, or was dropped and recreated, since it was loaded). Reload and retry."""
 
 
-class UCTooManyUnpublishedCommitsError(UnityCatalogError, CommitFailedError):
+class UCTooManyUnpublishedCommitsError(UnityCatalogError, CatalogTooManyUnpublishedError):
     """429 ResourceExhaustedException: the table holds the maximum number of ratified-but-unpublished commits; the
     commit was NOT ratified. Publish (copy `_delta_log/_staged_commits/<file>` to `_delta_log/<version>.json`)
     the commits in `unpublished_commits`, report them with `set-latest-backfilled-version`, then retry.
@@ -119,7 +122,7 @@ class UCConnectionError(UnityCatalogError):
     """The server could not be reached: nothing was sent (connection refused, connect timeout, DNS)."""
 
 
-class UCCommitStateUnknownError(UnityCatalogError, CommitStateUnknownError):
+class UCCommitStateUnknownError(UnityCatalogError, CatalogCommitUnknownError):
     """A state-changing request was sent and its outcome is unknown: a 5xx answer (CommitStateUnknownException,
     InternalServerError), or no answer (timeout, connection reset after sending). The change may have been applied.
     Resolve by reloading the table: a commit whose `file-name` shows in the log tail (or whose version is now

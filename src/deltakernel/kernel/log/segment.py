@@ -245,8 +245,14 @@ def list_log(storage: Storage, start_version: int | None, end_version: int | Non
 
 def commits_from(storage: Storage, version: int) -> dict[int, ObjectMeta]:
     """The commit files of versions >= `version` (one listing): is a snapshot at `version` still the latest,
-    and is its commit still the same file (a table dropped and created again at the same place is not)?"""
-    return list_log(storage, version).commits
+    and is its commit still the same file (a table dropped and created again at the same place is not)?
+    A storage opened through a catalog's table name (`storage.catalog`) answers with the catalog's log tail
+    overlaid: ratified commits not yet published count, nothing past the catalog's latest version does."""
+    listing = list_log(storage, version)
+    catalog = getattr(storage, "catalog", None)
+    if catalog is None:
+        return listing.commits
+    return {v: m for v, m in catalog.get_log_tail().overlay(listing).commits.items() if v >= version}
 
 
 def list_commits(storage: Storage, log_tail: LogTail | None = None) -> dict[int, ObjectMeta]:

@@ -332,6 +332,8 @@ def committer_for(storage: Storage, protocol: Protocol, snapshot: Any | None,
         if isinstance(committer, CatalogCommitter):
             return committer
         catalog = getattr(snapshot, "catalog", None) if snapshot is not None else None
+        if catalog is None:  # a new table through a catalog's table name: the catalog its storage was opened by
+            catalog = getattr(storage, "catalog", None)
         if committer is None and catalog is not None:
             return CatalogCommitter(storage, catalog)
         feature = next(f for f in CATALOG_MANAGED_FEATURES if protocol.has_feature(f))

@@ -48,8 +48,17 @@ def resolve_target(table_or_uri: Any, storage_options: dict[str, str] | None) ->
         return table_or_uri._storage, table_or_uri._snapshot
     if isinstance(table_or_uri, Storage):
         return table_or_uri, load_snapshot(table_or_uri)
-    storage = storage_for_uri(str(table_or_uri), storage_options)
+    storage = storage_for_uri(str(table_or_uri), storage_options, create=True)
     return storage, load_snapshot(storage)
+
+
+def _catalog_requirements(storage: Storage, snapshot: Snapshot | None, request: WriteRequest) -> None:
+    """A new table created through a catalog's table name (`uc://...`): the catalog's required table features
+    and properties (catalogManaged, in-commit timestamps, its table id) go into the first commit's metadata,
+    over the caller's own keys (the catalog refuses to register a table without them)."""
+    required = getattr(getattr(storage, "catalog", None), "new_table_configuration", None)
+    if snapshot is None and callable(required):
+        request.configuration = {**(request.configuration or {}), **required()}
 
 
 def _proceeds(storage: Storage, snapshot: Snapshot | None, request: WriteRequest) -> bool:
@@ -96,6 +105,7 @@ def planned_table_state(table_or_uri: Any, schema: pa.Schema, request: WriteRequ
     if not _proceeds(storage, snapshot, request):
         assert snapshot is not None
         return snapshot.metadata, snapshot.protocol
+    _catalog_requirements(storage, snapshot, request)
     metadata, protocol, _ = _plan(snapshot, schema, request)
     return metadata, protocol
 
@@ -107,6 +117,7 @@ def execute_write(table_or_uri: Any, data: Any, request: WriteRequest, *, schema
     storage, snapshot = resolve_target(table_or_uri, request.storage_options)
     if not _proceeds(storage, snapshot, request):
         return
+    _catalog_requirements(storage, snapshot, request)
     reader = to_reader(data, schema)
     params: dict[str, Any] = {"mode": MODE_NAMES[request.mode],
                               "partitionBy": list(request.partition_by or (snapshot.partition_columns

@@ -118,6 +118,11 @@ def resolve(spark: Any, parts: list[str] | tuple[str, ...], label: str | None = 
     path = path_of(parts)
     if path is not None:
         return DeltaRef(path, label)
+    from .unity import unity_location  # a configured Unity Catalog's table (catalog/unity.py)
+
+    uc = unity_location(spark, parts)
+    if uc is not None:
+        return DeltaRef(uc, label)
     return delta_ref(lookup(spark, parts), label)
 
 
@@ -219,6 +224,14 @@ def create(spark: Any, parts: list[str] | tuple[str, ...], spec: TableSpec, mode
     path = path_of(parts)
     if path is not None:
         return _create_at(spark, DeltaRef(path, label), spec, mode, df)
+    from .unity import unity_location
+
+    uc = unity_location(spark, parts)
+    if uc is not None:  # a configured Unity Catalog: a new MANAGED table (staging table -> v0 -> createTable)
+        if spec.location is not None:
+            raise CatalogTableError(f"CREATE TABLE {label}: LOCATION is not supported for Unity Catalog tables "
+                                    "(the catalog chooses a managed table's location)")
+        return _create_at(spark, DeltaRef(uc, label), spec, mode, df)
     dt = _db_table(spark, parts)
     if dt is None:
         raise CatalogTableError(f"{label!r} is not a table name of the session catalog ({SESSION_CATALOG})")

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...errors import DeltaError
 from ...kernel.log.replay import ReplayResult
-from ...kernel.log.segment import LogSegment, commit_key
+from ...kernel.log.segment import LogSegment, commit_key, version_of
 from ...kernel.snapshot import Snapshot
 from ...operations.commit_options import CommitProperties
 from ...storage import Storage, storage_for_uri
@@ -67,7 +67,11 @@ def spark_timestamp(spark: Any, text: str) -> Any:
 
 def commit_info(storage: Storage, version: int) -> dict[str, Any]:
     """The commitInfo action of one commit (its operationMetrics are what delta-spark's DataFrames report)."""
-    for line in storage.read(commit_key(version)).splitlines():
+    key = commit_key(version)
+    catalog = getattr(storage, "catalog", None)
+    if catalog is not None:  # catalog-managed (uc://): the ratified commit may not be published yet
+        key = next((m.key for m in catalog.get_log_tail().commits if version_of(m.key) == version), key)
+    for line in storage.read(key).splitlines():
         if b'"commitInfo"' in line:
             info = json.loads(line).get("commitInfo")
             if isinstance(info, dict):
@@ -148,6 +152,11 @@ class SnapshotState:
 
     @classmethod
     def of(cls, snapshot: Snapshot, uri: str, storage_options: dict[str, str] | None) -> SnapshotState:
+        if getattr(snapshot.storage, "catalog", None) is not None:
+            # a catalog's table name (uc://c.s.t): executors only touch data files, so they get the location
+            # and the options (vended credentials) it was opened with, never a catalog call of their own
+            uri = snapshot.storage.root_uri
+            storage_options = dict(getattr(snapshot.storage, "storage_options", None) or {})
         full = snapshot.replay_result
         light = dataclasses.replace(full, files=full.files.slice(0, 0), tombstones=full.tombstones.slice(0, 0),
                                     txns={}, commit_infos={})

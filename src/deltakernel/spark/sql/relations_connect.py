@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..catalog.tables import DeltaRef, delta_ref, lookup, path_of
+from ..catalog.unity import unity_location
 from . import text_plans as T
 from .commands import evaluate_timestamp
 from .grammar import DeltaSqlError, DeltaSqlSyntaxError
@@ -269,8 +270,11 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
             if not inner:
                 continue
         elif recorded is None:
+            uc = unity_location(spark, parts) if len(parts) == 3 else None  # a configured Unity Catalog's table
             if path_of(parts) is not None:
                 ref = DeltaRef(str(path_of(parts)), label)
+            elif uc is not None:
+                ref = DeltaRef(uc, label)
             else:
                 entry = lookup(spark, [database, *parts] if database is not None and len(parts) == 1 else parts)
                 ref = delta_ref(entry, label)

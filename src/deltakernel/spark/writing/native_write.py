@@ -56,7 +56,7 @@ from ...operations.files.layout import (
 from ...storage import storage_for_uri
 from ...storage.base import Storage
 from ...storage.local import LocalStorage
-from ..common.schema import to_spark_schema
+from ..common.schema import spark_path, to_spark_schema
 from .footer_stats import FooterStats
 
 _log = logging.getLogger(__name__)
@@ -207,6 +207,8 @@ def write_native(frame: Any, path: str, uri: str, storage_options: dict[str, str
                  max_rows_per_file: int | None) -> tuple[list[dict[str, Any]], int]:
     """Run the Spark Parquet job for `frame` (from `native_frame`); the add actions and rows written."""
     storage = storage_for_uri(uri, storage_options)
+    if getattr(storage, "catalog", None) is not None:  # a catalog's table name (uc://c.s.t): Spark writes where
+        path = spark_path(storage, "")                  # the catalog put the table
     local = isinstance(storage, LocalStorage)
     # not hidden (no `_`/`.`): if the driver dies before the commit, VACUUM can still see the orphans
     stage = f"dk-staging-{uuid.uuid4().hex}" if local else uuid.uuid4().hex[:20]

@@ -33,7 +33,7 @@ from ...kernel.schema.types import ArrayType, MapType, StructField, StructType
 from ...operations.commit_options import CommitProperties, Transaction
 from ...storage import storage_for_uri
 from ..common.confs import get_confs
-from ..common.schema import Options, from_spark_schema, storage_options, table_uri
+from ..common.schema import Options, from_spark_schema, spark_path, storage_options, table_uri
 from ..common.task_errors import marked, task_errors
 from .identity import high_water_marks, task_metadata, with_identity_values
 from .native_write import native_or_fallback, write_native, write_path_choice
@@ -232,14 +232,17 @@ def write(df: Any, path: str, mode: str = "error", partitionBy: list[str] | str 
 def _write_job(df: Any, path: str, uri: str, kwargs: dict[str, Any], choice: str, metadata: Metadata,
                protocol: Protocol) -> tuple[list[dict[str, Any]], int]:
     """One Spark job writing `df`'s files (native Parquet where exact, else mapInArrow); (adds, rows)."""
+    options = kwargs.get("storage_options")
+    storage = storage_for_uri(uri, options)
+    if getattr(storage, "catalog", None) is not None:  # a catalog's table name (uc://c.s.t): tasks write files
+        uri, options = storage.root_uri, dict(getattr(storage, "storage_options", None) or {})  # at its location,
+        path = spark_path(storage, "")  # with no catalog calls of their own
     if choice != "arrow":
-        storage = storage_for_uri(uri, kwargs.get("storage_options"))
         frame = native_or_fallback(df.sparkSession, df, storage, metadata, protocol, kwargs.get("predicate"),
                                    choice, "write")
         if frame is not None:
-            return write_native(frame, path, uri, kwargs.get("storage_options"), metadata,
-                                kwargs.get("max_rows_per_file"))
-    plan = WritePlan(uri, kwargs.get("storage_options"), metadata, protocol, kwargs.get("predicate"),
+            return write_native(frame, path, uri, options, metadata, kwargs.get("max_rows_per_file"))
+    plan = WritePlan(uri, options, metadata, protocol, kwargs.get("predicate"),
                      kwargs.get("max_rows_per_file"), _target_size(metadata))
     with arrow_batch_rows(df.sparkSession, ARROW_BATCH_ROWS), task_errors():
         rows = df.mapInArrow(_task(plan), _ADD_SCHEMA).collect()
