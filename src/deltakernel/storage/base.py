@@ -19,6 +19,21 @@ from deltakernel.errors import InvalidPathError
 ALLOW_FOREIGN_PATHS_OPTION = "DELTAKERNEL_ALLOW_FOREIGN_PATHS"
 
 
+def join_lines(blobs: Sequence[bytes]) -> tuple[bytes, list[int]]:
+    """All blobs in one buffer, each ending in a newline, and each blob's end offset (`Storage.read_joined`)."""
+    parts: list[bytes] = []
+    ends: list[int] = []
+    pos = 0
+    for blob in blobs:
+        parts.append(blob)
+        pos += len(blob)
+        if blob and not blob.endswith(b"\n"):
+            parts.append(b"\n")
+            pos += 1
+        ends.append(pos)
+    return b"".join(parts), ends
+
+
 def foreign_paths_allowed(storage_options: Mapping[str, Any] | None) -> bool:
     """Whether `storage_options` opt in to reading files in another store (ALLOW_FOREIGN_PATHS_OPTION)."""
     for k, v in (storage_options or {}).items():
@@ -118,17 +133,7 @@ class Storage(ABC):
         """Newline-delimited objects (commit files) back to back in one buffer, a newline added after each that
         does not end in one; and the end offset of each object in it. `sizes` (from the listing) are a hint.
         Local disks read straight into one buffer (no per-object copies: fewer page faults on a big log)."""
-        out: list[bytes] = []
-        ends: list[int] = []
-        pos = 0
-        for blob in self.read_many(keys):
-            out.append(blob)
-            pos += len(blob)
-            if blob and not blob.endswith(b"\n"):
-                out.append(b"\n")
-                pos += 1
-            ends.append(pos)
-        return b"".join(out), ends
+        return join_lines(self.read_many(keys))
 
     @abstractmethod
     def head(self, key: str) -> ObjectMeta:

@@ -127,17 +127,9 @@ def contains(buf: bytes | bytearray, needle: bytes) -> bool:
 def concatenate(blobs: Sequence[bytes]) -> tuple[bytes, list[int]]:
     """All blobs in one buffer, each ending in a newline, and each blob's end offset (what
     `Storage.read_joined` returns)."""
-    parts: list[bytes] = []
-    ends: list[int] = []
-    pos = 0
-    for b in blobs:
-        parts.append(b)
-        pos += len(b)
-        if b and not b.endswith(b"\n"):
-            parts.append(b"\n")
-            pos += 1
-        ends.append(pos)
-    return b"".join(parts), ends
+    from ...storage.base import join_lines
+
+    return join_lines(blobs)
 
 
 def index_commits(blobs: Sequence[bytes]) -> CommitIndex | None:
