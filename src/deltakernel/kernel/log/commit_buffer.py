@@ -69,7 +69,7 @@ class CommitIndex:
         order, the other lines' rows null (checked); None when the reader disagrees with the line index (the
         general path decides). Not combined into one chunk: the caller filters each kind (one copy)."""
         if not bool(np.any(self.bulk)):
-            return pa.schema(list(typ)).empty_table()
+            return pa.Table.from_batches([], schema=pa.schema(list(typ)))  # (empty_table() imports pandas)
         max_len = int(np.max(self.ends - self.starts))
         use_threads = len(self.buffer) >= THREADED_BYTES if threads is None else threads
         try:

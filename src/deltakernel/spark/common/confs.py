@@ -15,13 +15,18 @@ from typing import Any
 
 def get_confs(spark: Any, keys: Iterable[str]) -> dict[str, str | None]:
     """The values explicitly set for `keys` (None: unset), as `spark.conf.get(key, None)` reads them."""
+    keys = list(dict.fromkeys(keys))
+    if spark is None:  # a Python data source's writer without a session: nothing is set
+        return dict.fromkeys(keys)
     from ..kinds import kind_of
 
-    return kind_of(spark).confs.get(list(dict.fromkeys(keys)))
+    return kind_of(spark).confs.get(keys)
 
 
 def set_confs(spark: Any, values: Mapping[str, str | None]) -> None:
     """Set each key to its value; None unsets it."""
+    if spark is None:
+        return
     from ..kinds import kind_of
 
     kind_of(spark).confs.set(dict(values))
