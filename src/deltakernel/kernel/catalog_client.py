@@ -70,13 +70,11 @@ def require_maintenance_permitted(snapshot: Any, operation: str) -> None:
     """PROTOCOL.md "Maintenance Operations on Catalog-managed Tables": only checkpoints, log compaction and
     version checksums are allowed by default; anything else (VACUUM, metadata cleanup, ...) needs the managing
     catalog's permission. No-op for other tables."""
-    from .protocol.features import CATALOG_MANAGED_FEATURES, is_catalog_managed
+    from .protocol.features import catalog_managed_feature
 
-    if not is_catalog_managed(snapshot.protocol):
+    feature = catalog_managed_feature(snapshot.protocol)
+    if feature is None or permits(getattr(snapshot, "catalog", None), operation):
         return
-    if permits(getattr(snapshot, "catalog", None), operation):
-        return
-    feature = next(f for f in CATALOG_MANAGED_FEATURES if snapshot.protocol.has_feature(f))
     raise CatalogManagedTableError(
         feature,
         f"{operation} refused on {snapshot.storage.root_uri}: the table is catalog-managed ({feature!r}) and "

@@ -24,7 +24,7 @@ from ..storage.base import ObjectMeta, Storage
 from .log.actions import DomainMetadata, Metadata, Protocol, Txn
 from .log.replay import ReplayResult, replay, replay_onto
 from .log.segment import LogSegment, LogTail, build_log_segment, commit_key, list_log
-from .protocol.features import CATALOG_MANAGED_FEATURES, check_read_supported, is_catalog_managed
+from .protocol.features import catalog_managed_feature, check_read_supported, is_catalog_managed
 from .schema.types import StructField, StructType
 
 log = logging.getLogger("deltakernel")
@@ -65,8 +65,8 @@ class Snapshot:
             log_tail = None
             segment = build_log_segment(storage, None)
             snap = cls(storage, segment, replay(segment))
-        if log_tail is None and is_catalog_managed(snap.protocol):
-            feature = next(f for f in CATALOG_MANAGED_FEATURES if snap.protocol.has_feature(f))
+        feature = catalog_managed_feature(snap.protocol) if log_tail is None else None
+        if feature is not None:
             raise CatalogManagedTableError(
                 feature,
                 f"{storage.root_uri} is a catalog-managed table ({feature!r}): read it through its catalog, which "

@@ -68,9 +68,16 @@ READER_WRITER_FEATURES: frozenset[str] = frozenset(
 )
 
 
+def catalog_managed_feature(protocol: Protocol | None) -> str | None:
+    """The catalog-managed feature the table has (`catalogManaged` or its preview name), None if neither."""
+    if protocol is None:
+        return None
+    return next((f for f in CATALOG_MANAGED_FEATURES if protocol.has_feature(f)), None)
+
+
 def is_catalog_managed(protocol: Protocol | None) -> bool:
     """Whether commits to the table go through its catalog (`catalogManaged` or its preview name)."""
-    return protocol is not None and any(protocol.has_feature(f) for f in CATALOG_MANAGED_FEATURES)
+    return catalog_managed_feature(protocol) is not None
 
 
 def writer_features_of(protocol: Protocol) -> set[str]:

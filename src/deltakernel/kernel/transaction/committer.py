@@ -42,7 +42,7 @@ from ...storage.base import ObjectMeta, Storage
 from ..catalog_client import CatalogCommitClient, RatifyRequest
 from ..log.actions import Protocol
 from ..log.segment import commit_key, staged_commit_key, version_of
-from ..protocol.features import CATALOG_MANAGED_FEATURES, is_catalog_managed
+from ..protocol.features import CATALOG_MANAGED_FEATURES, catalog_managed_feature, is_catalog_managed
 from .conflicts import WinningCommit
 
 if TYPE_CHECKING:
@@ -336,7 +336,7 @@ def committer_for(storage: Storage, protocol: Protocol, snapshot: Any | None,
             catalog = getattr(storage, "catalog", None)
         if committer is None and catalog is not None:
             return CatalogCommitter(storage, catalog)
-        feature = next(f for f in CATALOG_MANAGED_FEATURES if protocol.has_feature(f))
+        feature = catalog_managed_feature(protocol) or CATALOG_MANAGED_FEATURES[0]
         raise CatalogManagedTableError(
             feature,
             f"refusing a filesystem commit to {storage.root_uri}: the table is catalog-managed ({feature!r}), so "
