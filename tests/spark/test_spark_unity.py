@@ -18,6 +18,7 @@ from deltakernel.kernel.snapshot import Snapshot
 from deltakernel.kernel.transaction.committer import CatalogCommitter
 from deltakernel.kernel.transaction.transaction import Transaction
 from deltakernel.operations.write.data_files import write_data
+from deltakernel.unity.tables import forget_catalog
 
 NAME = f"{CATALOG}.{SCHEMA}.t"
 URI = f"uc://{NAME}"
@@ -39,6 +40,8 @@ def uc(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     finally:
         for k in confs:
             spark.conf.unset(k)
+        # the process remembers a Spark catalog's options for `uc://<name>` opens; the next test's server differs
+        forget_catalog(CATALOG)
         server.stop()
     assert not server.errors, server.errors
 

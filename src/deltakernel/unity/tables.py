@@ -77,6 +77,12 @@ def configure_catalog(name: str, options: Mapping[str, str]) -> None:
     _CATALOG_OPTIONS[name.lower()] = dict(options)
 
 
+def forget_catalog(name: str) -> None:
+    """Drop what `configure_catalog` remembered for `name` (a session whose catalog configuration was unset):
+    later `uc://<name>.*` opens use only the caller's options and the environment again."""
+    _CATALOG_OPTIONS.pop(name.lower(), None)
+
+
 def configured_options(name: str) -> dict[str, str] | None:
     return _CATALOG_OPTIONS.get(name.lower())
 
@@ -135,4 +141,4 @@ def _opener(uri: str, storage_options: dict[str, str] | None, create: bool) -> S
 
 register_table_scheme(SCHEME, _opener)
 
-__all__ = ["SCHEME", "configure_catalog", "configured_options", "open_table"]
+__all__ = ["SCHEME", "configure_catalog", "configured_options", "forget_catalog", "open_table"]
