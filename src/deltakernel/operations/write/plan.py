@@ -27,6 +27,7 @@ from ...kernel.schema.evolution import (
     merge_schemas,
     schema_has_type,
 )
+from ...kernel.schema.geospatial import schema_has_geospatial
 from ...kernel.schema.types import StructField, StructType, schema_to_json
 from ...kernel.snapshot import Snapshot
 from ..alter.table_properties import split_protocol_requests
@@ -86,6 +87,8 @@ def required_features(schema: StructType, configuration: dict[str, str]) -> set[
         feats.add("timestampNtz")
     if schema_has_type(schema, "variant"):
         feats.add("variantType")
+    if schema_has_geospatial(schema):
+        feats.add("geospatial")
     if fields_with_metadata(schema, "delta.invariants"):
         feats.add("invariants")
     if fields_with_metadata(schema, "delta.generationExpression"):
