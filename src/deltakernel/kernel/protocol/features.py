@@ -40,6 +40,7 @@ READ_TRANSPARENT_WRITER_FEATURES: frozenset[str] = frozenset(
         "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
         "identityColumns", "domainMetadata", "rowTracking", "inCommitTimestamp", "clustering",
         "icebergCompatV1", "icebergCompatV2", "allowColumnDefaults", "collations-preview",
+        "collations",
     }
 )
 
@@ -54,6 +55,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         # written only through a catalog committer (kernel/transaction/committer.py)
         "catalogManaged", "catalogOwned-preview",
         "geospatial",
+        "collations", "collations-preview",  # schema metadata + binary stats only (kernel/schema/collations.py)
     }
 )
 

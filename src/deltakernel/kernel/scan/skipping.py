@@ -48,6 +48,7 @@ from ..expressions.predicate import (
 )
 from ..geo.bbox import POINT_TYPE
 from ..geo.bbox import intersects as bbox_intersects
+from ..schema.collations import has_non_binary_collation
 from ..stats.parse import FileStats, parse_stats, stats_from_struct
 
 Path = tuple[str, ...]
@@ -84,7 +85,10 @@ def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr) -> pa.Bo
     n = files.num_rows
     schema, mode = snapshot.schema, snapshot.column_mapping_mode
     cols = referenced_columns(predicate)
-    part_fields = [f for f in snapshot.partition_fields if any(c[0].lower() == f.name.lower() for c in cols)]
+    # a partition column with a non-binary collation is not pruned on: the caller's operator may compare by
+    # that collation ('a' = 'A') where the exact evaluation below compares bytes (kernel/schema/collations.py)
+    part_fields = [f for f in snapshot.partition_fields if any(c[0].lower() == f.name.lower() for c in cols)
+                   and not has_non_binary_collation(f)]
     pv: dict[Path, pa.Array] = {}
     if part_fields and "partition_values" in files.column_names:
         paths = files.column("path") if "path" in files.column_names else None

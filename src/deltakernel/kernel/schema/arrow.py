@@ -119,6 +119,7 @@ TYPED_METADATA_KEYS = frozenset({
     "delta.columnMapping.id", "delta.columnMapping.nested.ids", "parquet.field.id", "parquet.field.nested.ids",
     "delta.identity.start", "delta.identity.step", "delta.identity.highWaterMark",
     "delta.identity.allowExplicitInsert", "delta.typeChanges",
+    "__COLLATIONS",
 })
 
 

@@ -34,6 +34,7 @@ import pyarrow.json as pajson
 from ..arrow_build import arrow_to_np, bool_to_arrow, np_to_arrow, scalar, str_scalar
 from ..geo.bbox import POINT_TYPE, wkt_points
 from ..schema.arrow import to_arrow_type
+from ..schema.collations import has_non_binary_collation
 from ..schema.column_mapping import physical_name
 from ..schema.geospatial import parse_geo_type
 from ..schema.types import DataType, DecimalType, PrimitiveType, StructType
@@ -118,7 +119,8 @@ def stats_leaf_columns(schema: StructType, mode: str, columns: set[Path] | None)
                 continue
             if not wanted(lpath):
                 continue
-            minmax = isinstance(f.type, DecimalType) or name in _MINMAX_TYPES
+            # a non-binary collation: binary bounds could rule out a collation-equal value ('a' = 'A')
+            minmax = (isinstance(f.type, DecimalType) or name in _MINMAX_TYPES) and not has_non_binary_collation(f)
             out.append(StatsLeaf(lpath, ppath, f.type, to_arrow_type(f.type), minmax))
 
     walk(schema, (), ())
