@@ -120,7 +120,7 @@ def from_geoarrow_metadata(metadata: bytes | str | None) -> PrimitiveType:
     return PrimitiveType(GeoType("geography", str(crs), edges).type_name())
 
 
-class WkbType(pa.ExtensionType):
+class WkbType(pa.ExtensionType):  # type: ignore[misc]
     """`geoarrow.wkb` over binary, used only to hand pyarrow's Parquet writer a column it writes with the
     GEOMETRY / GEOGRAPHY logical type. Never registered: registering would clash with geoarrow-pyarrow's own
     type, and reading needs no registration (the stored Arrow schema brings the tag back as field metadata)."""

@@ -475,12 +475,14 @@ def fold_footer_chunk(leaf: LeafStats, chunk: pq.ColumnChunkMetaData, rows: int,
     if leaf.kind is None or (nulls is not None and nulls >= rows):
         return  # no bounds collected, or only nulls here
     if leaf.kind == "geometry":  # Parquet's GeospatialStatistics (pyarrow computes them for GEOMETRY columns)
-        geo = chunk.geo_statistics if chunk.is_geo_stats_set else None
-        box = (geo.xmin, geo.ymin, geo.xmax, geo.ymax) if geo is not None else (None,) * 4
-        if any(v is None or math.isnan(v) for v in box) or box[0] > box[2] or box[1] > box[3]:
+        # (pyarrow < 21 has no geospatial statistics: the file then gets no box)
+        geo = chunk.geo_statistics if getattr(chunk, "is_geo_stats_set", False) else None
+        raw = (geo.xmin, geo.ymin, geo.xmax, geo.ymax) if geo is not None else (None,) * 4
+        box = tuple(float("nan") if v is None else float(v) for v in raw)
+        if not (box[0] <= box[2] and box[1] <= box[3]):  # NaN compares False too
             leaf.unbounded = True  # no box, or a wrapping one: no bounds rather than a guess
         else:
-            fold_box(leaf, box)  # type: ignore[arg-type]
+            fold_box(leaf, (box[0], box[1], box[2], box[3]))
         return
     floating = leaf.kind in ("float", "double")
     bounds = _footer_bounds(leaf.kind, chunk) if st is not None and st.has_min_max else None
