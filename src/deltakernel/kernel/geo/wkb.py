@@ -21,6 +21,7 @@ from ...errors import DeltaError
 FloatArray = npt.NDArray[np.float64]
 _POINT_2D_SIZE = 21  # byte order (1) + type (4) + x, y (16)
 _EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
+_SMALL = 64  # coordinate runs up to this many vertices are read with struct, longer ones with numpy
 
 
 class UnsupportedWkbError(DeltaError):
@@ -50,7 +51,7 @@ def bounds(values: pa.Array | pa.ChunkedArray) -> tuple[FloatArray, FloatArray, 
     for i, v in enumerate(values.to_pylist()):
         if v is None:
             continue
-        box = np.array([np.inf, np.inf, -np.inf, -np.inf])
+        box = [np.inf, np.inf, -np.inf, -np.inf]
         end = _walk(v, 0, box)
         if end != len(v):
             raise UnsupportedWkbError(f"WKB value {i} has {len(v) - end} trailing bytes")
@@ -83,7 +84,7 @@ def _points(values: pa.Array) -> tuple[FloatArray, FloatArray] | None:
     return x, y
 
 
-def _walk(b: bytes, pos: int, box: FloatArray) -> int:
+def _walk(b: bytes, pos: int, box: list[float]) -> int:
     """Fold one WKB geometry at `pos` into `box` ([xmin, ymin, xmax, ymax]); returns the end position."""
     try:
         order = "<" if b[pos] == 1 else ">" if b[pos] == 0 else None
@@ -123,15 +124,27 @@ def _walk(b: bytes, pos: int, box: FloatArray) -> int:
     raise UnsupportedWkbError(f"unsupported WKB geometry type {code} (only the OGC simple features)")
 
 
-def _coords(b: bytes, pos: int, count: int, nd: int, order: str, box: FloatArray) -> int:
+def _coords(b: bytes, pos: int, count: int, nd: int, order: str, box: list[float]) -> int:
     end = pos + 8 * nd * count
     if end > len(b):
         raise UnsupportedWkbError("truncated WKB coordinates")
-    if count:
+    if not count:
+        return end
+    if count <= _SMALL:  # a few vertices: plain struct + min/max beat numpy's per-call overhead
+        vals = struct.unpack_from(f"{order}{nd * count}d", b, pos)
+        xs, ys = vals[0::nd], vals[1::nd]
+        if any(x != x or y != y for x, y in zip(xs, ys)):  # POINT EMPTY is NaN, NaN
+            pairs = [(x, y) for x, y in zip(xs, ys) if x == x and y == y]
+            if not pairs:
+                return end
+            xs, ys = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        lo_x, lo_y, hi_x, hi_y = min(xs), min(ys), max(xs), max(ys)
+    else:
         xy = np.frombuffer(b, dtype=order + "f8", count=nd * count, offset=pos).reshape(count, nd)[:, :2]
-        finite = xy[~np.isnan(xy).any(axis=1)]  # POINT EMPTY is NaN, NaN
-        if len(finite):
-            lo, hi = finite.min(axis=0), finite.max(axis=0)
-            box[0], box[1] = min(box[0], lo[0]), min(box[1], lo[1])
-            box[2], box[3] = max(box[2], hi[0]), max(box[3], hi[1])
+        finite = xy[~np.isnan(xy).any(axis=1)]
+        if not len(finite):
+            return end
+        (lo_x, lo_y), (hi_x, hi_y) = finite.min(axis=0).tolist(), finite.max(axis=0).tolist()
+    box[0], box[1] = min(box[0], lo_x), min(box[1], lo_y)
+    box[2], box[3] = max(box[2], hi_x), max(box[3], hi_y)
     return end
