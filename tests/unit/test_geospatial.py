@@ -177,3 +177,20 @@ def test_unsupported_wkb_gets_no_bounds(tmp_path: Path) -> None:
     stats = json.loads(adds(path)[0]["stats"])
     box = (stats.get("minValues", {}).get("geom"), stats.get("maxValues", {}).get("geom"))
     assert box == (None, None) or box[1] != "POINT(0 0)"
+
+
+def test_checkpoint_keeps_geometry_skipping(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    conf = {"delta.checkpoint.writeStatsAsStruct": "true", "delta.checkpoint.writeStatsAsJson": "true"}
+    write_deltalake(path, geo_table([1], [pt(10, 10)]), configuration=conf)
+    write_deltalake(path, geo_table([2], [pt(-10, -10)]), mode="append")
+    DeltaTable(path).create_checkpoint()
+    for f in Path(path, "_delta_log").glob("*.json"):
+        f.unlink()  # only the checkpoint describes the files now
+    got = DeltaTable(path).to_pyarrow_table(filters=intersects("geom", (5, 5, 15, 15)))
+    assert got.column("id").to_pylist() == [1]
+    from deltakernel.kernel.scan.scan import Scan
+
+    scan = Scan(DeltaTable(path)._snapshot, predicate=intersects("geom", (5, 5, 15, 15)))
+    scan.plan()
+    assert scan.metrics.files_skipped == 1
