@@ -24,6 +24,7 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        "geospatial",  # geometry/geography as WKB binary (kernel/schema/geospatial.py)
         # read through the catalog's log tail (kernel/log/segment.py `LogTail`); a read without it is refused
         "catalogManaged",
         "catalogOwned-preview",
@@ -39,6 +40,7 @@ READ_TRANSPARENT_WRITER_FEATURES: frozenset[str] = frozenset(
         "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
         "identityColumns", "domainMetadata", "rowTracking", "inCommitTimestamp", "clustering",
         "icebergCompatV1", "icebergCompatV2", "allowColumnDefaults", "collations-preview",
+        "collations",
     }
 )
 
@@ -52,6 +54,8 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "typeWidening-preview", "allowColumnDefaults", "variantType", "variantType-preview", "clustering",
         # written only through a catalog committer (kernel/transaction/committer.py)
         "catalogManaged", "catalogOwned-preview",
+        "geospatial",
+        "collations", "collations-preview",  # schema metadata + binary stats only (kernel/schema/collations.py)
     }
 )
 
@@ -64,7 +68,8 @@ LEGACY_FEATURES: dict[str, tuple[int, int]] = {
 #: features that need readers to understand them (listed in readerFeatures at reader version 3)
 READER_WRITER_FEATURES: frozenset[str] = frozenset(
     {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
-     "typeWidening-preview", "variantType", "variantType-preview", "catalogManaged", "catalogOwned-preview"}
+     "typeWidening-preview", "variantType", "variantType-preview", "catalogManaged", "catalogOwned-preview",
+     "geospatial"}
 )
 
 

@@ -158,8 +158,17 @@ class AlwaysFalse:
     pass
 
 
-Expr = Union[Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column, Literal]
-EXPR_TYPES = (Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column)
+@dataclass(frozen=True)
+class GeoIntersects:
+    """The WKB value's bounding box meets `box` = (xmin, ymin, xmax, ymax); xmin > xmax wraps across the
+    antimeridian. Built by `deltakernel.geo.intersects`; skipping uses bbox stats (kernel/geo/bbox.py)."""
+
+    column: Column
+    box: tuple[float, float, float, float]
+
+
+Expr = Union[Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column, Literal, GeoIntersects]
+EXPR_TYPES = (Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column, GeoIntersects)
 
 
 def _same_value(a: Any, b: Any) -> bool:
@@ -193,7 +202,7 @@ def _walk(expr: Expr) -> Iterator[Any]:
     if isinstance(expr, Comparison):
         yield expr.left
         yield expr.right
-    elif isinstance(expr, (In, IsNull)):
+    elif isinstance(expr, (In, IsNull, GeoIntersects)):
         yield expr.column
     elif isinstance(expr, Not):
         yield from _walk(expr.child)
@@ -539,6 +548,10 @@ def arrow_expression(e: Expr, types: dict[tuple[str, ...], pa.DataType]) -> pc.E
             else:
                 base = pc.if_else(f.is_valid(), hit, null)
         return ~base if e.negated else base
+    if isinstance(e, GeoIntersects):
+        from ...geo.bbox import row_filter
+
+        return row_filter(pc.field(*e.column.path), e.box)
     if isinstance(e, Not):
         return ~arrow_expression(e.child, types)
     if isinstance(e, And):
