@@ -24,6 +24,7 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        "variantShredding", "variantShredding-preview",  # kernel/variant/unshred.py
         # read through the catalog's log tail (kernel/log/segment.py `LogTail`); a read without it is refused
         "catalogManaged",
         "catalogOwned-preview",
@@ -50,6 +51,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "identityColumns", "columnMapping", "deletionVectors", "timestampNtz", "domainMetadata",
         "rowTracking", "inCommitTimestamp", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
         "typeWidening-preview", "allowColumnDefaults", "variantType", "variantType-preview", "clustering",
+        "variantShredding", "variantShredding-preview",  # unshredded writes are always allowed (PROTOCOL.md)
         # written only through a catalog committer (kernel/transaction/committer.py)
         "catalogManaged", "catalogOwned-preview",
     }
@@ -64,7 +66,8 @@ LEGACY_FEATURES: dict[str, tuple[int, int]] = {
 #: features that need readers to understand them (listed in readerFeatures at reader version 3)
 READER_WRITER_FEATURES: frozenset[str] = frozenset(
     {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
-     "typeWidening-preview", "variantType", "variantType-preview", "catalogManaged", "catalogOwned-preview"}
+     "typeWidening-preview", "variantType", "variantType-preview", "catalogManaged", "catalogOwned-preview",
+     "variantShredding", "variantShredding-preview"}
 )
 
 
