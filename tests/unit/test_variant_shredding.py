@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -194,3 +195,69 @@ def test_shredded_field_missing_from_metadata_is_refused() -> None:
 ])
 def test_floats_print_like_java(x: float, single: bool, text: str) -> None:
     assert java_float_str(x, single) == text
+
+
+def _files_table(tmp: Path, files: list[tuple[pa.Table, dict[str, Any]]], conf: dict[str, str] | None = None) -> str:
+    (tmp / "_delta_log").mkdir(parents=True)
+    features = ["variantType", "variantShredding"]
+    fields = [_field("id", "integer"), _field("v", V)]
+    actions: list[dict[str, Any]] = [
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": features,
+                      "writerFeatures": features}},
+        {"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}}, "partitionColumns": [],
+                      "schemaString": json.dumps({"type": "struct", "fields": fields}),
+                      "configuration": conf or {}}}]
+    for i, (data, stats) in enumerate(files):
+        pq.write_table(data, tmp / f"f{i}.parquet")
+        actions.append({"add": {"path": f"f{i}.parquet", "partitionValues": {}, "modificationTime": 0,
+                                "dataChange": True, "size": (tmp / f"f{i}.parquet").stat().st_size,
+                                "stats": json.dumps(stats)}})
+    (tmp / "_delta_log" / f"{0:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+    return str(tmp)
+
+
+def test_variant_null_count_skips_files_and_variant_min_max_are_ignored(tmp_path: Path) -> None:
+    shredded = pq.read_table(FIX / "shredded.parquet").sort_by("id")
+    ids, v = shredded.column("id").combine_chunks(), shredded.column("v").combine_chunks()
+    nulls = [i for i in range(len(v)) if not v[i].is_valid]
+    full = [i for i in range(len(v)) if v[i].is_valid]
+    # min/max of a variant column are z85 variants (PROTOCOL.md example); deltakernel does not use them
+    z85 = {"v": {"metadata": "0rSr50S#>uv/", "value": "0S&u501fz*ze0(tB98CpzF61K0SSog3i"}}
+    path = _files_table(tmp_path, [
+        (pa.table({"id": ids.take(full), "v": v.take(full)}),
+         {"numRecords": len(full), "minValues": {"id": 0, **z85}, "maxValues": {"id": 13, **z85},
+          "nullCount": {"id": 0, "v": 0}}),
+        (pa.table({"id": ids.take(nulls), "v": v.take(nulls)}),
+         {"numRecords": len(nulls), "minValues": {"id": 10}, "maxValues": {"id": 10},
+          "nullCount": {"id": 0, "v": len(nulls)}}),
+    ])
+    (tmp_path / "f1.parquet").unlink()  # only nulls: `v IS NOT NULL` must never open it
+    got = DeltaTable(path).to_pyarrow_table(filters=pc.field("v").is_valid())
+    assert sorted(got.column("id").to_pylist()) == ids.take(full).to_pylist()
+    pq.write_table(pa.table({"id": ids.take(nulls), "v": v.take(nulls)}), tmp_path / "f1.parquet")
+    (tmp_path / "f0.parquet").unlink()  # no nulls: `v IS NULL` must never open it
+    assert DeltaTable(path).to_pyarrow_table(filters=pc.field("v").is_null()).column("id").to_pylist() == [10]
+    # a predicate on another column still uses its bounds next to the variant's stats
+    pq.write_table(pa.table({"id": ids.take(full), "v": v.take(full)}), tmp_path / "f0.parquet")
+    (tmp_path / "f1.parquet").unlink()
+    assert DeltaTable(path).to_pyarrow_table(filters=[("id", "<", 10)]).num_rows == 10
+
+
+def test_checkpoint_keeps_variant_stats_and_shredded_files(tmp_path: Path, twin: pa.Table) -> None:
+    shredded = pq.read_table(FIX / "shredded.parquet").sort_by("id").select(["id", "v"])
+    valid = shredded.column("v").is_valid()
+    with_nulls, without = shredded.filter(pc.invert(valid)), shredded.filter(valid)
+    path = _files_table(tmp_path, [
+        (without, {"numRecords": without.num_rows, "nullCount": {"id": 0, "v": 0}}),
+        (with_nulls, {"numRecords": with_nulls.num_rows, "nullCount": {"id": 0, "v": with_nulls.num_rows}}),
+    ], {"delta.checkpoint.writeStatsAsStruct": "true", "delta.checkpoint.writeStatsAsJson": "false"})
+    DeltaTable(path).create_checkpoint()
+    cp = pq.read_table(tmp_path / "_delta_log" / f"{0:020d}.checkpoint.parquet").column("add").combine_chunks()
+    parsed = [a["stats_parsed"] for a in cp.to_pylist() if a is not None]
+    assert sorted(p["nullCount"]["v"] for p in parsed) == [0, with_nulls.num_rows]
+    for f in tmp_path.glob("_delta_log/*.json"):
+        f.unlink()  # state reconstruction from the checkpoint alone
+    dt_ = DeltaTable(path)
+    assert dt_.to_pyarrow_table().sort_by("id").column("v").to_pylist() == twin.column("v").to_pylist()
+    (tmp_path / "f0.parquet").unlink()  # no nulls: skipped by `v IS NULL` using stats_parsed
+    assert dt_.to_pyarrow_table(filters=pc.field("v").is_null()).num_rows == with_nulls.num_rows
