@@ -261,3 +261,25 @@ def test_checkpoint_keeps_variant_stats_and_shredded_files(tmp_path: Path, twin:
     assert dt_.to_pyarrow_table().sort_by("id").column("v").to_pylist() == twin.column("v").to_pylist()
     (tmp_path / "f0.parquet").unlink()  # no nulls: skipped by `v IS NULL` using stats_parsed
     assert dt_.to_pyarrow_table(filters=pc.field("v").is_null()).num_rows == with_nulls.num_rows
+
+
+@pytest.mark.parametrize("path", [("a",), ("b",), ("c", "d"), ("c", "e"), ("extra",), ("extra", "p"), ("zz",)])
+def test_one_path_reads_the_same_from_shredded_and_unshredded_columns(path: tuple[str, ...]) -> None:
+    from deltakernel.kernel.variant.paths import extract_path, path_columns
+
+    shredded = pq.read_table(FIX / "shredded.parquet").sort_by("id").column("v").combine_chunks()
+    plain = pq.read_table(FIX / "unshredded.parquet").sort_by("id").column("v").combine_chunks()
+
+    def values(arr: pa.Array) -> list[Any]:
+        return [None if r is None else decode(r["metadata"], r["value"]) for r in extract_path(arr, path).to_pylist()]
+
+    expected = []
+    for r in plain.to_pylist():
+        cur = None if r is None else decode(r["metadata"], r["value"])
+        for key in path:
+            cur = cur.get(key) if isinstance(cur, dict) else None
+        expected.append(cur)
+    assert values(plain) == values(shredded)
+    assert [x for x in values(plain)] == [x for x in expected]
+    cols = path_columns("v", shredded.type, path)
+    assert cols[0] == "v.metadata" and (path != ("c", "d") or cols[-1] == "v.typed_value.c.typed_value.d")
