@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from . import binary as vb
 from .gather import Piece, concat_rows
-from .unshred import _binary_piece, _encode, _Metadata, _valid, is_shredded
+from .unshred import MetadataIndex, binary_piece, encode_group, is_shredded, validity
 
 
 def path_columns(column: str, file_type: pa.DataType, path: tuple[str, ...]) -> list[str]:
@@ -37,16 +37,16 @@ def extract_path(col: pa.Array, path: tuple[str, ...]) -> pa.StructArray:
     """The variant at `path` of every row (SQL NULL where the row is null, not an object, or lacks the path)."""
     n = len(col)
     metadata = col.field("metadata")
-    meta = _Metadata(metadata)
+    meta = MetadataIndex(metadata)
     rows = meta.rows
-    live = _valid(col)  # rows still following the typed columns
+    live = validity(col)  # rows still following the typed columns
     slow: list[tuple[int, bytes, tuple[str, ...]]] = []  # (row, bytes held in a `value`, the path left)
     node: pa.Array = col
     for depth, key in enumerate(path):
         t = node.type
-        value = _binary_piece(node.field("value")) if t.get_field_index("value") >= 0 else None
+        value = binary_piece(node.field("value")) if t.get_field_index("value") >= 0 else None
         typed = node.field("typed_value") if t.get_field_index("typed_value") >= 0 else None
-        tvalid = _valid(typed) if typed is not None else np.zeros(n, bool)
+        tvalid = validity(typed) if typed is not None else np.zeros(n, bool)
         shredded_key = typed is not None and pa.types.is_struct(typed.type) and typed.type.get_field_index(key) >= 0
         if value is not None:
             # rows held in the binary, and (key not shredded) residual objects next to typed fields
@@ -61,7 +61,7 @@ def extract_path(col: pa.Array, path: tuple[str, ...]) -> pa.StructArray:
     keep = np.zeros(n, bool)
     piece = Piece(np.empty(0, np.uint8), np.zeros(n, np.int64), np.zeros(n, np.int64))
     if live.any():
-        piece, present = _encode(node, meta, rows)
+        piece, present = encode_group(node, meta, rows)
         keep = live & present
     starts, lens = piece.starts.copy(), np.where(keep, piece.lens, 0)
     extra = bytearray()

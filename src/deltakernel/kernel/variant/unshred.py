@@ -33,10 +33,10 @@ def is_shredded(t: pa.DataType) -> bool:
 
 def unshred(arr: pa.Array) -> pa.StructArray:
     """A shredded variant column as `struct<metadata: binary, value: binary>` (nulls kept)."""
-    valid = _valid(arr)
+    valid = validity(arr)
     metadata = arr.field("metadata")
-    meta = _Metadata(metadata)
-    piece, present = _encode(arr, meta, meta.rows)
+    meta = MetadataIndex(metadata)
+    piece, present = encode_group(arr, meta, meta.rows)
     missing = valid & ~present
     if missing.any():  # invalid per the spec; read as a variant null (a single 0x00 byte)
         nul = np.zeros(1, np.uint8)
@@ -49,7 +49,7 @@ def unshred(arr: pa.Array) -> pa.StructArray:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _valid(arr: pa.Array) -> np.ndarray:
+def validity(arr: pa.Array) -> np.ndarray:
     if arr.null_count == 0:
         return np.ones(len(arr), bool)
     return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
@@ -63,18 +63,18 @@ def _binary_array(data: U8, offsets: I64) -> pa.Array:
     return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _binary_piece(arr: pa.Array) -> Piece:
+def binary_piece(arr: pa.Array) -> Piece:
     """The bytes of a binary / string column (null rows: length 0)."""
     if not pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.large_binary())
     bufs = arr.buffers()
     offs = np.frombuffer(bufs[1], np.int64)[arr.offset:arr.offset + len(arr) + 1]
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
-    lens = np.diff(offs) * _valid(arr)
+    lens = np.diff(offs) * validity(arr)
     return Piece(data, offs[:-1].astype(np.int64), lens.astype(np.int64))
 
 
-class _Metadata:
+class MetadataIndex:
     """The metadata column, deduplicated: key ids are looked up once per distinct metadata, not per row."""
 
     def __init__(self, metadata: pa.Array) -> None:
@@ -100,20 +100,20 @@ class _Metadata:
         return vb.metadata_keys(self._distinct[distinct].as_py())
 
 
-def _encode(node: pa.Array, meta: _Metadata, rows: I64) -> tuple[Piece, np.ndarray]:
+def encode_group(node: pa.Array, meta: MetadataIndex, rows: I64) -> tuple[Piece, np.ndarray]:
     """One shredded group (`value` and / or `typed_value`): each row's variant bytes and whether it is present."""
     t = node.type
     value = node.field("value") if t.get_field_index("value") >= 0 else None
     typed = node.field("typed_value") if t.get_field_index("typed_value") >= 0 else None
     n = len(node)
-    vpiece = _binary_piece(value) if value is not None else Piece(np.empty(0, np.uint8), np.zeros(n, np.int64),
+    vpiece = binary_piece(value) if value is not None else Piece(np.empty(0, np.uint8), np.zeros(n, np.int64),
                                                                   np.zeros(n, np.int64))
     vvalid = vpiece.lens > 0
     if value is not None and value.null_count < n:
-        vvalid = _valid(value)
+        vvalid = validity(value)
     if typed is None:
         return vpiece, vvalid
-    tvalid = _valid(typed)
+    tvalid = validity(typed)
     if not tvalid.any():
         return vpiece, vvalid
     tpiece = _encode_typed(typed, meta, rows)
@@ -128,7 +128,7 @@ def _encode(node: pa.Array, meta: _Metadata, rows: I64) -> tuple[Piece, np.ndarr
     return Piece(buf, starts, lens), tvalid | vvalid
 
 
-def _merge_partial(p: Piece, residual: Piece, where: I64, meta: _Metadata, rows: I64) -> Piece:
+def _merge_partial(p: Piece, residual: Piece, where: I64, meta: MetadataIndex, rows: I64) -> Piece:
     """Rows with typed fields and a residual object: their fields merged into one object (row at a time)."""
     extra = bytearray()
     starts, lens = p.starts.copy(), p.lens.copy()
@@ -149,7 +149,7 @@ def _merge_partial(p: Piece, residual: Piece, where: I64, meta: _Metadata, rows:
     return Piece(np.concatenate([p.buf, np.frombuffer(bytes(extra), np.uint8)]), starts, lens)
 
 
-def _encode_typed(typed: pa.Array, meta: _Metadata, rows: I64) -> Piece:
+def _encode_typed(typed: pa.Array, meta: MetadataIndex, rows: I64) -> Piece:
     t = typed.type
     if pa.types.is_struct(t):
         return _encode_object(typed, meta, rows)
@@ -158,13 +158,13 @@ def _encode_typed(typed: pa.Array, meta: _Metadata, rows: I64) -> Piece:
     return encode_scalars(typed)
 
 
-def _encode_object(typed: pa.Array, meta: _Metadata, rows: I64) -> Piece:
+def _encode_object(typed: pa.Array, meta: MetadataIndex, rows: I64) -> Piece:
     n = len(typed)
     names = sorted((typed.type.field(i).name for i in range(typed.type.num_fields)), key=lambda s: s.encode())
-    tvalid = _valid(typed)
+    tvalid = validity(typed)
     children, present, ids = [], [], []
     for name in names:
-        piece, here = _encode(typed.field(name), meta, rows)
+        piece, here = encode_group(typed.field(name), meta, rows)
         here = here & tvalid
         fid = meta.ids(name, rows)
         if (here & (fid < 0)).any():
@@ -192,14 +192,14 @@ def _encode_object(typed: pa.Array, meta: _Metadata, rows: I64) -> Piece:
     return Piece(data, offsets[:-1], np.diff(offsets))
 
 
-def _encode_array(typed: pa.Array, meta: _Metadata, rows: I64) -> Piece:
+def _encode_array(typed: pa.Array, meta: MetadataIndex, rows: I64) -> Piece:
     n = len(typed)
     offs = np.asarray(typed.offsets.to_numpy(zero_copy_only=False), np.int64)
     values = typed.values.slice(int(offs[0]), int(offs[-1] - offs[0]))
     offs = offs - offs[0]
     counts = np.diff(offs)
     elem_row = np.repeat(np.arange(n, dtype=np.int64), counts)
-    epiece, epresent = _encode(values, meta, rows[elem_row])
+    epiece, epresent = encode_group(values, meta, rows[elem_row])
     if (~epresent).any():  # invalid per the spec: an array element is never missing
         nul = np.zeros(1, np.uint8)
         epiece = Piece(np.concatenate([epiece.buf, nul]), np.where(epresent, epiece.starts, len(epiece.buf)),
@@ -287,7 +287,7 @@ def encode_scalars(arr: pa.Array) -> Piece:
 
 
 def _strings(arr: pa.Array, is_string: bool) -> Piece:
-    body = _binary_piece(arr)
+    body = binary_piece(arr)
     n = len(arr)
     mat = np.empty((n, 5), np.uint8)
     mat[:, 1:] = le_bytes(body.lens, 4)
