@@ -283,3 +283,18 @@ def test_one_path_reads_the_same_from_shredded_and_unshredded_columns(path: tupl
     assert [x for x in values(plain)] == [x for x in expected]
     cols = path_columns("v", shredded.type, path)
     assert cols[0] == "v.metadata" and (path != ("c", "d") or cols[-1] == "v.typed_value.c.typed_value.d")
+
+
+def test_other_readers_refuse_shredded_tables(tmp_path: Path) -> None:
+    # deltalake 1.6.6 and DuckDB's delta extension (bundled 1.5.5) do not support `variantShredding`: they refuse
+    # the table (rather than misreading it); deltakernel writes unshredded files, which they read
+    deltalake = pytest.importorskip("deltalake")
+    path = _table(tmp_path, FIX / "shredded.parquet", [_field("id", "integer"), _field("v", V), _field("t", V)],
+                  ["variantType", "variantShredding"])
+    with pytest.raises(Exception, match="variantShredding"):
+        deltalake.DeltaTable(path).to_pyarrow_table()
+    pytest.importorskip("duckdb_extension_delta")
+    import helpers
+
+    with pytest.raises(Exception, match="variantShredding"):
+        helpers.duckdb_connection().execute(f"SELECT count(*) FROM delta_scan('{path}')").fetchall()
