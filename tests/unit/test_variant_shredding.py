@@ -298,3 +298,15 @@ def test_other_readers_refuse_shredded_tables(tmp_path: Path) -> None:
 
     with pytest.raises(Exception, match="variantShredding"):
         helpers.duckdb_connection().execute(f"SELECT count(*) FROM delta_scan('{path}')").fetchall()
+
+
+def test_datafusion_reads_shredded_variants_as_the_struct(tmp_path: Path, twin: pa.Table) -> None:
+    datafusion = pytest.importorskip("datafusion")
+    from deltakernel import datafusion as dkdf
+
+    path = _table(tmp_path, FIX / "shredded.parquet", [_field("id", "integer"), _field("v", V), _field("t", V)],
+                  ["variantType", "variantShredding"])
+    ctx = datafusion.SessionContext()
+    dkdf.register(ctx, "t", path)
+    got = ctx.sql("SELECT id, v FROM t ORDER BY id").to_arrow_table()
+    assert got.column("v").to_pylist() == twin.column("v").to_pylist()
