@@ -310,3 +310,14 @@ def test_datafusion_reads_shredded_variants_as_the_struct(tmp_path: Path, twin: 
     dkdf.register(ctx, "t", path)
     got = ctx.sql("SELECT id, v FROM t ORDER BY id").to_arrow_table()
     assert got.column("v").to_pylist() == twin.column("v").to_pylist()
+
+
+def test_pyarrow_dataset_refuses_shredded_tables(tmp_path: Path) -> None:
+    # a plain Parquet dataset would hand out the raw metadata / value / typed_value structs
+    from deltakernel.errors import UnsupportedFeatureError
+
+    path = _table(tmp_path, FIX / "shredded.parquet", [_field("id", "integer"), _field("v", V), _field("t", V)],
+                  ["variantType", "variantShredding-preview"])
+    with pytest.raises(UnsupportedFeatureError, match="unshred") as e:
+        DeltaTable(path).to_pyarrow_dataset()
+    assert e.value.feature == "variantShredding"
