@@ -349,6 +349,9 @@ class DeltaTable(TableOperations):
         if snap.protocol.has_feature("typeWidening") or snap.protocol.has_feature("typeWidening-preview"):
             raise UnsupportedFeatureError("typeWidening", "to_pyarrow_dataset cannot widen column types; "
                                           "use to_pyarrow_table() or to_batches()")
+        if snap.protocol.has_feature("variantShredding") or snap.protocol.has_feature("variantShredding-preview"):
+            raise UnsupportedFeatureError("variantShredding", "to_pyarrow_dataset cannot unshred variants; "
+                                          "use to_pyarrow_table() or to_batches()")
         from .kernel.schema.arrow import to_arrow_schema
         from .table_info import fragment_expressions
 

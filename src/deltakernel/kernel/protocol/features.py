@@ -25,6 +25,7 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
         "variantType",
         "variantType-preview",
         "geospatial",  # geometry/geography as WKB binary (kernel/schema/geospatial.py)
+        "variantShredding", "variantShredding-preview",  # kernel/variant/unshred.py
         # read through the catalog's log tail (kernel/log/segment.py `LogTail`); a read without it is refused
         "catalogManaged",
         "catalogOwned-preview",
@@ -52,6 +53,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "identityColumns", "columnMapping", "deletionVectors", "timestampNtz", "domainMetadata",
         "rowTracking", "inCommitTimestamp", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
         "typeWidening-preview", "allowColumnDefaults", "variantType", "variantType-preview", "clustering",
+        "variantShredding", "variantShredding-preview",  # unshredded writes are always allowed (PROTOCOL.md)
         # written only through a catalog committer (kernel/transaction/committer.py)
         "catalogManaged", "catalogOwned-preview",
         "geospatial",
@@ -69,7 +71,7 @@ LEGACY_FEATURES: dict[str, tuple[int, int]] = {
 READER_WRITER_FEATURES: frozenset[str] = frozenset(
     {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
      "typeWidening-preview", "variantType", "variantType-preview", "catalogManaged", "catalogOwned-preview",
-     "geospatial"}
+     "geospatial", "variantShredding", "variantShredding-preview"}
 )
 
 

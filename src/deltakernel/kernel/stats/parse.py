@@ -43,7 +43,7 @@ Path = tuple[str, ...]
 _MINMAX_TYPES = {
     "string", "long", "integer", "short", "byte", "float", "double", "boolean", "date", "timestamp", "timestamp_ntz",
 }
-_NULLCOUNT_ONLY = {"binary"}
+_NULLCOUNT_ONLY = {"binary", "variant"}  # variant: nullCount of the column itself (PROTOCOL.md)
 
 
 @dataclass
