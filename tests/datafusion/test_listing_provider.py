@@ -161,3 +161,10 @@ def test_dataset_provider_parses_stats_once_per_snapshot(plain: str, monkeypatch
     assert len(calls) == 1
     ctx.sql("SELECT id FROM t WHERE x = 1").to_pylist()  # another column: parsed once more
     assert len(calls) == 2
+
+
+def test_many_files_keep_the_dataset_provider(plain: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(listing, "MAX_FILES", 2)  # `plain` has 3 files
+    rows, ds, _ = _rows(plain, "SELECT count(*) AS n FROM t")
+    assert ds.scan_path == "dataset" and rows == [str({"n": 300})]
+    assert _rows(plain, "SELECT 1", provider="dataset")[1].scan_path == "dataset"
