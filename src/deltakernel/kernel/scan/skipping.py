@@ -78,8 +78,17 @@ def skipping_mask(
     return pc.fill_null(result, scalar(True))
 
 
-def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr) -> pa.BooleanArray:
-    """The scan's entry point: typed partition values + stats of the file table, then `skipping_mask`."""
+#: parsed-stats entries a `stats_cache` keeps (one per set of referenced columns)
+STATS_CACHE_ENTRIES = 16
+
+
+def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr,
+                       stats_cache: dict[Any, Any] | None = None) -> pa.BooleanArray:
+    """The scan's entry point: typed partition values + stats of the file table, then `skipping_mask`.
+
+    `stats_cache`: a dict the caller keeps for *this same* `files` table (a pinned snapshot's): the parsed
+    stats of each set of referenced columns are kept there (at most `STATS_CACHE_ENTRIES`), so repeated
+    queries do not parse the stats JSON again."""
     from .partition_values import partition_columns_table
 
     n = files.num_rows
@@ -96,12 +105,22 @@ def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr) -> pa.Bo
         pv = {(name,): arr for name, arr in typed.items()}
     data_cols = {c for c in cols if (c[0],) not in pv}
     stats: FileStats | None = None
-    if data_cols:
+    key = frozenset(data_cols)
+    if data_cols and stats_cache is not None and key in stats_cache:
+        stats = stats_cache[key]
+    elif data_cols:
         if "stats" in files.column_names:
             stats = parse_stats(files.column("stats"), schema, mode, data_cols)
         if "stats_parsed" in files.column_names:
             parsed = stats_from_struct(files.column("stats_parsed"), schema, mode, data_cols)
             stats = parsed if stats is None else stats.coalesce(parsed)
+        if stats_cache is not None:
+            if len(stats_cache) >= STATS_CACHE_ENTRIES:
+                try:  # the oldest entry; another thread may be evicting at the same time
+                    stats_cache.pop(next(iter(stats_cache)), None)
+                except (RuntimeError, StopIteration):
+                    pass
+            stats_cache[key] = stats
     return skipping_mask(predicate, stats, pv, n)
 
 
