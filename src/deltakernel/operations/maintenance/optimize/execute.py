@@ -37,7 +37,7 @@ from typing import Any, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ....errors import DeltaError
+from ....errors import DeltaError, InvalidArgumentValueError
 from ....kernel import row_tracking as rt
 from ....kernel.log.action_types import AddAction, RemoveAction
 from ....kernel.log.actions import Metadata
@@ -290,15 +290,17 @@ class BinRunner:
 def _interval_seconds(value: int | float | timedelta | None) -> float | None:
     if value is None:
         return None
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    return float(value)
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds < 0:  # deltalake refuses it (an unsigned duration)
+        raise InvalidArgumentValueError(f"min_commit_interval must not be negative, got {value!r}")
+    return seconds
 
 
 def target_file_size(snapshot: Snapshot, target_size: int | None) -> int:
     if target_size is not None:
         if int(target_size) <= 0:
-            raise DeltaError(f"target_size must be positive, got {target_size}")
+            raise InvalidArgumentValueError(f"target_file_size must be between 1 and {2**63 - 1} "
+                                            f"(target_size must be positive, got {target_size})")
         return int(target_size)
     raw = snapshot.configuration.get("delta.targetFileSize")
     if raw is not None and str(raw).strip().isdigit():
@@ -340,15 +342,17 @@ def sort_columns(snapshot: Snapshot, columns: Sequence[str] | None, clustered: l
         return None
     cols = list(columns)
     if not cols:
-        raise DeltaError("Z-order needs at least one column")
+        raise DeltaError("Z-order requires at least one column (Z-order needs at least one column)")
     parts = {p.lower() for p in snapshot.partition_columns}
     schema = snapshot.schema
     out = []
     for c in cols:
         if not schema.has(c):
-            raise DeltaError(f"Z-order column {c!r} is not in the table schema {schema.names}")
+            raise DeltaError(f'Z-order column "{c}": field "{c}" not found in schema '
+                             f"(Z-order column {c!r} is not in the table schema {schema.names})")
         if c.lower() in parts:
-            raise DeltaError(f"Z-order column {c!r} is a partition column (files hold one value of it already)")
+            raise DeltaError(f'Z-order columns cannot be partition columns. Found: ["{c}"] '
+                             f"(Z-order column {c!r} is a partition column: files hold one value of it already)")
         f = schema.field(c)
         from ....kernel.schema.arrow import to_arrow_type
 
