@@ -116,3 +116,88 @@ def test_builder_without_session_create_ignore_replace(spark):
         assert _fields(dt.toDF().schema) == [("col1", "int", True, {})]
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_optimize_records_delta_sparks_predicate_text(spark, tmp_path):
+    for name, parts in (("p", ["key"]), ("u", [])):
+        path = str(tmp_path / name)
+        for rows in ([("a", 1), ("a", 2)], [("a", 3), ("a", 4)], [("b", 1), ("b", 2)]):
+            spark.createDataFrame(rows, ["key", "value"]).repartition(1).write.partitionBy(*parts).format(
+                "delta").mode("append").save(path)
+    dt = DeltaTable.forPath(spark, str(tmp_path / "p"))
+    res = dt.optimize().where("key = 'a'").executeCompaction().first().metrics
+    assert (res.numFilesAdded, res.numFilesRemoved) == (1, 2)
+    assert dt.history().first().operationParameters["predicate"] == '["(\'key = a)"]'
+    with pytest.raises(Exception, match=r"Predicate references non-partition column 'value'\. Only the partition "
+                                        r"columns may be referenced: \[key\]"):
+        dt.optimize().where("value = 1").executeCompaction()
+    whole = DeltaTable.forPath(spark, str(tmp_path / "u"))
+    res = whole.optimize().executeCompaction().first().metrics
+    assert (res.numFilesAdded, res.numFilesRemoved) == (1, 3)
+    assert whole.history().first().operationParameters["predicate"] == "[]"
+    with pytest.raises(Exception, match=r"Predicate references non-partition column 'key'\. Only the partition "
+                                        r"columns may be referenced: \[\]"):
+        whole.optimize().where("key = 'a'").executeCompaction()
+
+
+def test_restore_to_timestamp_argument_errors(spark, tmp_path):
+    path = str(tmp_path / "t")
+    spark.createDataFrame([("a", 1)], ["key", "value"]).write.format("delta").save(path)
+    spark.createDataFrame([("b", 2)], ["key", "value"]).write.format("delta").mode("append").save(path)
+    dt = DeltaTable.forPath(spark, path)
+    with pytest.raises(Exception, match=r"The provided timestamp \('05/04/1999'\) cannot be converted to a valid "
+                                        r"timestamp"):
+        dt.restoreToTimestamp("05/04/1999")
+    with pytest.raises(Exception, match="timestamp needs to be a string but got '<class 'int'>'"):
+        dt.restoreToTimestamp(12342323232)
+    with pytest.raises(Exception, match="version needs to be an int but got '<class 'str'>'"):
+        dt.restoreToVersion("0")
+    assert dt.history().count() == 2  # nothing committed
+
+
+def test_identity_column_on_int_through_sql(spark, tmp_path):
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id INT GENERATED ALWAYS AS IDENTITY (START WITH 1 INCREMENT BY 2), "
+              "v STRING) USING DELTA")
+    spark.sql(f"INSERT INTO delta.`{path}` (v) VALUES ('a'), ('b')")
+    rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+    assert [r[1] for r in rows] == ["a", "b"] and len({r[0] for r in rows}) == 2
+    assert all(r[0] % 2 == 1 for r in rows)
+    field = spark.read.format("delta").load(path).schema["id"]
+    assert field.dataType == IntegerType()
+
+
+def _protocol(path: str) -> dict:
+    log = sorted(f for f in os.listdir(os.path.join(path, "_delta_log")) if f.endswith(".json"))
+    for f in reversed(log):
+        for line in open(os.path.join(path, "_delta_log", f)):
+            action = json.loads(line)
+            if "protocol" in action:
+                return action["protocol"]
+    raise AssertionError("no protocol")
+
+
+def test_drop_feature_support_as_delta_spark(spark, tmp_path):
+    path = str(tmp_path / "t")
+    spark.createDataFrame([(1,)], "a int").write.format("delta").save(path)
+    dt = DeltaTable.forPath(spark, path)
+    dt.addFeatureSupport("domainMetadata")  # a writer-only feature nothing uses
+    assert "domainMetadata" in _protocol(path)["writerFeatures"]
+    with pytest.raises(Exception, match=r"^\[DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED\]"):
+        dt.dropFeatureSupport("domainMetadata", truncateHistory=True)
+    dt.dropFeatureSupport("domainMetadata")
+    assert "domainMetadata" not in (_protocol(path).get("writerFeatures") or [])
+    with pytest.raises(Exception, match=r"^\[DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT\]"):
+        dt.dropFeatureSupport("domainMetadata")
+    with pytest.raises(Exception, match=r"^\[DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE\]"):
+        dt.dropFeatureSupport("__invalid_feature__")
+    dt.addFeatureSupport("deletionVectors")  # a reader-writer feature: its traces are in the history
+    versions = dt.history().count()
+    with pytest.raises(Exception, match=r"^\[DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD\] Dropping "
+                                        r"deletionVectors was partially successful"):
+        dt.dropFeatureSupport("deletionVectors")
+    assert dt.history().count() >= versions
+    with pytest.raises(ValueError, match="featureName needs to be a string but got '<class 'int'>'"):
+        dt.dropFeatureSupport(1)
+    with pytest.raises(ValueError, match="truncateHistory needs to be a bool but got '<class 'str'>'"):
+        dt.dropFeatureSupport("deletionVectors", "yes")
