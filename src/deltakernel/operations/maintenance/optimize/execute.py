@@ -391,6 +391,7 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
         clustered = None  # clustered table without clustering columns: plain compaction / Z-order
     sort_cols = sort_columns(snapshot, zorder_columns, clustered)
     target = target_file_size(snapshot, target_size)
+    interval = _interval_seconds(min_commit_interval)  # checked before planning: refused even with nothing to do
     files = Scan(snapshot, predicate=partition_predicate).plan() if partition_predicate is not None \
         else snapshot.files
     workers = max(1, max_concurrent_tasks or min(4, os.cpu_count() or 2))
@@ -416,7 +417,7 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
     md = snapshot.metadata
     configuration = rt.with_materialized_names(md.configuration)
     new_metadata = configuration != md.configuration  # row tracking on without materialized column names
-    interval = None if new_metadata else _interval_seconds(min_commit_interval)
+    interval = None if new_metadata else interval
     op = BinRunner(storage, snapshot, zorder_columns=sort_cols, plan=plan, target_size=target,
                    configuration=configuration, writer_properties=writer_properties, extra_add=extra_add,
                    workers=workers, progress=progress)
