@@ -167,7 +167,7 @@ def plan_metadata(
                                       schema_mode != "overwrite" else []))
         for p in parts:
             if not schema.has(p):
-                raise SchemaError(f"partition column {p!r} is not in the schema {schema.names}")
+                raise SchemaError(f"Partition column {p!r} not found in schema {schema.names}")
         parts = [schema.field(p).name for p in parts]
         schema = _with_column_mapping(schema, configuration)
         feats = required_features(schema, configuration) | requested
@@ -195,7 +195,9 @@ def plan_metadata(
     md = snapshot.metadata
     if partition_by and [p.lower() for p in partition_by] != [p.lower() for p in md.partition_columns]:
         raise DeltaError(
-            f"partition_by {partition_by} does not match the table's partition columns {list(md.partition_columns)}"
+            "Specified table partitioning does not match table partitioning: expected: "
+            f"{list(md.partition_columns)}, got: {list(partition_by)} (partition_by {partition_by} does not match "
+            f"the table's partition columns {list(md.partition_columns)})"
         )
     changed = False
     schema = snapshot.schema

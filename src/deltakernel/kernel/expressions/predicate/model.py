@@ -248,7 +248,8 @@ def _resolve(schema: StructType, name: str) -> tuple[tuple[str, ...], DataType]:
             struct = f.type
         else:
             return tuple(path), struct
-    raise InvalidFilterError(f"filter column {name!r} is not in the table schema (columns: {schema.names})")
+    raise InvalidFilterError(f'Filters include columns that are not in table schema: ["{name}"] '
+                             f"(filter column {name!r} is not in the table schema; columns: {schema.names})")
 
 
 # ----------------------------------------------------------------------------- value coercion
@@ -472,7 +473,8 @@ def _one_filter(t: Any, schema: StructType, empty_string_is_null: bool, not_in_k
     if op == "==":
         op = "="
     if op not in COMPARISON_OPS:
-        raise InvalidFilterError(f"unsupported filter operator {t[1]!r} in {t!r}")
+        raise InvalidFilterError(f'"{t[1]}" is not a valid operator in predicates. '
+                                 f"(unsupported filter operator {t[1]!r} in {t!r})")
     if _is_null_value(value, empty_string_is_null):
         if op == "=":
             return IsNull(col)
