@@ -13,8 +13,11 @@ Conventions in the Markdown (HTML comments: they do not show in the built site):
 - `<!-- example: skip REASON -->` right before a fence: that example is not run (REASON is required; used
   sparingly and each says why).
 - ```python fences run with exec(); ```bash fences run in bash (`set -e`) in the page's directory, with the
-  test interpreter's bin directory first on PATH (so `deltakernel` and `python` are ours). Other fences
-  (```text, ```yaml, ...) are output or configuration and are not run.
+  test interpreter's bin directory first on PATH (so `deltakernel` and `python` are ours). A bash fence made
+  only of `deltakernel ...` commands runs each command in this process through `deltakernel.cli.main` (the
+  same argument parsing and code; exit status 0 required): a new Python process per command costs 1-5 s, which
+  the suite's time budget cannot pay for ~20 commands. Other fences (```text, ```yaml, ...) are output or
+  configuration and are not run.
 """
 
 from __future__ import annotations
@@ -131,7 +134,42 @@ def run_page(page: Page, workdir: Path, namespace: dict[str, object] | None = No
     return skipped
 
 
+def _cli_commands(code: str) -> list[list[str]] | None:
+    """The argument lists of a fence made only of `deltakernel ...` commands (comments and `\\` continuations
+    allowed), else None."""
+    import shlex
+
+    joined = re.sub(r"\\\n", " ", code)
+    commands = []
+    for line in joined.splitlines():
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        if words[0] != "deltakernel" or any(w in ("|", ">", "&&", ";") for w in words):
+            return None
+        commands.append(words[1:])
+    return commands or None
+
+
 def _run_shell(ex: Example, code: str, workdir: Path, env: dict[str, str] | None) -> None:
+    commands = _cli_commands(code)
+    if commands is not None:
+        import contextlib
+        import io
+
+        from deltakernel.cli import main
+
+        for argv in commands:
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                try:
+                    status = main(argv)
+                except SystemExit as exc:  # argparse errors
+                    status = exc.code if isinstance(exc.code, int) else 1
+            if status not in (0, None):
+                raise AssertionError(f"example at {ex.where}: `deltakernel {' '.join(argv)}` exited {status}:\n"
+                                     f"{out.getvalue()[-3000:]}")
+        return
     bindir = str(Path(sys.executable).parent)
     full_env = {**os.environ, **(env or {}), "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
     src = str(REPO / "src")
