@@ -18,10 +18,14 @@ Conventions in the Markdown (HTML comments: they do not show in the built site):
   same argument parsing and code; exit status 0 required): a new Python process per command costs 1-5 s, which
   the suite's time budget cannot pay for ~20 commands. Other fences (```text, ```yaml, ...) are output or
   configuration and are not run.
+- A Python line ending in `# -> TEXT` states what it prints: the example's output must contain TEXT as a whole
+  line, in the order of those comments (so the values a reader is shown are checked, not only that it runs).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -29,6 +33,7 @@ import sys
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -121,10 +126,13 @@ def run_page(page: Page, workdir: Path, namespace: dict[str, object] | None = No
             for old, new in (replacements or {}).items():
                 code = code.replace(old, new)
             if ex.lang == "python":
+                out = io.StringIO()
                 try:
-                    exec(compile(code, ex.where, "exec"), ns)
+                    with contextlib.redirect_stdout(_Tee(out, sys.stdout)):
+                        exec(compile(code, ex.where, "exec"), ns)
                 except Exception as exc:
                     raise AssertionError(f"example at {ex.where} failed: {type(exc).__name__}: {exc}\n{code}") from exc
+                _check_outputs(ex, code, out.getvalue())
             else:
                 _run_shell(ex, code, workdir, env)
     finally:
@@ -132,6 +140,33 @@ def run_page(page: Page, workdir: Path, namespace: dict[str, object] | None = No
         os.environ.clear()
         os.environ.update(old_env)
     return skipped
+
+
+_SHOWS = re.compile(r"#\s*->\s*(?P<text>.+?)\s*$")
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams: Any) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for s in self.streams:
+            s.write(text)
+        return len(text)
+
+
+def _check_outputs(ex: Example, code: str, output: str) -> None:
+    """Each `# -> TEXT` comment's TEXT is a whole line of the output, in order."""
+    lines = [" ".join(line.split()) for line in output.splitlines()]
+    pos = 0
+    for m in (_SHOWS.search(line) for line in code.splitlines()):
+        if m is None:
+            continue
+        want = " ".join(m.group("text").split())
+        try:
+            pos = lines.index(want, pos) + 1
+        except ValueError:
+            raise AssertionError(f"example at {ex.where} should print {want!r}; it printed:\n{output[-3000:]}") from None
 
 
 def _cli_commands(code: str) -> list[list[str]] | None:
@@ -154,9 +189,6 @@ def _cli_commands(code: str) -> list[list[str]] | None:
 def _run_shell(ex: Example, code: str, workdir: Path, env: dict[str, str] | None) -> None:
     commands = _cli_commands(code)
     if commands is not None:
-        import contextlib
-        import io
-
         from deltakernel.cli import main
 
         for argv in commands:

@@ -20,7 +20,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from guide_runner import DOCS, REPO, guide_pages, run_page  # noqa: E402
+from guide_runner import DOCS, REPO, guide_pages, run_page
 
 PAGES = guide_pages()
 KINDS = {"embedded", "spark", "connect", "uc", "s3", "none"}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs"))
-from guide_runner import guide_pages, run_page  # noqa: E402
+from guide_runner import guide_pages, run_page
 
 _PAGES = {kind: [p for p in guide_pages() if p.kind == kind] for kind in ("spark", "connect")}
 
