@@ -31,7 +31,7 @@ def test_installed_versions_are_the_newest_allowed(tmp_path):
         try:
             have = metadata.version(name)
         except metadata.PackageNotFoundError:
-            have = "not installed"
+            have = "none"
         if have != newest:
             behind.append(f"{name}: {have} installed, {newest} allowed")
     assert not behind, "not the newest allowed versions:\n" + "\n".join(behind)

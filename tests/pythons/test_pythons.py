@@ -18,15 +18,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from _uv_venvs import ROOT, build_dists, cached_venv, clean_env, find_python, requirements, uv
+from _uv_venvs import ROOT, build_dists, cached_venv, clean_env, find_python, project, requirements, uv
 
 SUPPORTED = ("3.10", "3.11", "3.12", "3.13")  # pyproject.toml: requires-python >= 3.10; classifiers would list these
 RUNNING = f"{sys.version_info[0]}.{sys.version_info[1]}"
 OTHERS = tuple(m for m in SUPPORTED if m != RUNNING)
 SMOKE = Path(__file__).resolve().parent / "_pythons_smoke.py"
-# the test tools (from the `test` extra, same ranges) the core files import: pandas for to_pandas, hypothesis for
-# the property tests, deltalake and DuckDB as the oracles of tests/helpers.py, DataFusion for the SQL front end
-TEST_TOOLS = ("pytest", "hypothesis", "pandas", "deltalake", "duckdb", "duckdb-extension-delta", "datafusion")
+# the test tools (from the `test` extra, same ranges) the core files import: hypothesis for the property tests,
+# deltalake and DuckDB as the oracles of tests/helpers.py, DataFusion for the SQL front end
+TEST_TOOLS = ("pytest", "hypothesis", "deltalake", "duckdb", "duckdb-extension-delta", "datafusion")
 CORE_TESTS = (
     "tests/unit/test_sql_fast.py",  # the sqlglot-free parser and its keyword check against the installed sqlglot
     "tests/unit/test_replay.py",  # log replay: Arrow JSON parsing, checkpoints
@@ -49,7 +49,10 @@ def test_core_on_python(minor, dists, tmp_path):
     python = find_python(minor)
     if python is None:
         pytest.skip(f"Python {minor} is not installed (pyenv install {minor})")
-    venv = cached_venv(f"python-{minor}", python, requirements(TEST_TOOLS))
+    # pandas from the `pandas` extra (<4), not the `test` extra (<3, beside pyspark): the embedded engine is
+    # tested on pandas 3 here (where the interpreter has it), the main suite on pandas 2
+    reqs = [*requirements(TEST_TOOLS), *project()["optional-dependencies"]["pandas"]]
+    venv = cached_venv(f"python-{minor}", python, reqs)
     vpy = str(venv / "bin" / "python")
     wheel, sdist = dists
     artifact = sdist if minor == SUPPORTED[0] else wheel
