@@ -11,7 +11,10 @@ VENV="$ROOT/.ci-tools/venvs/newest"
 rm -rf "$VENV"
 echo ">> resolving the newest allowed versions into $VENV"
 "$UV" venv -q --python "$PY" "$VENV"
-"$UV" pip install -q --refresh --python "$VENV/bin/python" -e ".[test]"
+# --refresh: ask the index again (no cached metadata); --find-links: pyspark wheels built earlier by
+# tests/pythons (pyspark is an sdist only; a newer release than those is still resolved and built)
+mkdir -p .ci-tools/wheelhouse
+"$UV" pip install -q --refresh --find-links .ci-tools/wheelhouse --python "$VENV/bin/python" -e ".[test]"
 "$UV" pip freeze --python "$VENV/bin/python" | grep -v "^-e " > "$VENV/versions.txt"
 echo ">> $(wc -l < "$VENV/versions.txt") packages; the ones in pyproject.toml:"
 grep -i -E "^($(sed -n '/^dependencies = \[/,/^\]/p;/^test = \[/,/^\]/p' pyproject.toml \
