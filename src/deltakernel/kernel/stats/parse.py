@@ -33,6 +33,7 @@ import pyarrow.json as pajson
 
 from ..arrow_build import arrow_to_np, bool_to_arrow, np_to_arrow, scalar, str_scalar
 from ..geo.bbox import POINT_TYPE, wkt_points
+from ..isotime import parse_datetime
 from ..schema.arrow import to_arrow_type
 from ..schema.collations import has_non_binary_collation
 from ..schema.column_mapping import physical_name
@@ -185,7 +186,7 @@ def _py_timestamp(v: Any, utc: bool) -> Any:
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     try:
-        ts = dt.datetime.fromisoformat(text)
+        ts = parse_datetime(text)
     except ValueError:
         return None
     if utc:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from ....errors import InvalidFilterError
 from ...arrow_build import scalar
+from ...isotime import parse_datetime
 from ...schema.arrow import to_arrow_type
 from ...schema.types import DataType, DecimalType, PrimitiveType, StructType
 
@@ -260,7 +261,7 @@ def _parse_datetime(s: str) -> dt.datetime:
     text = s.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
-    return dt.datetime.fromisoformat(text)
+    return parse_datetime(text)
 
 
 def _encode_value(value: Any) -> str:
