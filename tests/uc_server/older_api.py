@@ -49,6 +49,22 @@ def _legacy_info(row: sqlite3.Row) -> dict[str, Any]:
             "updated_at": row["updated_time"]}
 
 
+def list_tables_legacy(store: CatalogStore, query: dict[str, str]) -> dict[str, Any]:
+    """GET /tables (listTables): the tables of catalog_name.schema_name by name, `max_results` a page, the next
+    page's token the offset (opaque to clients)."""
+    catalog, schema = query.get("catalog_name"), query.get("schema_name")
+    if not catalog or not schema:
+        raise ApiError(400, "INVALID_ARGUMENT", "catalog_name and schema_name are required")
+    size = int(query.get("max_results") or 100)
+    start = int(query.get("page_token") or 0)
+    with store.tx() as db:
+        store.require_schema(db, catalog, schema)
+        rows = db.execute("SELECT * FROM tables WHERE catalog=? AND schema=? ORDER BY name LIMIT ? OFFSET ?",
+                          (catalog, schema, size + 1, start)).fetchall()
+    more = len(rows) > size
+    return {"tables": [_legacy_info(r) for r in rows[:size]], "next_page_token": str(start + size) if more else None}
+
+
 def get_table_legacy(store: CatalogStore, full_name: str) -> dict[str, Any]:
     parts = full_name.split(".")
     if len(parts) != 3:

@@ -283,6 +283,21 @@ class UnityCatalogClient:
         data = self._t.request("GET", f"/tables/{path_segment(full_name)}", operation="getTable")
         return TableInfo.from_json(data or {})
 
+    def list_tables(self, catalog: str, schema: str, *, page_size: int = 100) -> list[TableInfo]:
+        """GET /tables?catalog_name=&schema_name= (the UC API's listTables; the Delta REST API has no listing),
+        every page followed: the tables of one schema (Spark's SHOW TABLES on a Unity Catalog)."""
+        out: list[TableInfo] = []
+        token: str | None = None
+        while True:
+            query = {"catalog_name": catalog, "schema_name": schema, "max_results": str(page_size)}
+            if token:
+                query["page_token"] = token
+            data = self._t.request("GET", "/tables", operation="listTables", query=query) or {}
+            out.extend(TableInfo.from_json(t) for t in data.get("tables") or ())
+            token = data.get("next_page_token") or None
+            if token is None:
+                return out
+
     def get_commits(self, table_id: str, table_uri: str, start_version: int,
                     end_version: int | None = None) -> PreviewCommits:
         """GET /delta/preview/commits: unbackfilled commits from `start_version` (inclusive) to `end_version`."""
