@@ -169,8 +169,8 @@ class CatalogCommitter(Committer):
         #: the snapshot the transaction read (its version and log tail): publishing our own commit needs no
         #: fresh tail when nothing was ratified between it and our commit (`_publish_own`)
         self._read = read_snapshot
-        #: (version, staged key, bytes) of the commit this committer got ratified, with no rival seen
-        self._ours: tuple[int, str, bytes] | None = None
+        #: (version, bytes) of the commit this committer got ratified
+        self._ours: tuple[int, bytes] | None = None
         self._rival_seen = False
 
     # ------------------------------------------------------------------ commit
@@ -190,7 +190,7 @@ class CatalogCommitter(Committer):
         while True:
             try:
                 self.catalog.ratify(request)
-                self._ours = (version, key, payload)
+                self._ours = (version, payload)
                 return None
             except CatalogCommitConflictError:
                 self._rival_seen = True
@@ -315,7 +315,7 @@ class CatalogCommitter(Committer):
         if self._ours is None or self._rival_seen or tail is None or tail.max_catalog_version is None \
                 or self._ours[0] != version or read.version + 1 != version or tail.max_catalog_version >= version:
             return False
-        _, key, payload = self._ours
+        payload = self._ours[1]
         for m in tail.commits:  # ascending: publish in version order
             target = commit_key(version_of(m.key))
             if m.key != target and not self.storage.exists(target):

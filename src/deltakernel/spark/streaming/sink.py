@@ -48,10 +48,12 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         k = self.kwargs
         self.table_uri = table_uri(k["table_or_uri"])
         uri, options = self.table_uri, k.get("storage_options")
-        if uri.lower().startswith("uc://"):  # a catalog's table: tasks write files at its location with the
-            storage = self._storage()  # catalog's vended credentials, with no catalog calls of their own; the
-            uri, options = storage.root_uri, dict(getattr(storage, "storage_options", None) or {})  # commit goes
-        self.plan = WritePlan(uri, options, self.metadata, protocol, None, k.get("max_rows_per_file"), None)  # via it
+        if uri.lower().startswith("uc://"):
+            # a catalog's table: tasks write files at its location with the catalog's vended credentials (no
+            # catalog calls of their own); the commit goes through the catalog (`_storage`)
+            storage = self._storage()
+            uri, options = storage.root_uri, dict(getattr(storage, "storage_options", None) or {})
+        self.plan = WritePlan(uri, options, self.metadata, protocol, None, k.get("max_rows_per_file"), None)
 
     # ------------------------------------------------------------------ executors
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Any:
