@@ -16,6 +16,20 @@ from typing import Any
 from .store import ApiError, CatalogStore, now_ms
 
 
+def create_staging_table_legacy(store: CatalogStore, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /staging-tables (all.yaml): an id and a location for a managed table about to be created."""
+    for key in ("name", "catalog_name", "schema_name"):
+        if not body.get(key):
+            raise ApiError(400, "INVALID_ARGUMENT", f"{key} is required")
+    try:
+        made = store.create_staging_table(body["catalog_name"], body["schema_name"], body["name"])
+    except ApiError as exc:
+        raise ApiError(exc.status, "TABLE_ALREADY_EXISTS" if exc.status == 409 else "INVALID_ARGUMENT",
+                       exc.message) from None
+    return {"id": made["table-id"], "name": body["name"], "catalog_name": body["catalog_name"],
+            "schema_name": body["schema_name"], "staging_location": made["location"]}
+
+
 def create_table_legacy(store: CatalogStore, body: dict[str, Any]) -> dict[str, Any]:
     """POST /tables (all.yaml): register a table by location (how pre-Delta-REST servers create them)."""
     for key in ("name", "catalog_name", "schema_name", "table_type", "storage_location"):
@@ -29,6 +43,11 @@ def create_table_legacy(store: CatalogStore, body: dict[str, Any]) -> dict[str, 
                       (catalog, schema, name)).fetchone():
             raise ApiError(409, "TABLE_ALREADY_EXISTS", f"table {catalog}.{schema}.{name} already exists")
         table_id, now = str(uuid.uuid4()), now_ms()
+        staged = db.execute("SELECT table_id FROM staging_tables WHERE location=? AND finalized=0",
+                            (str(body["storage_location"]).rstrip("/"),)).fetchone()
+        if staged is not None:  # a managed table created at its staging location keeps the staging id
+            table_id = staged["table_id"]
+            db.execute("UPDATE staging_tables SET finalized=1 WHERE table_id=?", (table_id,))
         columns = {"type": "struct", "fields": body.get("columns") or []}
         protocol = {"min-reader-version": 3, "min-writer-version": 7,
                     "reader-features": list(store.policy.required_reader_features),

@@ -67,9 +67,10 @@ def stream_partition_by(original_partition_by: Any) -> Any:
 
 
 def catalog_options(path: Any) -> dict[str, str]:
-    """The Unity Catalog URL and token a stream of `path` needs in Spark's workers: for a `uc://` path, from the
-    catalog's registration in this process (a Spark catalog configuration, `unity.tables.configure_catalog`) and
-    then the environment; {} for other paths or when nothing is configured (the worker's own environment may be)."""
+    """The Unity Catalog URL and token (and the object-store options registered for the catalog) a stream of `path`
+    needs in Spark's workers: for a `uc://` path, from the catalog's registration in this process (a Spark catalog
+    configuration, `unity.tables.configure_catalog`) and then the environment; {} for other paths or when nothing
+    is configured (the worker's own environment may be)."""
     if not isinstance(path, str) or not path.lower().startswith("uc://"):
         return {}
     from ...unity.client import parse_table_name
@@ -78,11 +79,11 @@ def catalog_options(path: Any) -> dict[str, str]:
     from ...unity.tables import configured_options
 
     try:
-        catalog = parse_table_name(path)[0]
-        config = resolve_config(configured_options(catalog) or {})
+        registered = configured_options(parse_table_name(path)[0]) or {}
+        config = resolve_config(registered)
     except UnityCatalogError:
         return {}
-    out = {"unity_catalog_url": config.base_url}
+    out = {**registered, "unity_catalog_url": config.base_url}  # with the registered object-store options
     if config.token:
         out["unity_catalog_token"] = config.token
     return out
