@@ -312,8 +312,9 @@ class CatalogCommitter(Committer):
         commit). False when not known: `publish` reloads the tail."""
         read = self._read
         tail = getattr(read, "log_tail", None)
-        if self._ours is None or self._rival_seen or tail is None or tail.max_catalog_version is None \
-                or self._ours[0] != version or read.version + 1 != version or tail.max_catalog_version >= version:
+        if read is None or self._ours is None or self._rival_seen or tail is None \
+                or tail.max_catalog_version is None or self._ours[0] != version or read.version + 1 != version \
+                or tail.max_catalog_version >= version:
             return False
         payload = self._ours[1]
         for m in tail.commits:  # ascending: publish in version order
