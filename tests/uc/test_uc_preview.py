@@ -163,3 +163,15 @@ def test_embedded_engine_end_to_end_through_preview_commits(old_server) -> None:
     assert {"createStagingTableLegacy", "createTableLegacy", "commit", "getCommits"} <= ops
     assert not [r for r in old_server.requests if r.path.startswith("/api/2.1/unity-catalog/delta/v1/")
                 and r.status == 200]
+
+
+def test_list_tables_follows_every_page(uc_server) -> None:
+    """GET /tables (the UC API's listTables, what Spark's SHOW TABLES on a UC catalog uses) page by page."""
+    for name in ("b", "a", "c"):
+        older_api.create_table_legacy(uc_server.store, {"name": name, "catalog_name": CATALOG, "schema_name": SCHEMA,
+                                                        "table_type": "EXTERNAL", "storage_location": f"file:///x/{name}"})
+    client = client_for(uc_server)
+    assert [t.name for t in client.list_tables(CATALOG, SCHEMA, page_size=2)] == ["a", "b", "c"]
+    assert sum(r.operation == "listTables" for r in uc_server.requests) == 2
+    with pytest.raises(UCNotFoundError):
+        client.list_tables(CATALOG, "missing")
