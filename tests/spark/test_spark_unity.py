@@ -142,16 +142,12 @@ def test_streaming_read_and_write_through_the_catalog(spark: Any, uc: Any, tmp_p
     """readStream of a UC table (by name and by uc:// path) and a Delta sink into one (toTable), each micro-batch
     ratified by the catalog; Spark's Python workers get the catalog's URL and token as stream options."""
     server, options = uc
-    q = spark.readStream.table(NAME).writeStream.format("memory").queryName("uc_by_name") \
-        .trigger(availableNow=True).start()
-    q.awaitTermination(120)
-    assert q.exception() is None
-    assert _ids(spark.table("uc_by_name")) == [1, 2, 3]
     out = f"{CATALOG}.{SCHEMA}.sink"
-    q = spark.readStream.format("delta").load(URI).writeStream.format("delta") \
+    q = spark.readStream.table(NAME).writeStream.format("delta") \
         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).toTable(out)
     q.awaitTermination(120)
     assert q.exception() is None
+    assert _ids(spark.table(out)) == [1, 2, 3]
     write_deltalake(URI, pa.table({"id": pa.array([4], pa.int64())}), mode="append", storage_options=options)
     q = spark.readStream.format("delta").load(URI).writeStream.format("delta") \
         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).toTable(out)
