@@ -13,19 +13,16 @@ if [ "$#" -gt 0 ]; then  # a selection of tests: one pytest run, as given
   exec "$VPY" -m pytest -q -p no:cacheprovider "$@"
 fi
 # The whole suite in two parts (docs/decisions.md, "CI time: the suite in two parts"):
-# 1. everything without Spark on both cores (pytest-xdist; a test file stays on one worker: its module fixtures,
-#    servers and tables are made once);
-# 2. the Spark tests (one shared SparkSession per kind) and the suites that build venvs (other Pythons, clean
-#    installs, older pyspark lines) in one process.
-SERIAL=(tests/spark tests/pythons tests/spark_versions)
-IGNORE=()
-for d in "${SERIAL[@]}"; do IGNORE+=(--ignore="$d"); done
+# 1. everything without Spark - the install suites (other Pythons, clean installs, older pyspark lines: mostly
+#    downloads and subprocesses) included - on both cores (pytest-xdist; a test file stays on one worker: its
+#    module fixtures, servers and tables are made once);
+# 2. the Spark tests, in one process (one shared SparkSession per kind).
 echo ">> part 1 of 2: the tests without Spark, on 2 workers"
 first=0
-"$VPY" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile "${IGNORE[@]}" tests || first=$?
-echo ">> part 2 of 2: Spark and the install suites"
+"$VPY" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --ignore=tests/spark tests || first=$?
+echo ">> part 2 of 2: the Spark tests"
 second=0
-"$VPY" -m pytest -q -p no:cacheprovider "${SERIAL[@]}" || second=$?
+"$VPY" -m pytest -q -p no:cacheprovider tests/spark || second=$?
 if [ "$first" -ne 0 ] || [ "$second" -ne 0 ]; then
   echo ">> FAILED (part 1 exit $first, part 2 exit $second)"
   exit 1
