@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import SchemaError
+from ..variant.unshred import is_shredded, unshred
 from .arrow import to_arrow_schema
 from .column_mapping import PARQUET_FIELD_ID, field_id, physical_name
 from .types import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
@@ -89,7 +90,9 @@ def _conform_array(arr: pa.Array, dtype: DataType, target: pa.DataType, mode: st
     if isinstance(dtype, MapType):
         return _conform_map(arr, dtype, target, mode)
     if isinstance(dtype, PrimitiveType) and dtype.name == "variant":
-        # variant: the unshredded (metadata, value) pair, fields in any order
+        # variant: the unshredded (metadata, value) pair, fields in any order; shredded files are unshredded
+        if is_shredded(arr.type):
+            arr = unshred(arr)
         return _conform_struct(arr, _VARIANT_STRUCT, target, "none")
     if src.equals(target):
         return arr

@@ -15,6 +15,8 @@ Order, for one statement:
    parser's `relations`, the kind's side of it: temporary views over the native read plan on classic,
    `relations_classic.py`; over client-planned scans on Connect, `relations_connect.py`) and run by Spark;
 4. the rest — and statements on non-Delta tables — reach Spark exactly as written.
+Before all of them, SHOW TABLES / DROP TABLE on a Unity Catalog configured on the session are answered from the
+catalog (`unity_statements.py`): Spark cannot load the catalog's plugin class.
 A statement the parser cannot read goes to Spark (its own error), unless it is visibly about a Delta table (a
 `delta`.`...` name, `USING delta`, or a DML target that is a Delta table): that is a DeltaSqlSyntaxError. A Delta
 statement with parameter markers (`args=...`) is refused, on both kinds.
@@ -56,7 +58,7 @@ def parser_for(spark: Any) -> StatementParser:
 class Router:
     """One routed `spark.sql` call (and the statements nested in it: INSERT's query, MERGE's source)."""
 
-    def __init__(self, spark: Any, original: Callable[[str, Any], Any], args: Any = None) -> None:
+    def __init__(self, spark: Any, original: Callable[..., Any], args: Any = None) -> None:
         self.spark = spark
         self.original = original
         self.args = args
@@ -66,10 +68,19 @@ class Router:
         """A nested query (INSERT ... SELECT, AS SELECT, MERGE's USING): routed, with the call's parameters."""
         return self.execute(text)
 
-    def passthrough(self, text: str) -> Any:
+    def passthrough(self, text: str, relations: dict[str, Any] | None = None) -> Any:
+        """`text` run by Spark as written; `relations` (name -> frame) travel with it as its references (a scoped
+        relation kind's rewritten statement)."""
+        if relations:
+            return self.original(text, self.args, [(frame, name) for name, frame in relations.items()])
         return self.original(text, self.args)
 
     def execute(self, text: str) -> Any:
+        from .unity_statements import run_unity_statement
+
+        out = run_unity_statement(self.spark, text)  # SHOW TABLES / DROP TABLE on a configured Unity Catalog
+        if out is not None:
+            return out
         stmt = parse_delta_statement(text)
         if stmt is not None:
             self.refuse_parameters(text)
@@ -155,8 +166,9 @@ def run_statement(spark: Any, stmt: Statement, run_sql: Callable[[str], Any]) ->
     raise TypeError(f"no executor for {type(stmt).__name__}")
 
 
-def execute_sql(spark: Any, text: str, args: Any, original: Callable[[str, Any], Any]) -> Any:
-    """Route one `spark.sql(text, args)` call (see the module docstring)."""
+def execute_sql(spark: Any, text: str, args: Any, original: Callable[..., Any]) -> Any:
+    """Route one `spark.sql(text, args)` call (see the module docstring); `original(text, args[, views])` runs a
+    text as pyspark would (`views`: (frame, name) pairs travelling with it, Spark Connect only)."""
     return Router(spark, original, args).execute(text)
 
 
