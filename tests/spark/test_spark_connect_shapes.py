@@ -394,7 +394,7 @@ def test_scans_travel_with_the_statement(cspark, source, oracle, catalog_table, 
         cspark.sql("CREATE OR REPLACE VIEW v (key, label) AS SELECT id, s FROM t WHERE id >= 100")
     finally:
         cspark.sql("USE default")
-    cspark.sql(f"SELECT * FROM {table} LIMIT 1").collect()  # the catalog answers, kept for the next statements
+    cspark.sql(f"SELECT id FROM {table} WHERE id = 1120").collect()  # the catalog's answers, kept for the next ones
     sent = _commands(cspark, monkeypatch)
     early = cspark.sql(f"SELECT id, s FROM delta.`{path}` WHERE id = 1120")
     for sql, files, expected in [
