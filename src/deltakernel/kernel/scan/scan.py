@@ -311,7 +311,13 @@ class Scan:
         if len(self._read_columns) != len(self.columns):
             keep = [self.schema.field(c).name for c in self.columns]
             table = table.select(keep + [f.name for f in rt.METADATA_FIELDS[:len(extra)]])
-        return table.cast(self.arrow_schema) if table.schema != self.arrow_schema else table
+        # field metadata counts: a variant's extension tag must survive (a round trip writes `variant`, not a struct)
+        target = self.arrow_schema
+        if table.schema.equals(target, check_metadata=True):
+            return table
+        if table.schema == target:  # same types, only field metadata differs: relabel, no cast
+            return pa.Table.from_arrays(table.columns, schema=target)
+        return table.cast(target)
 
     def _partition_column(self, f: StructField, pv: dict[str, Any], n: int, path: str | None = None) -> pa.Array:
         from ..schema.arrow import to_arrow_type
