@@ -185,3 +185,13 @@ class FeatureDropWaitError(DeltaError):
 class ForkedProcessError(DeltaError):
     """A native library's runtime (obstore's, DataFusion's) was started before this process was forked from its
     parent, and a fresh instance could not be loaded here (or an object made before the fork was used)."""
+
+
+class InvalidArgumentValueError(DeltaError, ValueError):
+    """An argument's value is out of its range (e.g. a target file size of 0): deltalake raises ValueError for
+    these, so ported code that catches ValueError keeps working."""
+
+
+class InvalidPredicateTypeError(InvalidArgumentTypeError, InvalidFilterError):
+    """A DML predicate that is not a string: deltalake raises TypeError; it stays an InvalidFilterError (and a
+    ValueError) for code written against deltakernel's earlier type."""

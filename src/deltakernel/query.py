@@ -101,6 +101,7 @@ class QueryBuilder:
         """
         from .datafusion import dataset
         from .datafusion.dml import remember_table
+        from .datafusion.listing import register_in
 
         if not isinstance(table_name, str) or not table_name:
             raise DeltaError(f"table_name must be a non-empty string, got {table_name!r}")
@@ -113,7 +114,7 @@ class QueryBuilder:
         ctx = self._session()
         if ctx.table_exist(table_name):  # re-registering a name replaces it, as in deltalake
             ctx.deregister_table(table_name)
-        ctx.register_dataset(table_name, ds)
+        register_in(ctx, table_name, ds)
         remember_table(ctx, table_name, ds)
         return self
 

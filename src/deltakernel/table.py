@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import DeltaError, InvalidFilterError, TableNotFoundError, UnsupportedFeatureError
+from .errors import (
+    DeltaError,
+    InvalidArgumentTypeError,
+    InvalidArgumentValueError,
+    InvalidFilterError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
 from .kernel.log.replay import commit_infos_for
 from .kernel.log.segment import LOG_DIR, list_commits
 from .kernel.log.time_travel import commit_timestamps
@@ -177,6 +184,9 @@ class DeltaTable(TableOperations):
         """The latest `txn` version of application `app_id`, or None."""
         from .table_info import transaction_version
 
+        if not isinstance(app_id, str):  # deltalake's TypeError (an int id would silently find nothing)
+            raise InvalidArgumentTypeError(f"'{type(app_id).__name__}' object is not an instance of 'str'")
+
         return transaction_version(self._snapshot, app_id)
 
     def deletion_vectors(self) -> pa.RecordBatchReader:
@@ -195,6 +205,8 @@ class DeltaTable(TableOperations):
         """commitInfo of each commit, newest first, with `version` and `timestamp` set."""
         commits = list_commits(self._storage, self._snapshot.log_tail)  # a catalog's unpublished commits too
         versions = sorted((v for v in commits if v <= self.version()), reverse=True)
+        if limit is not None and not isinstance(limit, bool) and isinstance(limit, int) and limit < 0:
+            raise InvalidArgumentValueError(f"history limit must be >= 0, got {limit}")  # deltalake refuses it too
         if limit is not None:
             versions = versions[:limit]
         infos = commit_infos_for(self._storage, [commits[v] for v in sorted(versions)])
@@ -311,9 +323,14 @@ class DeltaTable(TableOperations):
         self,
         partitions: FilterLike | None = None,
         columns: Sequence[str] | None = None,
+        filesystem: Any = None,
         filters: FilterLike | None = None,
+        types_mapper: Callable[[pa.DataType], Any] | None = None,
     ) -> pd.DataFrame:
-        return self.to_pyarrow_table(partitions=partitions, columns=columns, filters=filters).to_pandas()
+        """deltalake's keywords: `filesystem` as in `to_pyarrow_table`, `types_mapper` passed to pyarrow's
+        `Table.to_pandas` (e.g. `pd.ArrowDtype` for Arrow-backed columns)."""
+        table = self.to_pyarrow_table(partitions=partitions, columns=columns, filesystem=filesystem, filters=filters)
+        return table.to_pandas(types_mapper=types_mapper)
 
     def count(self, filters: FilterLike | None = None) -> int:
         return self.scan(filters=filters).count()

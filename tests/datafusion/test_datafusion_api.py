@@ -1,6 +1,7 @@
 """DataFusion integration: pushdown proofs, time travel, SQL DDL, table function, catalog, write loop, CLI.
 
-Pushdown is shown three ways: EXPLAIN puts the filter inside `DatasetExec` (no `FilterExec` above it),
+Pushdown on the pyarrow-Dataset provider (`provider="dataset"`; the listing path has its own tests in
+test_listing_provider.py) is shown three ways: EXPLAIN puts the filter inside `DatasetExec` (no `FilterExec` above it),
 the dataset's planning metrics show files skipped before any open, and a counting filesystem shows
 which Parquet files were really opened (and how many bytes were read, for row-group pruning).
 """
@@ -120,7 +121,7 @@ def explain(ctx: Any, sql: str) -> str:
 
 def test_partition_filter_pushed_and_files_skipped(sales: str) -> None:
     ctx = datafusion.SessionContext()
-    dataset = dkdf.register(ctx, "sales", sales)
+    dataset = dkdf.register(ctx, "sales", sales, provider="dataset")
     sql = "SELECT count(*) AS n, sum(amount) AS s FROM sales WHERE part = 'b'"
     plan = explain(ctx, sql)
     # the literal prints as "b" (string) or b (string_view, the default view_types=True)
@@ -134,7 +135,7 @@ def test_partition_filter_pushed_and_files_skipped(sales: str) -> None:
 
 def test_stats_filter_skips_files_and_row_groups(sales: str) -> None:
     ctx = datafusion.SessionContext()
-    dataset = dkdf.register(ctx, "sales", sales)
+    dataset = dkdf.register(ctx, "sales", sales, provider="dataset")
     fs = counting(dataset)
     got = ctx.sql("SELECT id, part FROM sales WHERE id >= 5100 AND id < 5110 ORDER BY id").to_pylist()
     assert [r["id"] for r in got] == list(range(5100, 5110)) and {r["part"] for r in got} == {"b"}
@@ -147,7 +148,7 @@ def test_row_group_pruning(tmp_path: Path) -> None:
     write_deltalake(path, pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=20_000)),
                     writer_properties=WriterProperties(max_row_group_size=20_000))
     ctx = datafusion.SessionContext()
-    dataset = dkdf.register(ctx, "t", path)
+    dataset = dkdf.register(ctx, "t", path, provider="dataset")
     fs = counting(dataset)
     assert ctx.sql("SELECT count(*) AS n FROM t WHERE s IS NOT NULL").to_pylist()[0]["n"] == 200_000
     full = fs.bytes_read
@@ -244,7 +245,7 @@ def test_empty_result_and_projection_only(sales: str) -> None:
 
 def test_grouping_small_files(sales: str) -> None:
     ctx = datafusion.SessionContext()
-    dataset = dkdf.register(ctx, "sales", sales, target_partitions=3)
+    dataset = dkdf.register(ctx, "sales", sales, target_partitions=3, provider="dataset")
     assert ctx.sql("SELECT count(*) AS n FROM sales").to_pylist()[0]["n"] == 8000
     assert dataset.metrics.fragments == 3
     assert "number_of_fragments=3" in explain(ctx, "SELECT * FROM sales")

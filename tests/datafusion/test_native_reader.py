@@ -28,6 +28,7 @@ from deltakernel.kernel.expressions.predicate import Column, Comparison, Literal
 
 def _query(path: str, sql: str, **opts: Any) -> tuple[list[str], dkdf.DeltaDataset]:
     ctx = datafusion.SessionContext()
+    opts.setdefault("provider", "dataset")  # this file tests the dataset provider's reader
     ds = dkdf.register(ctx, "t", path, **opts)
     rows = ctx.sql(sql).to_arrow_table().to_pylist()
     return sorted(map(str, rows)), ds
@@ -38,6 +39,8 @@ def _both(path: str, sql: str) -> tuple[list[str], dkdf.DeltaDataset, dkdf.Delta
     got, ds_native = _query(path, sql)
     want, ds_plain = _query(path, sql, native_reader=False)
     assert got == want, sql
+    listed, _ = _query(path, sql, provider="auto")  # the listing path where it applies: the same rows
+    assert listed == want, sql
     assert ds_plain.metrics.files_native_path == 0
     return got, ds_native, ds_plain
 
@@ -65,7 +68,7 @@ def ranges(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def test_native_reader_chosen_after_kernel_skipping(ranges: str) -> None:
     ctx = datafusion.SessionContext()
-    ds = dkdf.register(ctx, "t", ranges)
+    ds = dkdf.register(ctx, "t", ranges, provider="dataset")
     sql = "SELECT id, s FROM t WHERE id >= 2100 AND id < 2110"
     plan = explain(ctx, sql)
     assert "DatasetExec" in plan and "filter_expr=" in plan and "FilterExec" not in plan
@@ -126,7 +129,7 @@ def test_schema_evolution_file_without_new_column_falls_back(tmp_path: Path) -> 
 
 def test_limit_reuse_and_explain_then_query(ranges: str) -> None:
     ctx = datafusion.SessionContext()
-    ds = dkdf.register(ctx, "t", ranges)
+    ds = dkdf.register(ctx, "t", ranges, provider="dataset")
     assert ctx.sql("SELECT * FROM t LIMIT 3").to_arrow_table().num_rows == 3
     df = ctx.sql("SELECT count(*) AS n FROM t WHERE s IS NOT NULL")
     first = df.to_pylist()
@@ -139,8 +142,9 @@ def test_limit_reuse_and_explain_then_query(ranges: str) -> None:
 @pytest.mark.parametrize("native_reader", [True, False])
 def test_view_types_option(ranges: str, native_reader: bool) -> None:
     ctx = datafusion.SessionContext()
-    views = dkdf.register(ctx, "views", ranges, native_reader=native_reader)
-    plain = dkdf.register(ctx, "plain", ranges, view_types=False, native_reader=native_reader)
+    views = dkdf.register(ctx, "views", ranges, native_reader=native_reader, provider="dataset")
+    plain = dkdf.register(ctx, "plain", ranges, view_types=False, native_reader=native_reader,
+                          provider="dataset")
     for sql in ("SELECT s FROM {} WHERE id < 20", "SELECT id, s FROM {} WHERE s = 's3' AND id < 1000",
                 "SELECT id FROM {} WHERE s IN ('s1', 's2') AND id >= 5000"):
         a = ctx.sql(sql.format("views")).to_arrow_table()
@@ -220,7 +224,7 @@ def test_native_filter_semantics_are_datafusions(tmp_path: Path) -> None:
     path = str(tmp_path / "nan")
     write_deltalake(path, pa.table({"f": pa.array([1.0, float("nan"), None, 5.0]), "i": [1, 2, 3, 4]}))
     ctx = datafusion.SessionContext()
-    ds = dkdf.register(ctx, "t", path)
+    ds = dkdf.register(ctx, "t", path, provider="dataset")
     ctx.register_parquet("raw", path + "/")
     for cond in ("f > 2", "f <> 1", "f <= 5", "f IS NULL"):
         got = sorted(r["i"] for r in ctx.sql(f"SELECT i FROM t WHERE {cond}").to_pylist())
@@ -259,7 +263,7 @@ def test_concurrent_queries_and_streaming_consumers(ranges: str) -> None:
     assert not any(t.is_alive() for t in threads) and errors == []
 
     ctx = datafusion.SessionContext()
-    ds = dkdf.register(ctx, "t", ranges)
+    ds = dkdf.register(ctx, "t", ranges, provider="dataset")
     n = sum(b.to_pyarrow().num_rows for b in ctx.sql("SELECT id, s FROM t WHERE id < 2500").execute_stream())
     assert n == 2500
     parts = ctx.sql("SELECT id FROM t WHERE id >= 1000").execute_stream_partitioned()

@@ -365,3 +365,50 @@ def test_string_partition_compared_with_a_number(cspark, tmp_path):
     assert got == ["01", "1"]
     got = sorted(r.part for r in cspark.sql(f"SELECT part FROM delta.`{path}` WHERE part IN (2, 1)").collect())
     assert got == ["01", "1", "2"]
+
+
+def _commands(cspark, monkeypatch) -> list[tuple[str, str | None]]:
+    """The commands the Connect client sends from now on (their kind and text/name)."""
+    from deltakernel.spark.kinds.connect_internals import command_effect
+
+    sent: list[tuple[str, str | None]] = []
+    client = cspark.client
+    original = client.execute_command
+
+    def execute_command(command, *args, **kwargs):
+        sent.append(command_effect(command))
+        return original(command, *args, **kwargs)
+
+    monkeypatch.setattr(client, "execute_command", execute_command)
+    return sent
+
+
+def test_scans_travel_with_the_statement(cspark, source, oracle, catalog_table, tmp_path, monkeypatch):
+    """SQL over a Delta path, a catalog table and a permanent view in another database (with a column list, its
+    text naming its table by a one-part name) sends one statement: the planned scans travel with it as references,
+    no temporary view per table or view - and a DataFrame returned earlier keeps reading what it read."""
+    path = pruned_copy(source, tmp_path / "t", "id >= 1100 AND id < 1150")
+    table = catalog_table(path)
+    cspark.sql(f"USE {DB}")
+    try:
+        cspark.sql("CREATE OR REPLACE VIEW v (key, label) AS SELECT id, s FROM t WHERE id >= 100")
+    finally:
+        cspark.sql("USE default")
+    cspark.sql(f"SELECT * FROM {table} LIMIT 1").collect()  # the catalog answers, kept for the next statements
+    sent = _commands(cspark, monkeypatch)
+    early = cspark.sql(f"SELECT id, s FROM delta.`{path}` WHERE id = 1120")
+    for sql, files, expected in [
+        (f"SELECT label FROM {DB}.v WHERE key = 1134", [1], "SELECT s FROM dkc_shapes_oracle WHERE id = 1134"),
+        (f"SELECT id FROM {table} WHERE id = 1101", [1], "SELECT id FROM dkc_shapes_oracle WHERE id = 1101"),
+        (f"SELECT id FROM delta.`{path}` WHERE id IN (1101, 1149)", [1],
+         "SELECT id FROM dkc_shapes_oracle WHERE id IN (1101, 1149)"),
+    ]:
+        df = cspark.sql(sql)
+        assert kept(df) == files, sql
+        same_rows(df.collect(), cspark.sql(expected).collect())
+    kinds = [kind for kind, _ in sent]
+    assert "temp_view" not in kinds and kinds.count("sql") == 1 + 3 + 3, sent  # each statement (+ its oracle)
+    assert [tuple(r) for r in early.collect()] == [(1120, "k01120")]
+    [vtext] = [r.information for r in cspark.sql(f"SHOW TABLE EXTENDED IN {DB} LIKE 'v'").collect()]
+    assert "View Catalog and Namespace: spark_catalog.dkc_shapes" in vtext
+    cspark.sql(f"DROP VIEW {DB}.v")

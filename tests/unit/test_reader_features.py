@@ -90,7 +90,7 @@ def test_catalog_managed_features_open_with_a_log_tail(tmp_path: Path, feature: 
         assert Scan(snap).to_table().column("id").to_pylist() == [1]
 
 
-@pytest.mark.parametrize("feature", ["catalogManaged", "catalogOwned-preview", "geospatial", "somethingNew"])
+@pytest.mark.parametrize("feature", ["catalogManaged", "catalogOwned-preview", "somethingNew"])
 def test_unsupported_reader_feature_is_named(tmp_path: Path, feature: str) -> None:
     path = _make(tmp_path, [_field("id", "long")], pa.table({"id": [1]}), [feature])
     with pytest.raises(UnsupportedFeatureError) as e:

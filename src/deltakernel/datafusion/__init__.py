@@ -35,6 +35,7 @@ from .changes import ChangesDataset, changes_dataset, table_changes
 from .dataset import DatasetMetrics, DeltaDataset, DeltaFragment, DeltaScanner
 from .dml import DmlError, DmlSyntaxError, DmlTargetError, execute_dml, metrics_dataframe
 from .forking import check_context
+from .listing import register_in
 from .session_tables import dataset, delta_tables, remember_table
 from .sql_tables import (
     DeltaCatalogProvider,
@@ -59,17 +60,20 @@ def register(
     native_reader: bool = True,
     view_types: bool = True,
     row_tracking: bool = False,
+    provider: str = "auto",
 ) -> DeltaDataset:
     """Register a Delta table (pinned snapshot) under `name` in a DataFusion `SessionContext`.
 
-    Returns the dataset, whose `metrics` show files skipped / opened by the queries on it. See
-    `dataset()` for the options.
+    Where DataFusion reads every live file exactly as the kernel would (local, no deletion vectors, ...:
+    `listing.py`), the table is a view over DataFusion's own scans of the snapshot's files
+    (`ds.scan_path == "listing"`); otherwise the returned dataset is the provider (`"dataset"`) and its
+    `metrics` show files skipped / opened by the queries on it. See `dataset()` for the options.
     """
     check_context(ctx)
     ds = dataset(table_or_uri, version=version, storage_options=storage_options,
                  target_partitions=target_partitions, native_reader=native_reader, view_types=view_types,
-                 row_tracking=row_tracking)
-    ctx.register_dataset(name, ds)
+                 row_tracking=row_tracking, provider=provider)
+    register_in(ctx, name, ds)
     remember_table(ctx, name, ds)
     return ds
 

@@ -140,8 +140,15 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         native_reader: bool = True,
         view_types: bool = True,
         row_tracking: bool = False,
+        provider: str = "auto",
     ) -> None:
         self.snapshot = snapshot
+        if provider not in ("auto", "dataset"):
+            raise ValueError(f"provider must be 'auto' or 'dataset', got {provider!r}")
+        # "auto": registered as a listing view when `listing.plan` accepts the table (DataFusion scans the
+        # files itself); "dataset": always this pyarrow-Dataset provider. `scan_path` says which was used.
+        self.provider = provider
+        self.scan_path = "dataset"
         # `_row_id` / `_row_commit_version` columns (PROTOCOL.md "Row Tracking"): only the kernel's reader
         # knows physical row positions, so every file goes through it
         self.row_tracking = row_tracking
@@ -171,6 +178,9 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         self._file_ok: dict[str, bool] = {}
         # file path -> does DataFusion's reader give exactly the logical columns (native.py)
         self._native_ok: dict[str, bool] = {}
+        # parsed stats of the pinned files per set of predicate columns (file_skipping_mask; bounded there):
+        # stats JSON parsed once per snapshot, not per query
+        self._stats_cache: dict[Any, Any] = {}
         self.native_reader = native_reader
         # (columns, filter) of the last `scanner()` call on this thread: DataFusion's DatasetExec calls
         # scanner(columns, filter) then get_fragments(filter), and the native streams need the projection
@@ -203,7 +213,7 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         total = files.num_rows
         pred = self._kernel_predicate(filter)
         if pred is not None and total:
-            files = files.filter(file_skipping_mask(self.snapshot, files, pred))
+            files = files.filter(file_skipping_mask(self.snapshot, files, pred, self._stats_cache))
         groups = self._group(files)
         with self._lock:
             m = self.metrics

@@ -18,6 +18,7 @@ import pyarrow as pa
 from ..errors import DeltaError
 from .dataset import DeltaDataset, gc_paused
 from .dml_parse import DmlError, DmlTargetError, head
+from .listing import register_in, same_columns
 from .session_tables import (
     DEFAULT_SCHEMA,
     delta_tables,
@@ -61,7 +62,8 @@ def _same_dataset(new_snapshot: Any, old: DeltaDataset) -> DeltaDataset:
     """`old`'s options over a new snapshot."""
     return DeltaDataset(new_snapshot, target_partitions=old.target_partitions,
                         target_group_bytes=old.target_group_bytes, native_reader=old.native_reader,
-                        view_types=old.schema != old.logical_schema, row_tracking=old.row_tracking)
+                        view_types=old.schema != old.logical_schema, row_tracking=old.row_tracking,
+                        provider=old.provider)
 
 
 def _session_table(ctx: Any, key: tuple[str, str, str], label: str, alias: str) -> Target | None:
@@ -81,14 +83,14 @@ def _session_table(ctx: Any, key: tuple[str, str, str], label: str, alias: str) 
     except Exception:  # dropped behind our back (DROP TABLE, deregister_table)
         del tables[found]
         return None
-    if provider.schema != ds.schema:  # replaced by something else under the same name
+    if not same_columns(provider.schema, ds.schema):  # replaced by something else under the same name
         del tables[found]
         return None
 
     def repin(snapshot: Any) -> None:
         new = _same_dataset(snapshot, tables[found])
         ctx.deregister_table(name)
-        ctx.register_dataset(name, new)
+        register_in(ctx, name, new)
         tables[found] = new
 
     return Target(label, alias, ds, repin)

@@ -16,6 +16,7 @@ from ..kernel.snapshot import Snapshot
 from ..storage import storage_for_uri
 from .dataset import DeltaDataset
 from .dml_parse import DmlTargetError
+from .listing import register_in
 
 DEFAULT_CATALOG = "datafusion"
 DEFAULT_SCHEMA = "public"
@@ -30,6 +31,7 @@ def dataset(
     native_reader: bool = True,
     view_types: bool = True,
     row_tracking: bool = False,
+    provider: str = "auto",
 ) -> DeltaDataset:
     """A `DeltaDataset` pinned to one snapshot of `table_or_uri` (a URI or a `deltakernel.DeltaTable`).
 
@@ -37,10 +39,12 @@ def dataset(
     version unless `version` is given. `native_reader=False` reads every file with pyarrow / the kernel
     instead of DataFusion's Parquet reader (see `native.py`); `view_types=False` exposes top-level
     strings and binaries as `string` / `binary` instead of DataFusion's view types; `row_tracking=True` adds
-    the stable `_row_id` / `_row_commit_version` columns of a row-tracking table.
+    the stable `_row_id` / `_row_commit_version` columns of a row-tracking table. `provider="dataset"` keeps
+    the pyarrow-Dataset provider even where the listing view (`listing.py`: DataFusion scans the files
+    itself) would do; registrations use the view by default where it is exact.
     """
     opts: dict[str, Any] = {"target_partitions": target_partitions, "native_reader": native_reader,
-                            "view_types": view_types, "row_tracking": row_tracking}
+                            "view_types": view_types, "row_tracking": row_tracking, "provider": provider}
     loaded = getattr(table_or_uri, "snapshot", None)  # a deltakernel.DeltaTable (duck-typed: no import cycle)
     if isinstance(loaded, Snapshot):
         if version is None:
@@ -128,7 +132,7 @@ def registered_catalogs(ctx: Any) -> dict[str, Any]:
 def copy_tables(old_ctx: Any, new_ctx: Any) -> None:
     """Register in `new_ctx` the Delta tables deltakernel registered in `old_ctx`, at their pinned versions."""
     for key, ds in list(_TABLES.get(old_ctx, {}).items()):
-        new_ctx.register_dataset(quoted_name(key), ds)
+        register_in(new_ctx, quoted_name(key), ds)
         _TABLES.setdefault(new_ctx, {})[key] = ds
 
 

@@ -30,6 +30,7 @@ from datafusion.catalog import CatalogProvider, SchemaProvider, TableProviderFac
 
 from ..errors import DeltaError
 from .forking import check_context, ensure_usable
+from .listing import as_table
 from .session_tables import copy_tables, dataset, registered_catalogs, remember_catalog, remember_table
 from .udtf_errors import remember_errors, udtf_error
 
@@ -69,7 +70,7 @@ class DeltaTableFactory(TableProviderFactory):
         ctx = self._ctx() if self._ctx is not None else None
         if ctx is not None:
             remember_table(ctx, cmd.name(), ds, normalized=True)
-        return Table(ds)
+        return as_table(ds)
 
 
 def _literal_value(expr: Any, function: str = "delta_scan") -> Any:
@@ -94,7 +95,7 @@ def delta_scan_udtf(name: str = "delta_scan", storage_options: dict[str, str] | 
             raise DeltaError("delta_scan(uri [, version or timestamp])")
         uri = _literal_value(args[0])
         version = _parse_version(_literal_value(args[1])) if len(args) == 2 else None
-        return Table(dataset(uri, version=version, storage_options=storage_options))
+        return as_table(dataset(uri, version=version, storage_options=storage_options))
 
     return datafusion.udtf(remember_errors(delta_scan), name)
 
@@ -167,7 +168,7 @@ class DeltaSchemaProvider(SchemaProvider):
         if uri is None:
             return None
         ds = dataset(uri, storage_options=self.storage_options)
-        self._datasets[name], self._tables[name] = ds, Table(ds)
+        self._datasets[name], self._tables[name] = ds, as_table(ds)
         return ds
 
     def delta_dataset(self, name: str) -> Any:
@@ -178,7 +179,7 @@ class DeltaSchemaProvider(SchemaProvider):
     def repin(self, name: str, ds: Any) -> None:
         """Serve `ds` (a newer snapshot of table `name`) from now on: SQL DML through deltakernel calls it."""
         with self._lock:
-            self._datasets[name], self._tables[name] = ds, Table(ds)
+            self._datasets[name], self._tables[name] = ds, as_table(ds)
 
     def register_table(self, name: str, table: Any) -> None:
         raise DeltaError("the Delta directory catalog is read-only; write with deltakernel.write_deltalake")

@@ -139,8 +139,8 @@ class TableChanges:
         if start < 0:
             raise VersionNotFoundError(f"invalid starting version {start}: versions start at 0")
         if ending_version is not None and int(ending_version) < start:
-            raise DeltaError(f"invalid version range: start version {start} is greater than end version "
-                             f"{ending_version}")
+            raise DeltaError(f"Invalid table version: {start} (invalid version range: start version {start} "
+                             f"is greater than end version {ending_version})")
         commits = list_commits(storage, log_tail)  # a catalog's ratified commits overlaid (segment.py)
         if not commits:
             Snapshot.load(storage, log_tail=log_tail)  # raises the usual "not a Delta table" error
@@ -152,7 +152,8 @@ class TableChanges:
         if self.empty:
             if not allow_out_of_range:
                 raise VersionNotFoundError(
-                    f"starting version {start} is after the latest version {latest} of {storage.root_uri}"
+                    f"Invalid table version: {start} (starting version {start} is after the latest version "
+                    f"{latest} of {storage.root_uri})"
                 )
             end = latest
         self.end_version = end
@@ -197,7 +198,8 @@ class TableChanges:
                 raise ChangeDataFeedNotEnabledError(
                     f"change data feed is not enabled at version {v} of {self.storage.root_uri} "
                     f"(requested {self.start_version}..{self._end_of(metas)}); "
-                    f"set {CDF_PROPERTY}=true before the changes to read"
+                    f"set {CDF_PROPERTY}=true before the changes to read "
+                    f"(Reading a table version: {v} that does not have change data enabled)"
                 )
             self._versions[v] = _VersionInfo(self._timestamp(v, info, metadata, meta))
         self._collect_tasks(batch)

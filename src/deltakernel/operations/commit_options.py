@@ -40,6 +40,12 @@ def check_commit_properties(commit_properties: CommitProperties | None) -> None:
     ValueError): operations call this before writing anything; the constructor accepts anything, as deltalake's."""
     from ..kernel.transaction.transaction import commit_info_extras
 
+    retries = getattr(commit_properties, "max_commit_retries", None)
+    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+        from ..errors import InvalidArgumentValueError
+
+        raise InvalidArgumentValueError(f"CommitProperties.max_commit_retries must be a non-negative int, "
+                                        f"got {retries!r}")  # deltalake refuses it when built
     custom = getattr(commit_properties, "custom_metadata", None)
     if custom is not None:
         commit_info_extras(custom)

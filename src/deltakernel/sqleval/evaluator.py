@@ -34,6 +34,7 @@ from ..kernel.expressions.sql.ast import (
     SqlExpr,
     Unary,
 )
+from ..kernel.isotime import parse_datetime
 from ..kernel.schema.arrow import to_arrow_type
 from ..kernel.schema.types import parse_type
 from .casts import cast_expr, java_double_string, timestamp_string
@@ -387,7 +388,7 @@ def _parse_temporal(text: str, t: pa.DataType) -> Any:
     if raw.endswith(("Z", "z")):
         raw = raw[:-1] + "+00:00"
     try:
-        value = dt.datetime.fromisoformat(raw)
+        value = parse_datetime(raw)
     except ValueError:
         return None
     if pa.types.is_date(t):

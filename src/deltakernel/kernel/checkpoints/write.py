@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from ...errors import DeltaError, FileAlreadyExistsError
 from ...storage.base import Storage
 from ..arrow_build import bool_to_arrow, bytes_to_arrow, int_scalar, np_to_arrow, rows_to_table, scalar
+from ..geo.bbox import POINT_TYPE
 from ..log.retention import DEFAULT_TOMBSTONE_RETENTION, parse_interval_ms
 from ..log.retention import flag as _flag
 from ..log.retention import interval_conf as _interval_conf
@@ -108,7 +109,8 @@ class _Plan:
         out: list[tuple[str, pa.DataType]] = [("numRecords", pa.int64())]
         if self.tight_bounds:
             out.append(("tightBounds", pa.bool_()))
-        mm = [lf for lf in leaves if lf.minmax]
+        # geometry bounds stay in the JSON `stats` only: their JSON form is WKT text, which has no agreed typed form
+        mm = [lf for lf in leaves if lf.minmax and lf.arrow != POINT_TYPE]
         if mm:
             out.append(("minValues", _nested_type([(lf.physical, lf.arrow) for lf in mm])))
             out.append(("maxValues", _nested_type([(lf.physical, lf.arrow) for lf in mm])))
@@ -265,7 +267,8 @@ def _stats_parsed(files: pa.Table, plan: _Plan) -> pa.Array:
     for key, source in (("minValues", fs.min_values), ("maxValues", fs.max_values), ("nullCount", fs.null_count)):
         if typ.get_field_index(key) < 0:
             continue
-        pairs = [(lf.physical, source[lf.logical]) for lf in leaves if lf.logical in source]
+        pairs = [(lf.physical, source[lf.logical]) for lf in leaves if lf.logical in source
+                 and (key == "nullCount" or lf.arrow != POINT_TYPE)]
         cols[key] = _nested_array(pairs, typ.field(key).type, n)
     missing = pc.is_null(stats_json)
     if has_struct:

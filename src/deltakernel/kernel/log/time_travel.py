@@ -12,6 +12,7 @@ from typing import Any
 
 from ...errors import InvalidTimestampError, VersionNotFoundError
 from ...storage.base import Storage
+from ..isotime import parse_datetime
 from .replay import commit_infos_for
 from .segment import LogTail, list_commits
 
@@ -23,7 +24,7 @@ def parse_timestamp(value: dt.datetime | str | int | float) -> int:
     if isinstance(value, str):
         text = value.strip().replace("Z", "+00:00")
         try:
-            value = dt.datetime.fromisoformat(text)
+            value = parse_datetime(text)
         except ValueError as e:
             raise InvalidTimestampError(f"Failed to parse datetime string: not an ISO-8601 timestamp: {value!r}") from e
     if isinstance(value, dt.datetime):

@@ -24,6 +24,7 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        "geospatial",  # geometry/geography as WKB binary (kernel/schema/geospatial.py)
         "variantShredding", "variantShredding-preview",  # kernel/variant/unshred.py
         # read through the catalog's log tail (kernel/log/segment.py `LogTail`); a read without it is refused
         "catalogManaged",
@@ -40,6 +41,7 @@ READ_TRANSPARENT_WRITER_FEATURES: frozenset[str] = frozenset(
         "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
         "identityColumns", "domainMetadata", "rowTracking", "inCommitTimestamp", "clustering",
         "icebergCompatV1", "icebergCompatV2", "allowColumnDefaults", "collations-preview",
+        "collations",
     }
 )
 
@@ -54,6 +56,8 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "variantShredding", "variantShredding-preview",  # unshredded writes are always allowed (PROTOCOL.md)
         # written only through a catalog committer (kernel/transaction/committer.py)
         "catalogManaged", "catalogOwned-preview",
+        "geospatial",
+        "collations", "collations-preview",  # schema metadata + binary stats only (kernel/schema/collations.py)
     }
 )
 
@@ -67,7 +71,7 @@ LEGACY_FEATURES: dict[str, tuple[int, int]] = {
 READER_WRITER_FEATURES: frozenset[str] = frozenset(
     {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening",
      "typeWidening-preview", "variantType", "variantType-preview", "catalogManaged", "catalogOwned-preview",
-     "variantShredding", "variantShredding-preview"}
+     "geospatial", "variantShredding", "variantShredding-preview"}
 )
 
 

@@ -28,6 +28,7 @@ from .features import (
 FEATURE_DEPENDENCIES: dict[str, frozenset[str]] = {
     "rowTracking": frozenset({"domainMetadata"}),
     "clustering": frozenset({"domainMetadata"}),
+    "collations": frozenset({"domainMetadata"}), "collations-preview": frozenset({"domainMetadata"}),
     "icebergCompatV1": frozenset({"columnMapping"}),
     "icebergCompatV2": frozenset({"columnMapping"}),
     # PROTOCOL.md "Writer Requirements for Catalog-managed tables": in-commit timestamps (publishing rewrites

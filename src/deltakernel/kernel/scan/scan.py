@@ -29,6 +29,7 @@ from ..deletion_vectors import DeletionVectorDescriptor, deleted_mask, read_dele
 from ..paths import resolve_file
 from ..schema.arrow import to_arrow_schema
 from ..schema.column_mapping import PARQUET_FIELD_ID, field_id, physical_name
+from ..schema.geospatial import parse_geo_type
 from ..schema.reconcile import conform_table
 from ..schema.types import StructField, StructType
 from ..snapshot import Snapshot
@@ -73,6 +74,30 @@ def _default_workers() -> int:
     return max(2, min(8, (os.cpu_count() or 2) * 2))
 
 
+def _check_geo_predicate(expr: Any, schema: StructType) -> None:
+    """`deltakernel.geo.intersects` applies to geometry columns only (geography edges are geodesics)."""
+    from ..expressions.predicate import GeoIntersects
+
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, GeoIntersects):
+            dtype: Any = schema
+            for part in e.column.path:
+                dtype = dtype.field(part).type if isinstance(dtype, StructType) else None
+            geo = parse_geo_type(dtype) if dtype is not None else None
+            if geo is None or geo.is_geography:
+                raise InvalidFilterError(
+                    f"intersects({'.'.join(e.column.path)!r}) needs a geometry column, not {_type_name(dtype)}")
+        stack.extend(getattr(e, "children", ()))
+        if hasattr(e, "child"):
+            stack.append(e.child)
+
+
+def _type_name(dtype: Any) -> str:
+    return str(dtype.to_json()) if hasattr(dtype, "to_json") and not isinstance(dtype, StructType) else "a struct"
+
+
 class Scan:
     """One planned read of a snapshot. Build with :class:`ScanBuilder` or directly."""
 
@@ -91,6 +116,7 @@ class Scan:
         self.schema = snapshot.schema
         self.mode = snapshot.column_mapping_mode
         self.predicate = predicate  # kernel expression (deltakernel.kernel.expressions.predicate.model) or None
+        _check_geo_predicate(predicate, self.schema)
         self.row_filter = row_filter
         self.batch_size = batch_size
         self.max_workers = max_workers or _default_workers()
@@ -311,7 +337,7 @@ class Scan:
         if len(self._read_columns) != len(self.columns):
             keep = [self.schema.field(c).name for c in self.columns]
             table = table.select(keep + [f.name for f in rt.METADATA_FIELDS[:len(extra)]])
-        # field metadata counts: a variant's extension tag must survive (a round trip writes `variant`, not a struct)
+        # field metadata counts: variant / GeoArrow tags must survive (a round trip writes `variant`, not a struct)
         target = self.arrow_schema
         if table.schema.equals(target, check_metadata=True):
             return table

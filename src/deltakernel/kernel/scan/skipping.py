@@ -37,6 +37,7 @@ from ..expressions.predicate import (
     Column,
     Comparison,
     Expr,
+    GeoIntersects,
     In,
     IsNull,
     Literal,
@@ -45,6 +46,9 @@ from ..expressions.predicate import (
     arrow_expression,
     referenced_columns,
 )
+from ..geo.bbox import POINT_TYPE
+from ..geo.bbox import intersects as bbox_intersects
+from ..schema.collations import has_non_binary_collation
 from ..stats.parse import FileStats, parse_stats, stats_from_struct
 
 Path = tuple[str, ...]
@@ -74,14 +78,26 @@ def skipping_mask(
     return pc.fill_null(result, scalar(True))
 
 
-def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr) -> pa.BooleanArray:
-    """The scan's entry point: typed partition values + stats of the file table, then `skipping_mask`."""
+#: parsed-stats entries a `stats_cache` keeps (one per set of referenced columns)
+STATS_CACHE_ENTRIES = 16
+
+
+def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr,
+                       stats_cache: dict[Any, Any] | None = None) -> pa.BooleanArray:
+    """The scan's entry point: typed partition values + stats of the file table, then `skipping_mask`.
+
+    `stats_cache`: a dict the caller keeps for *this same* `files` table (a pinned snapshot's): the parsed
+    stats of each set of referenced columns are kept there (at most `STATS_CACHE_ENTRIES`), so repeated
+    queries do not parse the stats JSON again."""
     from .partition_values import partition_columns_table
 
     n = files.num_rows
     schema, mode = snapshot.schema, snapshot.column_mapping_mode
     cols = referenced_columns(predicate)
-    part_fields = [f for f in snapshot.partition_fields if any(c[0].lower() == f.name.lower() for c in cols)]
+    # a partition column with a non-binary collation is not pruned on: the caller's operator may compare by
+    # that collation ('a' = 'A') where the exact evaluation below compares bytes (kernel/schema/collations.py)
+    part_fields = [f for f in snapshot.partition_fields if any(c[0].lower() == f.name.lower() for c in cols)
+                   and not has_non_binary_collation(f)]
     pv: dict[Path, pa.Array] = {}
     if part_fields and "partition_values" in files.column_names:
         paths = files.column("path") if "path" in files.column_names else None
@@ -89,12 +105,22 @@ def file_skipping_mask(snapshot: Any, files: pa.Table, predicate: Expr) -> pa.Bo
         pv = {(name,): arr for name, arr in typed.items()}
     data_cols = {c for c in cols if (c[0],) not in pv}
     stats: FileStats | None = None
-    if data_cols:
+    key = frozenset(data_cols)
+    if data_cols and stats_cache is not None and key in stats_cache:
+        stats = stats_cache[key]
+    elif data_cols:
         if "stats" in files.column_names:
             stats = parse_stats(files.column("stats"), schema, mode, data_cols)
         if "stats_parsed" in files.column_names:
             parsed = stats_from_struct(files.column("stats_parsed"), schema, mode, data_cols)
             stats = parsed if stats is None else stats.coalesce(parsed)
+        if stats_cache is not None:
+            if len(stats_cache) >= STATS_CACHE_ENTRIES:
+                try:  # the oldest entry; another thread may be evicting at the same time
+                    stats_cache.pop(next(iter(stats_cache)), None)
+                except (RuntimeError, StopIteration):
+                    pass
+            stats_cache[key] = stats
     return skipping_mask(predicate, stats, pv, n)
 
 
@@ -140,6 +166,8 @@ class Evaluator:
             return self.is_null(e.column.path, e.negated != neg)
         if isinstance(e, In):
             return self.in_list(e, neg)
+        if isinstance(e, GeoIntersects):
+            return self.geo_intersects(e, neg)
         if isinstance(e, Literal):
             v = e.value
             return self.const(bool(v) != neg if isinstance(v, bool) else False)
@@ -269,6 +297,27 @@ class Evaluator:
         if not nonnull:  # x NOT IN () is TRUE for every non-null x
             out = self.not_all_null(col.path)
         return out
+
+    def geo_intersects(self, e: GeoIntersects, neg: bool) -> pa.Array:
+        """Bounding-box skipping: FALSE only where the file's bbox (stats) provably misses the query box.
+
+        Only geometry stats are parsed as boxes (`stats/parse.py`: geography edges are geodesics, whose
+        extent a vertex box does not bound, so geography never skips); either box may wrap the antimeridian.
+        """
+        path = e.column.path
+        not_all_null = self.not_all_null(path)
+        mn, mx = self.stats.min_values.get(path), self.stats.max_values.get(path)
+        if neg or mn is None or mx is None or mn.type != POINT_TYPE or mx.type != POINT_TYPE:
+            return self.and_(not_all_null, self.unknown())
+
+        def coord(arr: pa.Array, name: str) -> np.ndarray:
+            return np.asarray(pc.fill_null(arr.field(name), np.nan).to_numpy(zero_copy_only=False), np.float64)
+
+        x0, y0, x1, y1 = coord(mn, "x"), coord(mn, "y"), coord(mx, "x"), coord(mx, "y")
+        hit = bbox_intersects(x0, y0, x1, y1, e.box)
+        known = ~(np.isnan(x0) | np.isnan(y0) | np.isnan(x1) | np.isnan(y1))
+        keep = bool_to_arrow(hit | ~known)
+        return self.and_(not_all_null, pc.if_else(bool_to_arrow(known), keep, self.unknown()))
 
     def and_(self, a: pa.Array, b: pa.Array) -> pa.Array:
         return pc.and_kleene(a, b)

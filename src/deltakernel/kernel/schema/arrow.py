@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from ...errors import SchemaError
+from .geospatial import GEOARROW_WKB, from_geoarrow_metadata, geoarrow_tag, is_geospatial
 from .types import (
     ArrayType,
     DataType,
@@ -73,6 +74,8 @@ def to_arrow_type(dtype: DataType) -> pa.DataType:
         try:
             return _PRIMITIVE_TO_ARROW[dtype.name]
         except KeyError:
+            if is_geospatial(dtype):  # geometry(...) / geography(...): WKB, tagged `geoarrow.wkb` on the field
+                return pa.binary()
             raise SchemaError(f"Delta type {dtype.name!r} has no Arrow mapping (unsupported type)") from None
     if isinstance(dtype, DecimalType):
         if not (1 <= dtype.precision <= MAX_DECIMAL_PRECISION) or not (0 <= dtype.scale <= dtype.precision):
@@ -98,7 +101,8 @@ def _child_field(name: str, dtype: DataType, nullable: bool) -> pa.Field:
 
 
 def _variant_tag(dtype: DataType) -> dict[bytes, bytes] | None:
-    return {_EXT_NAME: VARIANT_EXTENSION, _EXT_META: b""} if is_variant(dtype) else None
+    """The extension tag a field of this type carries: variant's, or GeoArrow's for geospatial types."""
+    return {_EXT_NAME: VARIANT_EXTENSION, _EXT_META: b""} if is_variant(dtype) else geoarrow_tag(dtype)
 
 
 def encode_field_metadata(metadata: dict[str, Any]) -> dict[bytes, bytes]:
@@ -115,6 +119,7 @@ TYPED_METADATA_KEYS = frozenset({
     "delta.columnMapping.id", "delta.columnMapping.nested.ids", "parquet.field.id", "parquet.field.nested.ids",
     "delta.identity.start", "delta.identity.step", "delta.identity.highWaterMark",
     "delta.identity.allowExplicitInsert", "delta.typeChanges",
+    "__COLLATIONS",
 })
 
 
@@ -197,6 +202,8 @@ def from_arrow_type(t: pa.DataType) -> DataType:
     if isinstance(t, pa.ExtensionType):
         if getattr(t, "extension_name", None) == VARIANT_EXTENSION.decode():
             return PrimitiveType("variant")
+        if getattr(t, "extension_name", None) == GEOARROW_WKB.decode():
+            return from_geoarrow_metadata(t.__arrow_ext_serialize__())
         return from_arrow_type(t.storage_type)
     if pa.types.is_dictionary(t):
         return from_arrow_type(t.value_type)
@@ -243,6 +250,8 @@ def from_arrow_type(t: pa.DataType) -> DataType:
 
 
 def _from_child(f: pa.Field) -> DataType:
+    if f.metadata and f.metadata.get(_EXT_NAME) == GEOARROW_WKB:
+        return from_geoarrow_metadata(f.metadata.get(_EXT_META))
     return PrimitiveType("variant") if _is_variant_field(f) else from_arrow_type(f.type)
 
 

@@ -46,7 +46,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...errors import SchemaError
+from ..geo.bbox import wkt_point
+from ..geo.wkb import UnsupportedWkbError
+from ..geo.wkb import bounds as wkb_bounds
 from ..schema.column_mapping import physical_name
+from ..schema.geospatial import parse_geo_type
 from ..schema.types import DataType, DecimalType, PrimitiveType, StructField, StructType
 
 Path = tuple[str, ...]
@@ -269,6 +273,9 @@ def stat_kind(dtype: DataType) -> str | None:
     """Which bounds a leaf of this type gets: int/float/double/decimal/date/timestamp/string, or None."""
     if isinstance(dtype, DecimalType):
         return "decimal"
+    geo = parse_geo_type(dtype)
+    if geo is not None:  # a bounding box for geometry; none for geography (its edges are geodesics)
+        return None if geo.is_geography else "geometry"
     if not skipping_eligible(dtype):
         return None
     name = dtype.name  # type: ignore[union-attr]
@@ -413,6 +420,15 @@ class StatsCollector:
 
     def _fold_min_max(self, leaf: LeafStats, arr: pa.Array | pa.ChunkedArray) -> None:
         kind = leaf.kind
+        if kind == "geometry":
+            try:
+                x0, y0, x1, y1 = wkb_bounds(arr)
+            except UnsupportedWkbError:
+                leaf.unbounded = True
+                return
+            fold_box(leaf, (np.nanmin(x0, initial=np.inf), np.nanmin(y0, initial=np.inf),
+                            np.nanmax(x1, initial=-np.inf), np.nanmax(y1, initial=-np.inf)))
+            return
         if kind == "timestamp":
             arr = pc.cast(arr, pa.int64())
         elif kind == "date":
@@ -458,6 +474,16 @@ def fold_footer_chunk(leaf: LeafStats, chunk: pq.ColumnChunkMetaData, rows: int,
         leaf.null_count = None if nulls is None or leaf.null_count is None else leaf.null_count + nulls
     if leaf.kind is None or (nulls is not None and nulls >= rows):
         return  # no bounds collected, or only nulls here
+    if leaf.kind == "geometry":  # Parquet's GeospatialStatistics (pyarrow computes them for GEOMETRY columns)
+        # (pyarrow < 21 has no geospatial statistics: the file then gets no box)
+        geo = chunk.geo_statistics if getattr(chunk, "is_geo_stats_set", False) else None
+        raw = (geo.xmin, geo.ymin, geo.xmax, geo.ymax) if geo is not None else (None,) * 4
+        box = tuple(float("nan") if v is None else float(v) for v in raw)
+        if not (box[0] <= box[2] and box[1] <= box[3]):  # NaN compares False too
+            leaf.unbounded = True  # no box, or a wrapping one: no bounds rather than a guess
+        else:
+            fold_box(leaf, (box[0], box[1], box[2], box[3]))
+        return
     floating = leaf.kind in ("float", "double")
     bounds = _footer_bounds(leaf.kind, chunk) if st is not None and st.has_min_max else None
     if bounds is None:
@@ -476,6 +502,18 @@ def fold_footer_chunk(leaf: LeafStats, chunk: pq.ColumnChunkMetaData, rows: int,
         leaf.min = lo
     if not (floating and math.isnan(hi)) and (leaf.max is None or hi > leaf.max):
         leaf.max = hi
+
+
+def fold_box(leaf: LeafStats, box: tuple[float, float, float, float]) -> None:
+    """Widen a geometry leaf's box ([xmin, ymin] in `min`, [xmax, ymax] in `max`); an empty box changes nothing."""
+    x0, y0, x1, y1 = (float(v) for v in box)
+    if not (x0 <= x1 and y0 <= y1):
+        return  # only empty geometries: they meet no box, so they need no bounds
+    if leaf.min is None:
+        leaf.min, leaf.max = [x0, y0], [x1, y1]
+        return
+    leaf.min = [min(leaf.min[0], x0), min(leaf.min[1], y0)]
+    leaf.max = [max(leaf.max[0], x1), max(leaf.max[1], y1)]
 
 
 def _footer_bounds(kind: str, chunk: pq.ColumnChunkMetaData) -> tuple[Any, Any] | None:
@@ -519,6 +557,10 @@ def stats_document(num_records: int, leaves: Sequence[LeafStats], *, tight_bound
         if leaf.min is None or leaf.unbounded:
             continue
         lo, hi = leaf.min, leaf.max
+        if leaf.kind == "geometry":  # bbox corners as WKT points (the geospatial RFC's "Per-file statistics")
+            _put(mins, leaf.physical, wkt_point(lo[0], lo[1]))
+            _put(maxs, leaf.physical, wkt_point(hi[0], hi[1]))
+            continue
         if leaf.kind == "string":
             lo, hi = truncate_min_string(lo, prefix), truncate_max_string(hi, prefix)
         lo_j = _json_value(lo, leaf.kind, leaf.utc)

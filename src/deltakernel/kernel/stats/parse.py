@@ -32,8 +32,12 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from ..arrow_build import arrow_to_np, bool_to_arrow, np_to_arrow, scalar, str_scalar
+from ..geo.bbox import POINT_TYPE, wkt_points
+from ..isotime import parse_datetime
 from ..schema.arrow import to_arrow_type
+from ..schema.collations import has_non_binary_collation
 from ..schema.column_mapping import physical_name
+from ..schema.geospatial import parse_geo_type
 from ..schema.types import DataType, DecimalType, PrimitiveType, StructType
 
 Path = tuple[str, ...]
@@ -106,11 +110,18 @@ def stats_leaf_columns(schema: StructType, mode: str, columns: set[Path] | None)
                 walk(f.type, lpath, ppath)
                 continue
             name = f.type.name if isinstance(f.type, PrimitiveType) else None
+            geo = parse_geo_type(f.type)
+            if geo is not None:  # bbox corners as WKT points; geography's are never used (kernel/geo/bbox.py)
+                if wanted(lpath):
+                    out.append(StatsLeaf(lpath, ppath, f.type, POINT_TYPE if not geo.is_geography else pa.binary(),
+                                         not geo.is_geography))
+                continue
             if not isinstance(f.type, DecimalType) and name not in _MINMAX_TYPES | _NULLCOUNT_ONLY:
                 continue
             if not wanted(lpath):
                 continue
-            minmax = isinstance(f.type, DecimalType) or name in _MINMAX_TYPES
+            # a non-binary collation: binary bounds could rule out a collation-equal value ('a' = 'A')
+            minmax = (isinstance(f.type, DecimalType) or name in _MINMAX_TYPES) and not has_non_binary_collation(f)
             out.append(StatsLeaf(lpath, ppath, f.type, to_arrow_type(f.type), minmax))
 
     walk(schema, (), ())
@@ -175,7 +186,7 @@ def _py_timestamp(v: Any, utc: bool) -> Any:
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     try:
-        ts = dt.datetime.fromisoformat(text)
+        ts = parse_datetime(text)
     except ValueError:
         return None
     if utc:
@@ -187,6 +198,8 @@ def _py_value(v: Any, leaf: StatsLeaf) -> Any:
     """One JSON value as a Python value of the leaf's type, or None when it is not one (never guess)."""
     if v is None or isinstance(v, (dict, list)):
         return None
+    if leaf.arrow == POINT_TYPE:
+        return v if isinstance(v, str) else None
     dtype = leaf.dtype
     if isinstance(dtype, DecimalType):
         if isinstance(v, bool):
@@ -230,6 +243,8 @@ def _py_value(v: Any, leaf: StatsLeaf) -> Any:
 
 
 def _to_arrow(values: list[Any], leaf: StatsLeaf) -> pa.Array:
+    if leaf.arrow == POINT_TYPE:
+        return wkt_points(pa.array(values, pa.string()))
     try:
         return pa.array(values, type=leaf.arrow)
     except (pa.ArrowInvalid, OverflowError, TypeError):  # out of the column's range: no bound
@@ -245,6 +260,8 @@ def _to_arrow(values: list[Any], leaf: StatsLeaf) -> pa.Array:
 
 def _convert(raw: pa.Array, leaf: StatsLeaf) -> pa.Array:
     """A min/max column as read from JSON (see `_json_type`) -> the column's Arrow type."""
+    if leaf.arrow == POINT_TYPE:  # geometry bbox corners: WKT points
+        return wkt_points(raw)
     if raw.type == leaf.arrow:
         return _nullify_nan(raw)
     if raw.null_count == len(raw):

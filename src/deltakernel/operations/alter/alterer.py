@@ -75,7 +75,8 @@ class TableAlterer(AlterBase):
         """Add CHECK constraints after verifying every existing row; nothing is committed on a violation."""
         opts = commit_options("add_constraint", args, commit_properties, post_commithook_properties, custom_metadata)
         if not constraints:
-            raise DeltaError("add_constraint needs at least one constraint")
+            raise DeltaError("No check constraint (Name and Expression) provided: "
+                             "add_constraint needs at least one constraint")
         self._table.update_incremental()
         snap = self._table.snapshot
         conf = dict(snap.configuration)
@@ -100,7 +101,8 @@ class TableAlterer(AlterBase):
                 result = evaluate(expr, batch)
                 count, row = sample_row(batch, result)
                 if count:
-                    raise ConstraintViolationError(
+                    raise ConstraintViolationError(  # deltalake's words first
+                        f"Invalid data found: {count} rows failed validation check. "
                         f"cannot add CHECK constraint {name} ({constraints[name]}): {count} existing row(s) "
                         f"violate it, for example: {row}")
         params = ({"name": next(iter(constraints)), "expr": next(iter(constraints.values()))}
@@ -126,7 +128,7 @@ class TableAlterer(AlterBase):
         key = next((k for k in conf if k.lower() == (CONSTRAINT_PREFIX + name).lower()), None)
         if key is None:
             if raise_if_not_exists:
-                raise DeltaError(f"constraint {name!r} does not exist")
+                raise DeltaError(f"Constraint with name {name!r} does not exist.")
             return
         expr = conf.pop(key)
         txn = self._txn("DROP CONSTRAINT", {"constraint": name, "expr": expr})
@@ -312,6 +314,8 @@ class TableAlterer(AlterBase):
             need = "reader 3 and writer 7" if new.min_reader_version >= 3 and any(
                 n in READER_WRITER_FEATURES for n in names) else "writer 7"
             raise DeltaError(
+                "Table feature enables writer feature, but min_writer is not v7. Set "
+                "allow_protocol_versions_increase or increase version explicitly through set_tbl_properties: "
                 f"adding {sorted(names)} needs protocol {need} (table is at reader "
                 f"{proto.min_reader_version}, writer {proto.min_writer_version}); pass "
                 "allow_protocol_versions_increase=True to upgrade")

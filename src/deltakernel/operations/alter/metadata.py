@@ -146,7 +146,7 @@ class AlterBase:
         self._table.update_incremental()
         md = self._metadata
         if not md.schema.has(column.split(".")[0]):
-            raise SchemaError(f"No field with the name {column!r} in the schema")
+            raise SchemaError(f"No field with the provided name in the schema: {column!r}")
         path = resolve_path(md.schema, tuple(column.split(".")), "set_column_metadata")
         reserved = sorted(k for k in metadata if k.startswith("delta.columnMapping.") or k == "delta.identity.start")
         if reserved:

@@ -10,7 +10,7 @@ requests, never stored in the configuration (Spark strips them the same way).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ...errors import DeltaError
@@ -133,10 +133,14 @@ def validate_properties(
         canonical = next((k for k in KNOWN_PROPERTIES if k.lower() == key.lower()), None)
         if canonical is None:
             if key.lower().startswith("delta.") and raise_if_not_exists:
-                raise DeltaError(f"unknown table property {key!r} (known delta.* properties: "
-                                 f"{sorted(KNOWN_PROPERTIES)})")
+                raise DeltaError(f"{parse_error(key, value)}: unknown table property {key!r} (known delta.* "
+                                 f"properties: {sorted(KNOWN_PROPERTIES)})")
             stored[key] = value
             continue
+        if canonical in ("delta.minReaderVersion", "delta.minWriterVersion") and (
+                not _is_int(1)(value) or int(value) > (3 if canonical == "delta.minReaderVersion" else 7)):
+            valid = "['1','2','3']" if canonical == "delta.minReaderVersion" else "['2','3','4','5','6','7']"
+            raise DeltaError(f"{canonical} = {value!r} is invalid, valid values are {valid}")
         if not KNOWN_PROPERTIES[canonical](value):
             raise DeltaError(f"invalid value {value!r} for table property {canonical}")
         if canonical == "delta.minReaderVersion":
@@ -173,17 +177,30 @@ def split_protocol_requests(conf: dict[str, str]) -> tuple[dict[str, str], set[s
     return stored, feats, ((max(r, 1), max(w, 1)) if r or w else None)
 
 
-def check_known_keys(keys: Iterable[str]) -> None:
+def parse_error(key: str, value: Any) -> str:
+    """deltalake's words for a property it cannot take (its users match on them); deltakernel's reason follows.
+    `delta.enableIcebergCompatV1/V2` land here too: deltakernel does not write the icebergCompat features
+    (docs/decisions.md), and deltalake refuses these properties with the same sentence."""
+    text = f"Error parsing property '{key}':'{value}'"
+    if str(key).lower().startswith("delta.enableicebergcompat"):
+        text += " (deltakernel does not write the icebergCompat table features)"
+    return text
+
+
+def check_known_keys(keys: Iterable[str] | Mapping[str, Any], hint: bool = True) -> None:
     """deltalake's `raise_if_key_not_exists` at create: a `delta.*` key Delta does not define raises DeltaError
-    (a typo such as `delta.enableChangeDataFed` would otherwise be silently stored); other keys are user keys."""
+    (a typo such as `delta.enableChangeDataFed` would otherwise be silently stored); other keys are user keys.
+    `hint`: say how to store it anyway (DeltaTable.create has the switch; write_deltalake has none)."""
     known = {k.lower() for k in KNOWN_PROPERTIES}
+    values = keys if isinstance(keys, Mapping) else {}
     for key in keys:
         low = str(key).lower()
         if low.startswith("delta.") and low not in known and not low.startswith(("delta.feature.",
                                                                                    "delta.constraints.")):
-            raise DeltaError(f"unknown table property {key!r} (known delta.* properties: "
-                             f"{sorted(KNOWN_PROPERTIES)}); pass raise_if_key_not_exists=False to store it anyway")
+            raise DeltaError(f"{parse_error(key, values.get(key))}: unknown table property {key!r} (known delta.* "
+                             f"properties: {sorted(KNOWN_PROPERTIES)})"
+                             + ("; pass raise_if_key_not_exists=False to store it anyway" if hint else ""))
 
 
-__all__ = ["KNOWN_PROPERTIES", "PROPERTY_FEATURES", "check_known_keys", "split_protocol_requests",
+__all__ = ["KNOWN_PROPERTIES", "PROPERTY_FEATURES", "check_known_keys", "parse_error", "split_protocol_requests",
            "validate_properties"]

@@ -25,7 +25,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InvalidFilterError
+from ...errors import InvalidFilterError, InvalidPredicateTypeError
 from ...kernel.arrow_build import arrow_to_np, bool_to_arrow, scalar
 from ...kernel.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from ...kernel.expressions import predicate as ex
@@ -79,7 +79,10 @@ def plan_predicate(text: str | None, snapshot: Snapshot, parsed: SqlExpr | None 
     `parsed`: `text` already parsed (and normalized, e.g. Spark's analyzed casts folded) by the caller."""
     if text is None:
         return DmlPredicate(None, None, None, None, (), True)
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):  # deltalake's TypeError; InvalidPredicateTypeError is an InvalidFilterError too
+        raise InvalidPredicateTypeError(f"a DML predicate must be a non-empty SQL string, got {text!r} "
+                                        f"('{type(text).__name__}' object is not an instance of 'str')")
+    if not text.strip():
         raise InvalidFilterError(f"a DML predicate must be a non-empty SQL string, got {text!r}")
     sql = parsed if parsed is not None else parse_sql(text)
     schema = snapshot.schema
@@ -121,7 +124,8 @@ def as_mask(result: pa.Array | pa.ChunkedArray, text: str | None) -> pa.Array:
     if pa.types.is_null(result.type):
         return pa.array(np.zeros(len(result), dtype=bool))
     if not pa.types.is_boolean(result.type):
-        raise InvalidFilterError(f"predicate {text!r} is of type {result.type}, not boolean")
+        raise InvalidFilterError(f"Cannot create filter with non-boolean predicate: predicate {text!r} is of type "
+                                 f"{result.type}, not boolean")
     return pc.fill_null(result, _FALSE)
 
 

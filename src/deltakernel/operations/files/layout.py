@@ -26,6 +26,7 @@ from ...errors import SchemaError
 from ...kernel.scan.partition_values import serialize_partition_value
 from ...kernel.schema.arrow import VARIANT_ARROW_TYPE, VARIANT_EXTENSION, to_arrow_schema
 from ...kernel.schema.column_mapping import PARQUET_FIELD_ID, physical_name, to_physical_arrow_schema
+from ...kernel.schema.geospatial import wkb_parquet_type
 from ...kernel.schema.types import StructField, StructType
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -131,10 +132,18 @@ def make_layout(schema: StructType, partition_columns: list[str], mode: str) -> 
     return Layout(
         data,
         to_arrow_schema(data, include_metadata=False),
-        pa.schema([_writable_field(f) for f in physical]),
+        pa.schema([_geo_field(_writable_field(f)) for f in physical]),
         parts,
         [physical_name(f, mode) for f in parts],
     )
+
+
+def _geo_field(f: pa.Field) -> pa.Field:
+    """A top-level geometry/geography column is written through the `geoarrow.wkb` extension type, so pyarrow
+    gives it Parquet's GEOMETRY / GEOGRAPHY logical type and geospatial footer statistics (nested ones stay
+    plain WKB binary: a struct of extension types cannot be a zero-copy view of the data)."""
+    ext = wkb_parquet_type(f)
+    return f if ext is None else pa.field(f.name, ext, nullable=f.nullable, metadata=f.metadata)
 
 
 def column_of(batch: pa.RecordBatch, name: str) -> pa.Array:
@@ -162,7 +171,9 @@ def to_physical(batch: pa.RecordBatch, layout: Layout) -> pa.RecordBatch:
     """Same buffers under physical names/field ids (`view` is zero-copy: only names and metadata differ)."""
     arrays = []
     for arr, f in zip(batch.columns, layout.physical_arrow):
-        if arr.type != f.type:
+        if isinstance(f.type, pa.ExtensionType) and not isinstance(arr.type, pa.ExtensionType):
+            arr = pa.ExtensionArray.from_storage(f.type, arr.cast(f.type.storage_type))
+        elif arr.type != f.type:
             try:
                 arr = arr.view(f.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

@@ -51,13 +51,17 @@ def _target_snapshot(storage: Storage, current: Snapshot, target: int | dt.datet
             raise VersionNotFoundError(f"cannot restore to version {target}: the table's versions are 0 to "
                                        f"{current.version}")
         if target == current.version:
-            raise RestoreError(f"version to restore ({target}) must be earlier than the current version "
+            raise RestoreError(f"Version to restore {target} should be less then last available version "
+                               f"{current.version}: version to restore ({target}) must be earlier than the current "
+                               "version "
                                f"({current.version})")
         return Snapshot.load(storage, target, log_tail=current.log_tail)  # a catalog's tail: its staged commits
     snap = Snapshot.load_at(storage, target, reference=current, clamp_to_earliest=clamp_to_earliest,
                             log_tail=current.log_tail)
     if snap.version >= current.version:
-        raise RestoreError(f"the version at {target} ({snap.version}) must be earlier than the current version "
+        raise RestoreError(f"Version to restore {snap.version} should be less then last available version "
+                           f"{current.version}: the version at {target} ({snap.version}) must be earlier than the "
+                           "current version "
                            f"({current.version})")
     return snap
 

@@ -19,6 +19,7 @@ import pyarrow as pa
 from ...kernel.schema.arrow import to_arrow_schema
 from ...kernel.schema.types import StructType
 from ..commit_options import CommitProperties, PostCommitHookProperties
+from .arguments import check_write_arguments
 from .pipeline import execute_write
 from .request import WriteRequest
 
@@ -50,6 +51,7 @@ def write_deltalake(
     `progress(rows, files)`: called after every input batch with the rows consumed and data files completed
     so far (a hook for progress bars; logger `deltakernel.operations.files.parquet_writer` logs each file at DEBUG).
     """
+    check_write_arguments(target_file_size, configuration, storage_options)
     request = WriteRequest.of(
         partition_by=partition_by, mode=mode, schema_mode=schema_mode, predicate=predicate,
         partition_overwrite_mode=partition_overwrite_mode, configuration=configuration, name=name,

@@ -65,7 +65,8 @@ def check_replace_where(batch: pa.RecordBatch, expr: SqlExpr, text: str) -> None
     bad = pc.invert(pc.fill_null(ok, False))
     if pc.any(bad).as_py():
         row = batch.filter(bad).slice(0, 1).to_pylist()[0]
-        raise ConstraintViolationError(
+        raise ConstraintViolationError(  # deltalake's words first (the count is of this batch)
+            f"Invalid data found: {int(pc.sum(bad).as_py())} rows failed validation check. "
             f"replaceWhere: written data does not satisfy the predicate {text!r}; e.g. row {row}"
         )
 

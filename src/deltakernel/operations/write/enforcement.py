@@ -273,7 +273,8 @@ class Enforcer:
             raise ConstraintViolationError(f"{what} ({text}) is not a boolean expression (it is {result.type})")
         count, row = sample_row(table, result)
         if count:
-            raise ConstraintViolationError(
+            raise ConstraintViolationError(  # deltalake's "Invalid data found: ...", then delta-spark's sentence
+                f"Invalid data found: {count} rows failed validation check. "
                 f"{what} ({text}) violated by {count} row(s), for example: {row}")
 
     def _check_generated(self, table: pa.Table, f: StructField, text: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...errors import DeltaError, SchemaMismatchError, TableNotFoundError
+from ...errors import DeltaError, SchemaError, SchemaMismatchError, TableNotFoundError
 from ...kernel.log.actions import Metadata, Protocol
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import Transaction as KernelTransaction
@@ -81,7 +81,7 @@ def _proceeds(storage: Storage, snapshot: Snapshot | None, request: WriteRequest
                 "partitioning."
             )
     if request.mode == "error":
-        raise DeltaError(f"Delta table already exists at {storage.root_uri} (mode='error')")
+        raise DeltaError(f"A table already exists at: {storage.root_uri} (Delta table already exists, mode='error')")
     if request.mode == "ignore":
         return False
     # idempotent writes: an (app_id, version) already committed is skipped, as Spark does
@@ -119,6 +119,8 @@ def execute_write(table_or_uri: Any, data: Any, request: WriteRequest, *, schema
         return
     _catalog_requirements(storage, snapshot, request)
     reader = to_reader(data, schema)
+    if snapshot is None and len(reader.schema) == 0:
+        raise SchemaError("At least one column must be defined to create a table.")
     params: dict[str, Any] = {"mode": MODE_NAMES[request.mode],
                               "partitionBy": list(request.partition_by or (snapshot.partition_columns
                                                                            if snapshot is not None else []))}

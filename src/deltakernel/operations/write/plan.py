@@ -18,6 +18,7 @@ from ...kernel.log.actions import Format, Metadata, Protocol
 from ...kernel.protocol.select import minimal_protocol, with_min_versions
 from ...kernel.row_tracking import with_materialized_names
 from ...kernel.schema.arrow import from_arrow_schema
+from ...kernel.schema.collations import COLLATIONS_KEY
 from ...kernel.schema.evolution import (
     added_fields,
     assign_column_mapping,
@@ -27,6 +28,7 @@ from ...kernel.schema.evolution import (
     merge_schemas,
     schema_has_type,
 )
+from ...kernel.schema.geospatial import schema_has_geospatial
 from ...kernel.schema.types import StructField, StructType, schema_to_json
 from ...kernel.snapshot import Snapshot
 from ..alter.table_properties import split_protocol_requests
@@ -87,6 +89,11 @@ def required_features(schema: StructType, configuration: dict[str, str]) -> set[
         feats.add("timestampNtz")
     if schema_has_type(schema, "variant"):
         feats.add("variantType")
+    if schema_has_geospatial(schema):
+        feats.add("geospatial")
+    if fields_with_metadata(schema, COLLATIONS_KEY):
+        feats.add("collations")  # the accepted name (delta-kernel-rs's default); protocol_for keeps a -preview
+
     if fields_with_metadata(schema, "delta.invariants"):
         feats.add("invariants")
     if fields_with_metadata(schema, "delta.generationExpression"):
@@ -102,6 +109,10 @@ def required_features(schema: StructType, configuration: dict[str, str]) -> set[
 
 
 def protocol_for(features: set[str], current: Protocol | None = None) -> Protocol:
+    preview = current is not None and current.has_feature("collations-preview") \
+        and not current.has_feature("collations")
+    if "collations" in features and (preview or "collations-preview" in features):
+        features = set(features) - {"collations"}  # one collations feature: the one the table (or user) chose
     if "typeWidening" in features and current is not None and current.has_feature("typeWidening-preview") \
             and not current.has_feature("typeWidening"):
         # a table that enabled type widening during its preview keeps that feature (same spec, as delta-spark)
@@ -157,7 +168,7 @@ def plan_metadata(
                                       schema_mode != "overwrite" else []))
         for p in parts:
             if not schema.has(p):
-                raise SchemaError(f"partition column {p!r} is not in the schema {schema.names}")
+                raise SchemaError(f"Partition column {p!r} not found in schema {schema.names}")
         parts = [schema.field(p).name for p in parts]
         schema = _with_column_mapping(schema, configuration)
         feats = required_features(schema, configuration) | requested
@@ -185,7 +196,9 @@ def plan_metadata(
     md = snapshot.metadata
     if partition_by and [p.lower() for p in partition_by] != [p.lower() for p in md.partition_columns]:
         raise DeltaError(
-            f"partition_by {partition_by} does not match the table's partition columns {list(md.partition_columns)}"
+            "Specified table partitioning does not match table partitioning: expected: "
+            f"{list(md.partition_columns)}, got: {list(partition_by)} (partition_by {partition_by} does not match "
+            f"the table's partition columns {list(md.partition_columns)})"
         )
     changed = False
     schema = snapshot.schema

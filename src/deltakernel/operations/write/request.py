@@ -69,9 +69,13 @@ class WriteRequest:
     def check(self) -> None:
         """Argument errors as deltalake raises them, before any file is read or written."""
         if self.mode not in MODES:
-            raise DeltaError(f"mode must be one of {MODES}, got {self.mode!r}")
+            raise DeltaError(f"Invalid save mode provided: {self.mode}, only these are supported: "
+                             f"['append', 'overwrite', 'error', 'ignore']; mode must be one of {MODES}, "
+                             f"got {self.mode!r}")
         if self.schema_mode not in (None, "merge", "overwrite"):
-            raise DeltaError(f"schema_mode must be None, 'merge' or 'overwrite', got {self.schema_mode!r}")
+            raise DeltaError(f"Invalid schema write mode provided: {self.schema_mode}, only these are supported: "
+                             f"['overwrite', 'merge']; schema_mode must be None, 'merge' or 'overwrite', "
+                             f"got {self.schema_mode!r}")
         if self.schema_mode == "overwrite" and self.mode != "overwrite":
             raise DeltaError("schema_mode='overwrite' needs mode='overwrite'")
         if self.partition_overwrite_mode not in ("static", "dynamic"):

@@ -24,6 +24,8 @@ class CatalogEntry:
     kind: str = "TABLE"  # MANAGED / EXTERNAL / VIEW (Spark's table type)
     view_text: str | None = None  # a permanent view's stored text
     view_database: str | None = None  # the database its names resolve in
+    view_columns: tuple[str, ...] | None = None  # a view's output names, when the lookup saw them
+    view_renames: bool = False  # they rename its query's output (a column list)
 
 
 def session_table(parts: list[str] | tuple[str, ...],

@@ -14,7 +14,9 @@ from typing import Any
 import pyarrow as pa
 
 from ...errors import DeltaError
+from ...kernel.schema.collations import COLLATIONS_KEY
 from ...kernel.schema.column_mapping import ID_KEY
+from ...kernel.schema.geospatial import parse_geo_type
 from ...kernel.schema.types import StructType, parse_schema_string, schema_to_json
 from ...storage import Storage
 from ...storage.local import LocalStorage
@@ -33,6 +35,8 @@ def _strip(obj: Any, field_ids: bool) -> Any:
                 meta: dict[str, Any] = {}
                 if "comment" in (f.get("metadata") or {}):  # column comments show in Spark's schema
                     meta["comment"] = f["metadata"]["comment"]
+                if COLLATIONS_KEY in (f.get("metadata") or {}):  # Spark's own key: collated StringType
+                    meta[COLLATIONS_KEY] = f["metadata"][COLLATIONS_KEY]
                 if field_ids and ID_KEY in (f.get("metadata") or {}):
                     meta["parquet.field.id"] = int(f["metadata"][ID_KEY])
                 fields.append({"name": f["name"], "type": _strip(f["type"], field_ids),
@@ -43,6 +47,8 @@ def _strip(obj: Any, field_ids: bool) -> Any:
         if t == "map":
             return {**obj, "keyType": _strip(obj["keyType"], field_ids),
                     "valueType": _strip(obj["valueType"], field_ids)}
+    if isinstance(obj, str) and parse_geo_type(obj) is not None:
+        return "binary"  # geometry/geography reach Spark as their WKB bytes (docs/decisions.md)
     return obj
 
 

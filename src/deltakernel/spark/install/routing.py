@@ -176,9 +176,15 @@ def session_sql(original_sql: Any) -> Any:
             return original_sql(self, sqlQuery, args, **kwargs)
         from ..sql import execute_sql
 
-        if kwargs and is_connect(self):  # Connect's `{df}` formatting: the frames travel with each statement
-            text, views = connect_internals.format_sql(self, sqlQuery, kwargs)
-            return execute_sql(self, text, args, lambda t, a: connect_internals.run_sql(self, t, a, views))
+        if is_connect(self):  # the frames of `{df}` formatting and the router's scoped views travel with the text
+            text, views = connect_internals.format_sql(self, sqlQuery, kwargs) if kwargs else (sqlQuery, [])
+
+            def run(t: str, a: Any, scoped: list[tuple[Any, str]] = []) -> Any:  # noqa: B006 - never mutated
+                if not views and not scoped:
+                    return original_sql(self, t, a)
+                return connect_internals.run_sql(self, t, a, [*views, *scoped])
+
+            return execute_sql(self, text, args, run)
         formatter = None
         text = sqlQuery
         if kwargs:  # pyspark's `{df}` formatting first (it registers temp views for DataFrames)

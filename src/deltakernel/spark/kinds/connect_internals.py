@@ -13,15 +13,17 @@ installed release (4.3). What is used, per function:
   `_session` (the Connect `DataFrameWriterV2(plan, session, table)` that `writer_v2.py` subclasses).
 - `writer_frame`: `DataFrameWriter._df` (a classic DataFrame, or a Connect `LogicalPlan`) and `._spark`.
 - `stream_writer_frame`: Connect `DataStreamWriter._write_stream._child` (the plan) and `._session`.
-- `format_sql` / `run_sql`: Connect's `SQLStringFormatter(session)._temp_views`, `plan.SQL`, `plan.SubqueryAlias`,
+- `format_sql` / `run_sql` / `sql_frame` / `sql_references`: Connect's `SQLStringFormatter(session)._temp_views`,
+  `plan.SQL` (and its `views` parameter), `plan.SubqueryAlias`,
   `plan.CachedRelation`, `session.client.execute_command`, `session._client`, `DataFrame._execution_info`.
 - `parse_ddl`: Connect `SparkSession._parse_ddl` (the server parses; bound to that session, which the public
   `DataType.fromDDL` is not: it uses the process's active session).
 - `inline_rows`: the rows of an eager SQL command's result that came back in the command's own response
   (`DataFrame._plan` a `plan.CachedRelation` whose `_plan` is a proto `local_relation` holding Arrow IPC bytes), so
   a catalog statement costs one round trip instead of two (`sql` + `collect`).
-- `command_effect`: the kind of a proto `Command` (`command_type` oneof; `sql_command.input.sql.query`, or the
-  older `sql_command.sql`; `create_dataframe_view.name` / `.is_global`; `write_operation`'s `save_type`) - what
+- `command_effect`: the kind of a proto `Command` (`command_type` oneof; `sql_command.input.sql.query`, under
+  `input.with_relations.root` when frames travel with the statement, or the older `sql_command.sql`;
+  `create_dataframe_view.name` / `.is_global`; `write_operation`'s `save_type`) - what
   `SparkConnectClient.execute_command` / `execute_command_as_iterator` send (patched by `catalog_cache.py`);
   `catalog_session`: Connect `Catalog._sparkSession` (its `_execute_and_fetch(plan)` runs every catalog call,
   patched likewise; `Catalog.currentDatabase` reads `[0][0]` of the Arrow table it returns, `setCurrentDatabase`
@@ -93,6 +95,25 @@ def run_sql(session: Any, text: str, args: Any, views: list[tuple[Any, str]]) ->
     return plan_frame(cmd, session)
 
 
+def sql_references() -> bool:
+    """Can a Connect SQL plan carry frames as references (`plan.SQL(..., views)`, `WithRelations`: pyspark 4.0+)?"""
+    import inspect
+
+    try:
+        from pyspark.sql.connect.plan import SQL
+    except ImportError:  # pragma: no cover - pyspark without the connect extra
+        return False
+    return "views" in inspect.signature(SQL.__init__).parameters
+
+
+def sql_frame(session: Any, text: str, views: list[tuple[Any, str]]) -> Any:
+    """A lazy Connect DataFrame of the query `text` with the (frame, name) pairs `views` as its references: nothing
+    is sent until the frame is (a view's text read by a statement: analysed with it)."""
+    from pyspark.sql.connect.plan import SQL, SubqueryAlias
+
+    return plan_frame(SQL(text, [], {}, [SubqueryAlias(df._plan, name) for df, name in views]), session)
+
+
 def parse_ddl(session: Any, text: str) -> Any:
     """A DDL type or column list parsed by the Connect server of `session` (a pyspark DataType)."""
     return session._parse_ddl(text)
@@ -122,7 +143,10 @@ def command_effect(command: Any) -> tuple[str, str | None]:
         return "", None
     if kind == "sql_command":
         sc = command.sql_command
-        return "sql", str(sc.input.sql.query if sc.HasField("input") else sc.sql)
+        if not sc.HasField("input"):
+            return "sql", str(sc.sql)
+        rel = sc.input.with_relations.root if sc.input.WhichOneof("rel_type") == "with_relations" else sc.input
+        return "sql", str(rel.sql.query)
     if kind == "create_dataframe_view":
         view = command.create_dataframe_view
         return ("global_view", None) if view.is_global else ("temp_view", str(view.name))

@@ -12,12 +12,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from ...errors import DeltaError
+from ...errors import DeltaError, InvalidArgumentValueError
 from ...kernel.log.replay import ReplayResult
 from ...kernel.log.segment import LogSegment, commit_key, version_of
 from ...kernel.snapshot import Snapshot
 from ...operations.commit_options import CommitProperties
 from ...storage import Storage, storage_for_uri
+from ..common import error_classes as ec
 
 ENGINE_INFO = "deltakernel-spark/0.1.0"
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -56,12 +57,14 @@ def spark_timestamp(spark: Any, text: str) -> Any:
     from pyspark.sql import functions as F
 
     if not isinstance(text, str):
-        raise DeltaError(f"timestamp needs to be a string but got {type(text)}")
+        raise InvalidArgumentValueError(f"timestamp needs to be a string but got '{type(text)}'.")
     lit = F.lit(text)
     ts = lit.try_cast("timestamp") if hasattr(lit, "try_cast") else lit.cast("timestamp")  # ANSI mode: NULL
     row = spark.range(1).select(F.unix_micros(ts).alias("us")).first()
     if row is None or row["us"] is None:
-        raise DeltaError(f"the provided timestamp ({text}) cannot be converted to a valid timestamp")
+        quoted = "'" + text.replace("'", "\\'") + "'"  # delta-spark prints the literal's SQL
+        raise InvalidArgumentValueError(ec.classed(ec.TIMESTAMP_INVALID, f"The provided timestamp ({quoted}) cannot "
+                                                   "be converted to a valid timestamp."))
     return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=int(row["us"]))
 
 

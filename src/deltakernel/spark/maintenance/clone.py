@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import DeltaError, MissingFileError, StorageError
+from ...errors import DeltaError, InvalidArgumentValueError, MissingFileError, StorageError
 from ...kernel.deletion_vectors import DeletionVectorDescriptor
 from ...kernel.snapshot import Snapshot
 from ...kernel.transaction.transaction import Transaction
@@ -65,9 +65,9 @@ def target_path(target: str) -> str:
 def check_types(target: Any, is_shallow: Any, replace: Any, properties: Any) -> None:
     """delta-spark's argument checks."""
     if not isinstance(is_shallow, bool):
-        raise DeltaError(f"isShallow needs to be a bool but got {type(is_shallow)}")
+        raise InvalidArgumentValueError(f"isShallow needs to be a bool but got '{type(is_shallow)}'.")
     if not isinstance(replace, bool):
-        raise DeltaError(f"replace needs to be a bool but got {type(replace)}")
+        raise InvalidArgumentValueError(f"replace needs to be a bool but got '{type(replace)}'.")
     if properties is not None and (not isinstance(properties, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in properties.items())):
         raise DeltaError("properties needs to be a dict of str to str")
@@ -220,7 +220,7 @@ def clone(spark: Any, uri: str, storage_options: dict[str, str] | None, target: 
     source = current
     if version is not None:
         if isinstance(version, bool) or not isinstance(version, int):
-            raise DeltaError(f"version needs to be an int but got {type(version)}")
+            raise InvalidArgumentValueError(f"version needs to be an int but got '{type(version)}'.")
         source = Snapshot.load_at(storage, version, reference=current)
     elif timestamp is not None:
         source = Snapshot.load_at(storage, spark_timestamp(spark, timestamp), reference=current)

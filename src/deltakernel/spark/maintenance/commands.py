@@ -26,7 +26,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import DeltaError, RestoreError
+from ...errors import (
+    DeltaError,
+    FeatureDropWaitError,
+    InvalidArgumentValueError,
+    RestoreError,
+    UnsupportedFeatureError,
+)
 from ...kernel.snapshot import Snapshot
 from ...operations.maintenance.vacuum import (
     DELETE_BATCH,
@@ -288,11 +294,46 @@ def drop_feature_support(uri: str, storage_options: dict[str, str] | None, featu
     from ...operations.alter.drop_feature import drop_feature
 
     if not isinstance(feature, str):
-        raise DeltaError(f"featureName needs to be a string but got {type(feature)}")
+        raise InvalidArgumentValueError(f"featureName needs to be a string but got '{type(feature)}'.")
     if truncate_history is not None and not isinstance(truncate_history, bool):
-        raise DeltaError(f"truncateHistory needs to be a bool but got {type(truncate_history)}")
+        raise InvalidArgumentValueError(f"truncateHistory needs to be a bool but got '{type(truncate_history)}'.")
     snapshot = _load(uri, storage_options)
-    drop_feature(snapshot.storage, snapshot, feature, truncate_history=bool(truncate_history))
+    _check_drop(snapshot, feature, truncate_history)
+    try:
+        drop_feature(snapshot.storage, snapshot, feature, truncate_history=bool(truncate_history))
+    except FeatureDropWaitError as exc:
+        raise ec.reworded(exc, ec.classed(ec.FEATURE_DROP_WAIT, f"Dropping {exc.feature} was partially successful. "
+                                          + str(exc))) from None
+
+
+def _check_drop(snapshot: Snapshot, feature: str, truncate_history: bool | None) -> None:
+    """delta-spark's refusals, with its error classes, before anything is committed: an unknown feature, one the
+    protocol does not have, one another feature depends on, one deltakernel cannot drop, and `truncateHistory`
+    for a writer-only feature (nothing in the history to truncate)."""
+    from ...kernel.protocol.select import FEATURE_DEPENDENCIES, features_in_effect
+    from ...operations.alter.drop_feature import WITH_HISTORY, WRITER_ONLY
+    from ...operations.alter.table_properties import feature_name
+
+    try:
+        name = feature_name(feature)
+    except DeltaError:
+        raise DeltaError(ec.classed(ec.FEATURE_DROP_UNSUPPORTED_CLIENT, f"Dropping {feature} is not supported by "
+                                    "this client: it is not a table feature deltakernel knows.")) from None
+    present = features_in_effect(snapshot.protocol)
+    if name not in present:
+        raise DeltaError(ec.classed(ec.FEATURE_DROP_NOT_PRESENT, f"Cannot drop {name} from this table because it is "
+                                    "not currently present in the table's protocol."))
+    users = sorted(other for other, deps in FEATURE_DEPENDENCIES.items() if name in deps and other in present)
+    if users:
+        raise DeltaError(ec.classed(ec.FEATURE_DROP_DEPENDENT, f"Cannot drop table feature {name} because some other "
+                                    f"features ({', '.join(users)}) in this table depends on {name}. Consider "
+                                    "dropping them first before dropping this feature."))
+    if name not in WRITER_ONLY | WITH_HISTORY:
+        raise UnsupportedFeatureError(name, ec.classed(ec.FEATURE_DROP_UNSUPPORTED_CLIENT, f"Dropping {name} is not "
+                                                       "supported by deltakernel."))
+    if truncate_history and name in WRITER_ONLY:
+        raise DeltaError(ec.classed(ec.FEATURE_DROP_TRUNCATION_NOT_ALLOWED, "The particular feature does not "
+                                    "require history truncation."))
 
 
 __all__ = ["RESTORE_COLUMNS", "convert_to_delta", "drop_feature_support", "generate", "parse_identifier",

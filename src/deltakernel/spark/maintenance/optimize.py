@@ -62,6 +62,7 @@ from ...operations.maintenance.optimize.plan import Bin, OptimizePlan
 from ..common.task_errors import marked, task_errors
 from ..kinds.session import default_parallelism
 from ._common import ENGINE_INFO, SnapshotState, commit_properties, conf, map_partitions
+from .predicate_text import catalyst_text
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ def _plan(spark: Any, snapshot: Snapshot, filters: list[str], zorder: list[str] 
     files = _selected_files(snapshot, filters)
     bin_bytes = max(target, _int_conf(spark, MAX_BIN_BYTES_CONF) or DEFAULT_BIN_BYTES)
     plan, extra_add = plan_bins(snapshot, files, target, bin_bytes, clustered, sort_cols)
-    params: dict[str, Any] = {"predicate": list(filters), "targetSize": str(target)}
+    params: dict[str, Any] = {"predicate": [catalyst_text(f) for f in filters], "targetSize": str(target)}
     if clustered is not None:
         params["clusterBy"] = clustered
     elif sort_cols is not None:

@@ -57,10 +57,12 @@ class ScanLayout:
                                                            if n not in have])
 
     def partition_schema(self) -> Any:
+        """The partition columns as the table declares them: a NOT NULL partition column stays NOT NULL in the
+        DataFrame's schema, as delta-spark's (its `toDF().schema` is the table's schema)."""
         from pyspark.sql.types import StructField as SparkField
         from pyspark.sql.types import StructType as SparkStruct
 
-        return SparkStruct([SparkField(f.name, self.logical_spark[f.name].dataType, True)
+        return SparkStruct([SparkField(f.name, self.logical_spark[f.name].dataType, self.logical_spark[f.name].nullable)
                             for f in self.snapshot.partition_fields])
 
     def data_names(self) -> dict[str, str]:

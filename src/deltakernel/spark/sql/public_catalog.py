@@ -173,10 +173,33 @@ def lookup_entry(spark: Any, parts: list[str] | tuple[str, ...], cache: Any = No
     kind = info.get("Type", "").strip().upper()
     database = info.get("Database", db).strip() or db
     view_db = info.get("View Catalog and Namespace", "").strip().split(".")[-1] or database
+    columns, renames = _view_columns(info) if kind == "VIEW" else (None, False)
     return CatalogEntry(database, info.get("Table", parts[-1]).strip() or parts[-1],
                         info.get("Provider", "").strip(), info.get("Location", "").strip() or None,
                         kind == "MANAGED", kind or "TABLE", info.get("View Text") if kind == "VIEW" else None,
-                        view_db if kind == "VIEW" else None)
+                        view_db if kind == "VIEW" else None, columns, renames)
+
+
+def _view_columns(info: dict[str, str]) -> tuple[tuple[str, ...] | None, bool]:
+    """A view's output names from its entry (the top level of its `Schema` tree) and whether they rename its
+    query's output (`View Query Output Columns` differ: a column list); (None, False) when its schema follows its
+    query (`View Schema Mode: EVOLUTION`) or cannot be read - the caller asks Spark then."""
+    if info.get("View Schema Mode", "").strip().upper() == "EVOLUTION" or "Schema" not in info:
+        return None, False
+    names: list[str] = []
+    for line in info["Schema"].splitlines()[1:]:
+        if not line.startswith(" |-- "):
+            continue  # a nested field
+        head, sep, _ = line[5:].rpartition(" (nullable = ")
+        name, colon, _ = head.rpartition(": ")
+        if not sep or not colon:
+            return None, False
+        names.append(name)
+    if not names:
+        return None, False
+    query = info.get("View Query Output Columns", "").strip()
+    quoted = "[" + ", ".join("`" + n.replace("`", "``") + "`" for n in names) + "]"
+    return tuple(names), bool(query) and query != quoted
 
 
 def catalog_columns(spark: Any, name: str) -> list[Any]:

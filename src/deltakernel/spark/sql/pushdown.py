@@ -128,6 +128,8 @@ def _typed_literal(cast: Any, time_zone: Any) -> Any:
 
     from sqlglot import exp
 
+    from ...kernel.isotime import parse_datetime
+
     lit = cast.this
     if type(cast) is not exp.Cast or not isinstance(lit, exp.Literal) or not lit.is_string:
         return None
@@ -137,12 +139,12 @@ def _typed_literal(cast: Any, time_zone: Any) -> Any:
         if kind == exp.DataType.Type.DATE:
             return exp.var(f"DATE '{dt.date.fromisoformat(text).isoformat()}'")
         if kind == exp.DataType.Type.TIMESTAMPNTZ:
-            return exp.var(f"TIMESTAMP_NTZ '{dt.datetime.fromisoformat(text).isoformat(sep=' ')}'")
+            return exp.var(f"TIMESTAMP_NTZ '{parse_datetime(text).isoformat(sep=' ')}'")
         if kind in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ) \
                 and time_zone is not None:
             from zoneinfo import ZoneInfo
 
-            instant = dt.datetime.fromisoformat(text)
+            instant = parse_datetime(text)
             if instant.tzinfo is not None:
                 return None
             zone = time_zone() if callable(time_zone) else time_zone

@@ -61,6 +61,7 @@ class StoredView:
     text: str
     database: str | None  # the database its names resolve in
     columns: list[str] | None = None  # its output names, when known for free (renamed to them when read)
+    renames: bool = False  # `columns` rename its query's output (a column list: `CREATE VIEW v (a, b) AS ...`)
 
     @property
     def label(self) -> str:
@@ -126,8 +127,22 @@ class RelationKind(Protocol):
     def bind(self, use: RelationUse, base: Any) -> tuple[Any, tuple[Any, ...]]:
         """(the frame a table use reads, the key naming its view) from its table frame `base`."""
 
+    #: a statement can carry the frames it reads with it (`scoped` relations: Connect's SQL with references, one
+    #: round trip for the statement instead of one more per temporary view); never for a statement that keeps
+    #: referring to them (`Found.persists`): Spark stores such a view's text, not the frames
+    scoped: bool
+
     def register(self, name: str, frame: Any) -> None:
         """A temporary view `name` over a frame this module made."""
+
+    def query(self, text: str, relations: dict[str, Any]) -> Any:
+        """A lazy frame of the query `text` reading `relations` (name -> frame): a view's rewritten text
+        (`scoped` kinds only)."""
+
+    def qualify(self, text: str, database: str) -> str | None:
+        """`text` with its unqualified table names resolving in `database` without switching the session's current
+        database (a scoped view's text is analysed with the statement, after the switch would be undone); None
+        when it cannot be done (the caller switches)."""
 
     def after(self, found: Found) -> None:
         """The rewritten statement ran: remember what it defined (Connect: a temporary view's text)."""
@@ -172,21 +187,37 @@ def rewrites(use: RelationUse, kind: RelationKind) -> bool:
     return not (kind.resolves_catalog_names and use.ref.is_catalog and not use.options)
 
 
-def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[[str], Any]) -> Any:
+def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[..., Any]) -> Any:
     """Run `text` on Spark with its Delta references rewritten (`rewrite`); then let the kind remember what the
     statement defined."""
     found = kind.find(text, passthrough)
     rewritten = rewrite(spark, text, kind, found, passthrough) if found is not None else None
-    out = passthrough(rewritten if rewritten is not None else text)
+    if rewritten is None:
+        out = passthrough(text)
+    elif rewritten.relations:
+        out = passthrough(rewritten.text, rewritten.relations)
+    else:
+        out = passthrough(rewritten.text)
     if found is not None:
         kind.after(found)
     return out
 
 
-def rewrite(spark: Any, text: str, kind: RelationKind, found: Found, passthrough: Callable[[str], Any]) -> str | None:
-    """`text` with every Delta reference Spark cannot resolve replaced by a temporary view over it (registered
-    here), the catalog tables it names cached for Spark; None when the text needs no change. `passthrough` runs
-    text on Spark as it is (the user's statement is no Delta statement, nor is a view's text)."""
+@dataclass
+class Rewritten:
+    """A statement's text with its Delta references replaced by view names, and the frames those names denote
+    when they travel with the statement (`RelationKind.scoped`; else they are registered temporary views)."""
+
+    text: str
+    relations: dict[str, Any] = field(default_factory=dict)
+
+
+def rewrite(spark: Any, text: str, kind: RelationKind, found: Found,
+            passthrough: Callable[..., Any]) -> Rewritten | None:
+    """`text` with every Delta reference Spark cannot resolve replaced by a view over it (registered here, or
+    carried with the statement: `Rewritten.relations`), the catalog tables it names cached for Spark; None when the
+    text needs no change. `passthrough(text[, relations])` runs text on Spark as it is (the user's statement is no
+    Delta statement, nor is a view's text)."""
     uses = found.uses
     if not uses:
         return None
@@ -205,9 +236,14 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found, passthrough
     kind.push_conditions(found, rewritten, bases)
     frames: set[str] = set()
     names: list[str] = []
+    scoped = kind.scoped and not found.persists
+    relations: dict[str, Any] = {}
     for use, base in zip(rewritten, bases):
         if use.view is not None:
-            names.append(_expand(spark, use, kind, passthrough, found.persists))
+            name, frame = _expand(spark, use, kind, passthrough, found.persists)
+            names.append(name)
+            if frame is not None:
+                relations[name] = frame
             continue
         if use.frame_view is not None:
             frame = use.frame_view
@@ -220,14 +256,17 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found, passthrough
         names.append(name)
         if name not in frames:
             frames.add(name)
-            kind.register(name, frame)
-    if kind.bounded:
+            if scoped:
+                relations[name] = frame
+            else:
+                kind.register(name, frame)
+    if kind.bounded and not scoped:
         _keep_views(spark, names, found.persists)
     out = text
     for use, name in sorted(zip(rewritten, names), key=lambda p: p[0].start, reverse=True):
         replacement = name if use.alias is None else f"{name} AS {quote(use.alias)}"
         out = out[:use.start] + replacement + out[use.stop:]
-    return out
+    return Rewritten(out, relations)
 
 
 def _cache_catalog_tables(spark: Any, use: RelationUse) -> None:
@@ -255,40 +294,56 @@ def _refuse_pinned(uses: list[RelationUse]) -> None:
                                       "'/path') and name it in the view, or use CREATE TEMPORARY VIEW")
 
 
-def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Callable[[str], Any],
-            persists: bool) -> str:
-    """A view's text (with the statement's conjuncts on the view around it: they skip files) rewritten and run in
-    the view's own database, registered as a temporary view there (so Spark resolves the rest of its names in that
-    database); returns the temporary view's name."""
+def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Callable[..., Any],
+            persists: bool) -> tuple[str, Any]:
+    """A view's text (with the statement's conjuncts on the view around it: they skip files) rewritten to read in
+    the view's own database: (the name it gets in the statement, its frame to carry with the statement, or None
+    when registered as a temporary view here). A scoped kind qualifies the text's names with that database and the
+    frame travels with the statement (no round trip); otherwise the text runs with the session switched to that
+    database and is registered as a temporary view before switching back (Spark resolves its names then)."""
     view = use.view
     assert view is not None
     depth = _depth.get()
     if depth >= MAX_VIEW_DEPTH:
         raise DeltaSqlError(f"views nested more than {MAX_VIEW_DEPTH} deep (at {view.label})")
     text = view.text
-    if use.conditions:
-        text = f"SELECT * FROM ({text}) AS __dk_view WHERE " + " AND ".join(f"({c})" for c in use.conditions)
-    catalog = spark.catalog
-    current = str(catalog.currentDatabase())
-    switch = view.database is not None and view.database.lower() != current.lower()
+    scoped = kind.scoped and not persists
+    switch = False
+    current = ""
+    if view.database is not None:
+        catalog = spark.catalog
+        current = str(catalog.currentDatabase())
+        if view.database.lower() != current.lower():
+            qualified = kind.qualify(text, view.database) if scoped else None
+            if qualified is None:
+                switch, scoped = True, False
+            else:
+                text = qualified
+    alias = f"({', '.join(quote(c) for c in view.columns)})" if scoped and view.renames and view.columns else ""
+    if use.conditions or alias:  # the view's column list as the alias's: the conditions name its columns
+        where = " WHERE " + " AND ".join(f"({c})" for c in use.conditions) if use.conditions else ""
+        text = f"SELECT * FROM ({text}) AS __dk_view{alias}{where}"
     token = _depth.set(depth + 1)
     if switch:
-        catalog.setCurrentDatabase(view.database)
+        spark.catalog.setCurrentDatabase(view.database)
     try:
         found = kind.find(text, passthrough)
-        if found is not None and persists:  # the statement keeps referring to the view's views too
+        if found is not None and (persists or not scoped):  # the statement keeps referring to the view's views
             found.persists = True
-        rewritten = (rewrite(spark, text, kind, found, passthrough) if found is not None else None) or text
+        done = rewrite(spark, text, kind, found, passthrough) if found is not None else None
+        rewritten = done.text if done is not None else text
         name = view_name(("view", view.db, view.table, rewritten), "__delta_view_")
-        frame = passthrough(rewritten)
-        if not use.conditions and view.columns and len(frame.columns) == len(view.columns):
-            frame = frame.toDF(*view.columns)  # a view's column list (`CREATE VIEW v (a, b) AS ...`)
-        kind.register(name, frame)
+        frame = kind.query(rewritten, done.relations if done is not None else {}) if scoped \
+            else passthrough(rewritten)
+        if not scoped:
+            if not use.conditions and view.columns and len(frame.columns) == len(view.columns):
+                frame = frame.toDF(*view.columns)  # a view's column list (`CREATE VIEW v (a, b) AS ...`)
+            kind.register(name, frame)
     finally:
         if switch:
-            catalog.setCurrentDatabase(current)
+            spark.catalog.setCurrentDatabase(current)
         _depth.reset(token)
-    return name
+    return name, frame if scoped else None
 
 
 def _keep_views(spark: Any, names: list[str], pinned: bool) -> None:
@@ -316,5 +371,6 @@ def quote(part: str) -> str:
     return "`" + part.replace("`", "``") + "`"
 
 
-__all__ = ["CHANGES_FUNCTIONS", "MAX_VIEWS", "MAX_VIEW_DEPTH", "Found", "RelationKind", "RelationUse", "StoredView",
+__all__ = ["CHANGES_FUNCTIONS", "MAX_VIEWS", "MAX_VIEW_DEPTH", "Found", "RelationKind", "RelationUse", "Rewritten",
+           "StoredView",
            "changes_source", "default_alias", "quote", "rewrite", "rewrites", "run", "view_name"]

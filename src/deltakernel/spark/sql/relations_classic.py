@@ -28,6 +28,7 @@ class ClassicRelations:
 
     resolves_catalog_names = True
     bounded = False  # one view per table and read options
+    scoped = False  # views registered through py4j cost no round trip
 
     def __init__(self, spark: Any, plan: Callable[[str], Any]) -> None:
         self.spark = spark
@@ -50,6 +51,12 @@ class ClassicRelations:
         from ..catalog.table_frames import register_view
 
         register_view(self.spark, name, frame)
+
+    def query(self, text: str, relations: dict[str, Any]) -> Any:
+        raise NotImplementedError("classic sessions register views (scoped is False)")
+
+    def qualify(self, text: str, database: str) -> str | None:
+        return None  # views are expanded with the session switched to their database
 
     def after(self, found: Found) -> None:
         return None

@@ -64,9 +64,12 @@ class ConnectRelations:
     bounded = True  # views per predicate
 
     def __init__(self, spark: Any, tree: Callable[[str], Any]) -> None:
+        from ..kinds.connect_internals import sql_references
+
         self.spark = spark
         self.tree = tree  # sqlglot's tree of a text (the parser's, kept per call)
         self._defining = False  # rewriting a recorded temporary view's definition (and the views it expands)
+        self.scoped = sql_references()  # SQL carries its frames (`WithRelations`, pyspark 4.0+)
 
     def find(self, text: str, run_sql: Callable[[str], Any]) -> Found | None:
         from sqlglot import exp
@@ -155,6 +158,15 @@ class ConnectRelations:
 
         native_temp_view(frame, name, native=not self._defining)
 
+    def query(self, text: str, relations: dict[str, Any]) -> Any:
+        """A lazy frame of `text` with `relations` as its references (analysed with the statement reading it)."""
+        from ..kinds.connect_internals import sql_frame
+
+        return sql_frame(self.spark, text, [(frame, name) for name, frame in relations.items()])
+
+    def qualify(self, text: str, database: str) -> str | None:
+        return T.qualify_tables(text, database)
+
     def after(self, found: Found) -> None:
         """CREATE [OR REPLACE] TEMPORARY VIEW v AS <query over Delta tables> ran: v's text is recorded."""
         tree, text, view = found.state
@@ -168,7 +180,11 @@ class ConnectRelations:
         from ..scan.connect_plan import record_text_view
 
         database = str(self.spark.catalog.currentDatabase())
-        record_text_view(self.spark, parts[0], StoredView(None, parts[0], body, database))
+        try:  # its output names, asked once here rather than by every statement reading it
+            columns: list[str] | None = list(original_sql(self.spark, f"SELECT * FROM {quote(parts[0])}").columns)
+        except Exception:  # asked again when read
+            columns = None
+        record_text_view(self.spark, parts[0], StoredView(None, parts[0], body, database, columns))
 
 
 def _view_kind(tree: Any) -> str | None:
@@ -281,7 +297,8 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
             if ref is None:
                 if entry is None or not entry.view_text:
                     continue
-                view = StoredView(entry.db, entry.table, entry.view_text, entry.view_database)
+                view = StoredView(entry.db, entry.table, entry.view_text, entry.view_database,
+                                  list(entry.view_columns) if entry.view_columns else None, entry.view_renames)
                 inner = _view_uses(spark, view, run_sql, depth, False)
                 if not inner:
                     continue
@@ -332,6 +349,8 @@ def _columns(spark: Any, use: RelationUse, base: Any) -> list[str] | None:
     if use.frame_view is not None:
         return output_names(use.frame_view._plan) or list(use.frame_view.columns)
     if use.view is not None:
+        if use.view.columns is not None:  # from its catalog entry, or recorded when the statement made it
+            return list(use.view.columns)
         name = f"{quote(use.view.db)}.{quote(use.view.table)}" if use.view.db else quote(use.view.table)
         return list(original_sql(spark, f"SELECT * FROM {name}").columns)
     if isinstance(base, DeltaFrame):

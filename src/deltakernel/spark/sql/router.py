@@ -56,7 +56,7 @@ def parser_for(spark: Any) -> StatementParser:
 class Router:
     """One routed `spark.sql` call (and the statements nested in it: INSERT's query, MERGE's source)."""
 
-    def __init__(self, spark: Any, original: Callable[[str, Any], Any], args: Any = None) -> None:
+    def __init__(self, spark: Any, original: Callable[..., Any], args: Any = None) -> None:
         self.spark = spark
         self.original = original
         self.args = args
@@ -66,7 +66,11 @@ class Router:
         """A nested query (INSERT ... SELECT, AS SELECT, MERGE's USING): routed, with the call's parameters."""
         return self.execute(text)
 
-    def passthrough(self, text: str) -> Any:
+    def passthrough(self, text: str, relations: dict[str, Any] | None = None) -> Any:
+        """`text` run by Spark as written; `relations` (name -> frame) travel with it as its references (a scoped
+        relation kind's rewritten statement)."""
+        if relations:
+            return self.original(text, self.args, [(frame, name) for name, frame in relations.items()])
         return self.original(text, self.args)
 
     def execute(self, text: str) -> Any:
@@ -155,8 +159,9 @@ def run_statement(spark: Any, stmt: Statement, run_sql: Callable[[str], Any]) ->
     raise TypeError(f"no executor for {type(stmt).__name__}")
 
 
-def execute_sql(spark: Any, text: str, args: Any, original: Callable[[str, Any], Any]) -> Any:
-    """Route one `spark.sql(text, args)` call (see the module docstring)."""
+def execute_sql(spark: Any, text: str, args: Any, original: Callable[..., Any]) -> Any:
+    """Route one `spark.sql(text, args)` call (see the module docstring); `original(text, args[, views])` runs a
+    text as pyspark would (`views`: (frame, name) pairs travelling with it, Spark Connect only)."""
     return Router(spark, original, args).execute(text)
 
 

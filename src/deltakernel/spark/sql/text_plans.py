@@ -107,6 +107,35 @@ def _expression_end(text: str, toks: list[Any], k: int, expression: Any) -> int 
     return None
 
 
+def qualify_tables(text: str, database: str) -> str | None:
+    """`text` (a query) with each one-part table name that is no CTE of it written `database`.`name`, so Spark
+    resolves it in `database` whatever the session's current database (a view's text read where its database is
+    not current); None when sqlglot cannot read the text or kept no offsets for such a name."""
+    from sqlglot import exp
+
+    try:
+        tree = parse(text)
+    except DeltaSqlSyntaxError:
+        return None
+    ctes = {c.alias.lower() for c in tree.find_all(exp.CTE) if c.alias}
+    starts: list[int] = []
+    toks = None
+    for table in tree.find_all(exp.Table):
+        parts = table_parts(table)
+        if parts is None or len(parts) != 1 or parts[0].lower() in ctes:
+            continue
+        toks = toks if toks is not None else tokens(text)
+        use = table_use(text, table, toks)
+        if use is None:
+            return None
+        starts.append(use.start)
+    prefix = "`" + database.replace("`", "``") + "`."
+    out = text
+    for start in sorted(set(starts), reverse=True):
+        out = out[:start] + prefix + out[start:]
+    return out
+
+
 def using_text(text: str) -> tuple[str, bool]:
     """The original text of a MERGE's USING source: (inner text of `( subquery )`, True) or (the table reference
     with any time travel, False)."""
@@ -148,5 +177,6 @@ def strip_qualifier(node: Any, qualifiers: set[tuple[str, ...]], columns: set[st
     return node.transform(fix) if quals else node
 
 
-__all__ = ["TableUse", "closing", "dialect", "has_subquery", "parse", "query_text", "sql_text", "strip_qualifier",
+__all__ = ["TableUse", "closing", "dialect", "has_subquery", "parse", "qualify_tables", "query_text", "sql_text",
+           "strip_qualifier",
            "table_parts", "table_use", "tokens", "using_text"]

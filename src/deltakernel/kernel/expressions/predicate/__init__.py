@@ -34,6 +34,9 @@ from .model import (
     Expr as Expr,
 )
 from .model import (
+    GeoIntersects as GeoIntersects,
+)
+from .model import (
     In as In,
 )
 from .model import (

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from ....errors import InvalidFilterError
 from ...arrow_build import scalar
+from ...isotime import parse_datetime
 from ...schema.arrow import to_arrow_type
 from ...schema.types import DataType, DecimalType, PrimitiveType, StructType
 
@@ -158,8 +159,17 @@ class AlwaysFalse:
     pass
 
 
-Expr = Union[Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column, Literal]
-EXPR_TYPES = (Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column)
+@dataclass(frozen=True)
+class GeoIntersects:
+    """The WKB value's bounding box meets `box` = (xmin, ymin, xmax, ymax); xmin > xmax wraps across the
+    antimeridian. Built by `deltakernel.geo.intersects`; skipping uses bbox stats (kernel/geo/bbox.py)."""
+
+    column: Column
+    box: tuple[float, float, float, float]
+
+
+Expr = Union[Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column, Literal, GeoIntersects]
+EXPR_TYPES = (Comparison, In, IsNull, Not, And, Or, AlwaysTrue, AlwaysFalse, Column, GeoIntersects)
 
 
 def _same_value(a: Any, b: Any) -> bool:
@@ -193,7 +203,7 @@ def _walk(expr: Expr) -> Iterator[Any]:
     if isinstance(expr, Comparison):
         yield expr.left
         yield expr.right
-    elif isinstance(expr, (In, IsNull)):
+    elif isinstance(expr, (In, IsNull, GeoIntersects)):
         yield expr.column
     elif isinstance(expr, Not):
         yield from _walk(expr.child)
@@ -239,7 +249,8 @@ def _resolve(schema: StructType, name: str) -> tuple[tuple[str, ...], DataType]:
             struct = f.type
         else:
             return tuple(path), struct
-    raise InvalidFilterError(f"filter column {name!r} is not in the table schema (columns: {schema.names})")
+    raise InvalidFilterError(f'Filters include columns that are not in table schema: ["{name}"] '
+                             f"(filter column {name!r} is not in the table schema; columns: {schema.names})")
 
 
 # ----------------------------------------------------------------------------- value coercion
@@ -250,7 +261,7 @@ def _parse_datetime(s: str) -> dt.datetime:
     text = s.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
-    return dt.datetime.fromisoformat(text)
+    return parse_datetime(text)
 
 
 def _encode_value(value: Any) -> str:
@@ -463,7 +474,8 @@ def _one_filter(t: Any, schema: StructType, empty_string_is_null: bool, not_in_k
     if op == "==":
         op = "="
     if op not in COMPARISON_OPS:
-        raise InvalidFilterError(f"unsupported filter operator {t[1]!r} in {t!r}")
+        raise InvalidFilterError(f'"{t[1]}" is not a valid operator in predicates. '
+                                 f"(unsupported filter operator {t[1]!r} in {t!r})")
     if _is_null_value(value, empty_string_is_null):
         if op == "=":
             return IsNull(col)
@@ -539,6 +551,10 @@ def arrow_expression(e: Expr, types: dict[tuple[str, ...], pa.DataType]) -> pc.E
             else:
                 base = pc.if_else(f.is_valid(), hit, null)
         return ~base if e.negated else base
+    if isinstance(e, GeoIntersects):
+        from ...geo.bbox import row_filter
+
+        return row_filter(pc.field(*e.column.path), e.box)
     if isinstance(e, Not):
         return ~arrow_expression(e.child, types)
     if isinstance(e, And):

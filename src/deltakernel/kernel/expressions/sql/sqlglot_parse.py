@@ -18,6 +18,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
 from ....errors import InvalidFilterError
+from ...isotime import parse_datetime
 from .ast import Between, Binary, Case, Cast, Col, Func, InList, IsNull, Like, Lit, SqlExpr, Unary
 
 # sqlglot (Spark dialect) does the lexing and parsing; a small dialect subclass keeps Spark's surface as
@@ -505,7 +506,7 @@ class _Translator:
             text = raw.strip()
             if text.endswith(("Z", "z")):
                 text = text[:-1] + "+00:00"
-            value = dt.datetime.fromisoformat(text)
+            value = parse_datetime(text)
         except ValueError as err:
             raise self.error(f"invalid {word} literal {raw!r}") from err
         if word == "TIMESTAMP_NTZ":

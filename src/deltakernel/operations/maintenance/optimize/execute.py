@@ -37,7 +37,7 @@ from typing import Any, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ....errors import DeltaError
+from ....errors import DeltaError, InvalidArgumentValueError
 from ....kernel import row_tracking as rt
 from ....kernel.log.action_types import AddAction, RemoveAction
 from ....kernel.log.actions import Metadata
@@ -290,15 +290,17 @@ class BinRunner:
 def _interval_seconds(value: int | float | timedelta | None) -> float | None:
     if value is None:
         return None
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    return float(value)
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds < 0:  # deltalake refuses it (an unsigned duration)
+        raise InvalidArgumentValueError(f"min_commit_interval must not be negative, got {value!r}")
+    return seconds
 
 
 def target_file_size(snapshot: Snapshot, target_size: int | None) -> int:
     if target_size is not None:
         if int(target_size) <= 0:
-            raise DeltaError(f"target_size must be positive, got {target_size}")
+            raise InvalidArgumentValueError(f"target_file_size must be between 1 and {2**63 - 1} "
+                                            f"(target_size must be positive, got {target_size})")
         return int(target_size)
     raw = snapshot.configuration.get("delta.targetFileSize")
     if raw is not None and str(raw).strip().isdigit():
@@ -340,15 +342,17 @@ def sort_columns(snapshot: Snapshot, columns: Sequence[str] | None, clustered: l
         return None
     cols = list(columns)
     if not cols:
-        raise DeltaError("Z-order needs at least one column")
+        raise DeltaError("Z-order requires at least one column (Z-order needs at least one column)")
     parts = {p.lower() for p in snapshot.partition_columns}
     schema = snapshot.schema
     out = []
     for c in cols:
         if not schema.has(c):
-            raise DeltaError(f"Z-order column {c!r} is not in the table schema {schema.names}")
+            raise DeltaError(f'Z-order column "{c}": field "{c}" not found in schema '
+                             f"(Z-order column {c!r} is not in the table schema {schema.names})")
         if c.lower() in parts:
-            raise DeltaError(f"Z-order column {c!r} is a partition column (files hold one value of it already)")
+            raise DeltaError(f'Z-order columns cannot be partition columns. Found: ["{c}"] '
+                             f"(Z-order column {c!r} is a partition column: files hold one value of it already)")
         f = schema.field(c)
         from ....kernel.schema.arrow import to_arrow_type
 
@@ -387,6 +391,7 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
         clustered = None  # clustered table without clustering columns: plain compaction / Z-order
     sort_cols = sort_columns(snapshot, zorder_columns, clustered)
     target = target_file_size(snapshot, target_size)
+    interval = _interval_seconds(min_commit_interval)  # checked before planning: refused even with nothing to do
     files = Scan(snapshot, predicate=partition_predicate).plan() if partition_predicate is not None \
         else snapshot.files
     workers = max(1, max_concurrent_tasks or min(4, os.cpu_count() or 2))
@@ -412,7 +417,7 @@ def optimize(storage: Storage, snapshot: Snapshot, *, zorder_columns: Sequence[s
     md = snapshot.metadata
     configuration = rt.with_materialized_names(md.configuration)
     new_metadata = configuration != md.configuration  # row tracking on without materialized column names
-    interval = None if new_metadata else _interval_seconds(min_commit_interval)
+    interval = None if new_metadata else interval
     op = BinRunner(storage, snapshot, zorder_columns=sort_cols, plan=plan, target_size=target,
                    configuration=configuration, writer_properties=writer_properties, extra_add=extra_add,
                    workers=workers, progress=progress)

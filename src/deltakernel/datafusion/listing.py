@@ -1,0 +1,251 @@
+"""A pinned snapshot as a DataFusion *view* over its live Parquet files: DataFusion scans them itself.
+
+Why: the `DeltaDataset` provider (`dataset.py`) is a pyarrow Dataset, so DataFusion hands every query's
+scan to Python: fragments become partitions, batches cross the GIL, the provider has no statistics for the
+join planner, and a file DataFusion could read natively is still planned through a Python round trip.
+TPC-H at SF1 spent ~90 % of its time there (docs/decisions.md, "Embedded TPC-H: the listing path").
+
+datafusion-python (55) cannot build a ListingTable over an explicit file list, and a Python TableProvider
+does not exist; what it can do is `read_parquet(one file, schema=...)` (a ListingTable over that file: its
+reader with projection, filter pushdown, row-group / page-index pruning, byte-range splitting into
+`target_partitions`, statistics from the footer) and a view over any DataFrame. So the table is the
+`UNION ALL` of one scan per live file; each branch renames physical columns to logical ones (column
+mapping "name") and adds the file's partition values as typed literals. DataFusion's optimizer pushes a
+query's filters into every branch, folds `<literal> = <value>` and drops the branches whose partition
+values rule them out (partition pruning at plan time, no file opened).
+
+Only tables DataFusion reads exactly as the kernel would use it (`plan()` returns None otherwise and the
+caller registers the `DeltaDataset`, decided per table):
+- local files (DataFusion opens the paths itself), no deletion vector on any live file, no row tracking
+  columns, column mapping "none" or "name" without nested types (nested physical names cannot be renamed by
+  a projection; "id" matches by field id, which DataFusion does not);
+- every file's columns present under their physical name with the logical type (or a string / binary
+  flavour, or a lossless integer / float widening), or absent (a column added later: DataFusion fills
+  nulls, as the protocol says); checked from the footers once per snapshot;
+- at most `MAX_FILES` files (a union of 1,000 branches took 8-9 s to plan per query; 100 took ~0.05 s).
+What it does not do: skip files by the Delta statistics of the log. DataFusion prunes by the footers'
+statistics instead (row groups and pages, cached per table across queries); partition values prune at plan
+time as above.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..kernel.scan.partition_values import partition_columns_table
+from ..kernel.schema.column_mapping import physical_name
+from . import native
+
+#: more live files than this: the DeltaDataset provider. DataFusion's planning of the union grows faster than
+#: linearly: 100 files plan in ~0.05 s, 1,000 files cost 8-9 s per query (docs/decisions.md)
+MAX_FILES = 128
+_FOOTER_WORKERS = 8
+
+#: Parquet options of the per-file tables (a ListingTable keeps the options of the context that made it):
+#: filters evaluated inside the reader (late materialization: other columns decoded only for matching rows),
+#: cheapest predicate first, as deltalake's provider does
+BUILDER_OPTIONS = {
+    "datafusion.execution.parquet.pushdown_filters": "true",
+    "datafusion.execution.parquet.reorder_filters": "true",
+}
+_builder: dict[int, Any] = {}
+_builder_lock = threading.Lock()
+
+
+def _builder_context() -> Any:
+    """A process-wide SessionContext that only creates the per-file ListingTables (queries run in the
+    caller's context, with its configuration). One per DataFusion instance (a fork child reloads it)."""
+    import datafusion
+
+    key = id(datafusion.SessionContext)
+    with _builder_lock:
+        ctx = _builder.get(key)
+        if ctx is None:
+            config = datafusion.SessionConfig()
+            for k, v in BUILDER_OPTIONS.items():
+                config = config.set(k, v)
+            ctx = _builder[key] = datafusion.SessionContext(config)
+        return ctx
+
+
+def _flavour(t: pa.DataType) -> pa.DataType:
+    """string / large_string / string_view (and binary alike) are one Delta type: DataFusion casts between them."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    return t
+
+
+def _compatible(file_type: pa.DataType, logical: pa.DataType) -> bool:
+    """Whether DataFusion's cast from `file_type` to `logical` gives exactly the kernel's values."""
+    a, b = _flavour(file_type), _flavour(logical)
+    if a == b:
+        return True
+    if pa.types.is_signed_integer(a) and pa.types.is_signed_integer(b):
+        return bool(a.bit_width <= b.bit_width)
+    return bool(pa.types.is_float32(a) and pa.types.is_float64(b))
+
+
+def _nested(t: pa.DataType) -> bool:
+    return bool(pa.types.is_nested(t))
+
+
+def plan(dataset: Any) -> Any | None:
+    """The view's DataFrame for `dataset` (a `DeltaDataset`), or None when the table must use the dataset
+    provider (see the module docstring). Reads the footers of files not checked yet (once per dataset)."""
+    from ..errors import ForkedProcessError
+    from .forking import ensure_usable
+
+    snap = dataset.snapshot
+    mode = snap.column_mapping_mode
+    if not dataset.native_reader or dataset.row_tracking or mode not in ("none", "name"):
+        return None
+    if not native.available(dataset._fs):
+        return None
+    files = snap.files
+    n = files.num_rows
+    if n == 0 or n > MAX_FILES or files.column("deletion_vector").null_count != n:
+        return None
+    data_fields = dataset._data_fields
+    if mode == "name" and any(_nested(f.type) for f in data_fields):
+        return None
+    paths = files.column("path").to_pylist()
+    if not all(dataset.own_store(p) for p in paths):
+        return None
+    local = [os.path.abspath(dataset.local_path(p)) for p in paths]
+    if not all(native.safe_path(p) for p in local):
+        return None
+    logical_by_name = {f.name: f for f in snap.schema.fields}
+    physical = {f.name: (physical_name(logical_by_name[f.name], mode) if mode != "none" else f.name)
+                for f in data_fields}
+    if not _files_ok(dataset, paths, files.column("size").to_pylist(), physical):
+        return None
+    try:
+        ensure_usable()
+    except ForkedProcessError:
+        return None
+    return _on_helper_thread(lambda: _frame(dataset, local, physical))
+
+
+def _on_helper_thread(build: Any) -> Any | None:
+    """`build()` on a fresh thread: `read_parquet` blocks on DataFusion's runtime, which panics on a runtime
+    thread - and table factories, table functions and catalogs are called from one. None on error or timeout
+    (the caller falls back to the dataset provider)."""
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            result["frame"] = build()
+        except BaseException as exc:  # reported as "no listing path": the dataset provider reads the table
+            result["error"] = exc
+
+    t = threading.Thread(target=run, name="deltakernel-df-listing", daemon=True)
+    t.start()
+    t.join(native.PLAN_TIMEOUT_S)
+    return None if t.is_alive() else result.get("frame")
+
+
+def _files_ok(dataset: Any, paths: list[str], sizes: list[int | None], physical: dict[str, str]) -> bool:
+    """Every file's footer schema fits (see `_compatible`); cached per path on the dataset."""
+    cache: dict[str, bool] = dataset.__dict__.setdefault("_listing_ok", {})
+    want = {physical[f.name]: f.type for f in dataset._data_fields}
+
+    def check(i: int) -> bool:
+        path = paths[i]
+        ok = cache.get(path)
+        if ok is None:
+            schema = dataset.make_parquet_fragment(path, sizes[i], _TRUE).physical_schema
+            ok = True
+            for name, t in want.items():
+                idx = schema.get_field_index(name)
+                if idx == -1:
+                    # absent (a later column: nulls) unless present under another case (the kernel matches it)
+                    if any(n.lower() == name.lower() for n in schema.names):
+                        ok = False
+                        break
+                    continue
+                if idx < 0 or not _compatible(schema.field(idx).type, t):
+                    ok = False
+                    break
+            cache[path] = ok
+        return ok
+
+    todo = [i for i, p in enumerate(paths) if p not in cache]
+    if len(todo) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(_FOOTER_WORKERS, len(todo))) as pool:
+            if not all(pool.map(check, todo)):
+                return False
+    return all(check(i) for i in range(len(paths)))
+
+
+def _frame(dataset: Any, local: list[str], physical: dict[str, str]) -> Any:
+    from datafusion import col, lit
+
+    snap = dataset.snapshot
+    out_schema: pa.Schema = dataset.schema  # DataFusion sees the dataset's schema (view types or not)
+    data_schema = pa.schema([pa.field(physical[f.name], out_schema.field(f.name).type, f.nullable)
+                             for f in dataset._data_fields])
+    part_fields = snap.partition_fields
+    typed: dict[str, list[Any]] = {}
+    if part_fields:
+        cols = partition_columns_table(snap.files.column("partition_values"), part_fields, snap.column_mapping_mode)
+        typed = {f.name: cols[f.name].cast(out_schema.field(f.name).type).to_pylist() for f in part_fields}
+    builder = _builder_context()
+    df = None
+    for i, path in enumerate(local):
+        one = builder.read_parquet(path, schema=data_schema, file_extension="")
+        exprs = []
+        for f in out_schema:
+            if f.name in typed:
+                exprs.append(lit(pa.scalar(typed[f.name][i], f.type)).alias(f.name))
+            else:
+                exprs.append(col(native.quote(physical[f.name])).alias(f.name))
+        one = one.select(*exprs)
+        df = one if df is None else df.union(one)
+    return df
+
+
+_TRUE = pc.scalar(True)
+
+
+
+def provider_for(dataset: Any) -> Any:
+    """What to register for `dataset` in a SessionContext: the listing view's DataFrame when `plan()`
+    accepts the table (and `dataset.provider` is "auto"), else the dataset itself. Sets
+    `dataset.scan_path` to "listing" or "dataset" (which path the queries take)."""
+    frame = plan(dataset) if dataset.provider == "auto" else None
+    dataset.scan_path = "dataset" if frame is None else "listing"
+    return dataset if frame is None else frame
+
+
+def register_in(ctx: Any, name: str, dataset: Any) -> None:
+    """Register `dataset` under `name` in `ctx` through the path `provider_for` picks."""
+    provider = provider_for(dataset)
+    if provider is dataset:
+        ctx.register_dataset(name, dataset)
+    else:
+        ctx.register_view(name, provider)
+
+
+def as_table(dataset: Any) -> Any:
+    """`dataset` as a `datafusion.catalog.Table` (catalogs, table functions, table factories)."""
+    from datafusion.catalog import Table
+
+    provider = provider_for(dataset)
+    return Table(provider if provider is dataset else provider.into_view())
+
+
+def same_columns(a: pa.Schema, b: pa.Schema) -> bool:
+    """Same column names and types (a view's literal partition columns may differ in nullability)."""
+    return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]
+
+
+__all__ = ["BUILDER_OPTIONS", "MAX_FILES", "as_table", "plan", "provider_for", "register_in", "same_columns"]

@@ -1,0 +1,170 @@
+"""The listing path (`deltakernel.datafusion.listing`): a table registered as a view over DataFusion's own
+scans of the snapshot's live files must give exactly the rows of the pyarrow-Dataset provider
+(`provider="dataset"`, the kernel's reads), and be chosen only where that holds: column mapping "name"
+(physical -> logical names), partition values (typed, NULL) with plan-time partition pruning, time travel
+(the files of the pinned version only), deletion vectors (the table keeps the dataset provider).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+datafusion = pytest.importorskip("datafusion")
+
+import deltakernel.datafusion as dkdf
+from deltakernel import DeltaTable, write_deltalake
+from deltakernel.datafusion import listing
+
+pytestmark = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the listing path needs >= 2 CPUs (native.available)")
+
+
+def _rows(path: str, sql: str, **opts: Any) -> tuple[list[str], dkdf.DeltaDataset, Any]:
+    ctx = datafusion.SessionContext()
+    ds = dkdf.register(ctx, "t", path, **opts)
+    return sorted(map(str, ctx.sql(sql).to_arrow_table().to_pylist())), ds, ctx
+
+
+def _same(path: str, sql: str, **opts: Any) -> list[str]:
+    """Rows of the listing path; asserts the path was taken and equals the dataset provider's rows."""
+    got, ds, _ = _rows(path, sql, **opts)
+    want, ds_plain, _ = _rows(path, sql, provider="dataset", **opts)
+    assert ds.scan_path == "listing" and ds_plain.scan_path == "dataset", sql
+    assert got == want, sql
+    return got
+
+
+def _plan(ctx: Any, sql: str) -> str:
+    rows = ctx.sql(f"EXPLAIN {sql}").to_pylist()
+    return str(next(r["plan"] for r in rows if r["plan_type"] == "physical_plan"))
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("listing") / "plain")
+    for k in range(3):
+        ids = list(range(k * 100, (k + 1) * 100))
+        write_deltalake(path, pa.table({
+            "id": pa.array(ids, pa.int64()),
+            "x": pa.array([None if i % 7 == 0 else i % 5 for i in ids], pa.int32()),
+            "s": pa.array([None if i % 11 == 0 else f"s{i % 13}" for i in ids]),
+            "d": pa.array([f"{i}.25" for i in ids]).cast(pa.decimal128(10, 2)),
+        }), mode="append")
+    return path
+
+
+def test_listing_rows_and_pushdown(plain: str) -> None:
+    for sql in ["SELECT * FROM t", "SELECT id, x FROM t WHERE x <> 2", "SELECT id FROM t WHERE x IS NULL OR s = 's3'",
+                "SELECT id FROM t WHERE x NOT IN (1, 3)", "SELECT id, d FROM t WHERE d > 150.25",
+                "SELECT s, count(*) AS n, sum(x) AS sx FROM t GROUP BY s"]:
+        _same(plain, sql)
+    rows, ds, ctx = _rows(plain, "SELECT id FROM t WHERE id >= 120 AND id < 125")
+    assert rows == sorted(str({"id": i}) for i in range(120, 125))
+    plan = _plan(ctx, "SELECT id FROM t WHERE id >= 120 AND id < 125")
+    # DataFusion's own Parquet scan with the filter inside the reader; no Python dataset in the plan
+    assert "DatasetExec" not in plan and plan.count("DataSourceExec") == 3 and "predicate=id@" in plan
+    assert ds.metrics.plans == 0  # the dataset provider was never asked
+    assert ctx.sql("SELECT s FROM t LIMIT 1").to_arrow_table().schema.field("s").type == pa.string_view()
+    _, plain_types, ctx2 = _rows(plain, "SELECT 1", view_types=False)
+    assert plain_types.scan_path == "listing"
+    assert ctx2.sql("SELECT s FROM t LIMIT 1").to_arrow_table().schema.field("s").type == pa.string()
+
+
+def test_partitions_pruned_at_plan_time(tmp_path: Path) -> None:
+    path = str(tmp_path / "parts")
+    write_deltalake(path, pa.table({
+        "v": pa.array(range(12), pa.int64()),
+        "p": pa.array(["a", "b", None] * 4),
+        "q": pa.array([1, 2, 3, None] * 3, pa.int32()),
+    }), partition_by=["p", "q"])
+    for sql in ["SELECT * FROM t", "SELECT v, p FROM t WHERE p = 'b'", "SELECT v FROM t WHERE p IS NULL",
+                "SELECT v, q FROM t WHERE q > 1 OR p IS NULL", "SELECT p, q, count(*) AS n FROM t GROUP BY p, q"]:
+        _same(path, sql)
+    ctx = datafusion.SessionContext()
+    ds = dkdf.register(ctx, "t", path)
+    assert ds.scan_path == "listing"
+    # the files of every other partition are gone from disk: a query on p = 'b' AND q = 2 must not open them
+    keep = [f for f in DeltaTable(path).file_uris() if "p=b" in f and "q=2" in f]
+    assert len(keep) == 1
+    for f in DeltaTable(path).file_uris():
+        if f not in keep:
+            os.remove(f.removeprefix("file://"))
+    got = ctx.sql("SELECT v FROM t WHERE p = 'b' AND q = 2 ORDER BY v").to_pylist()
+    assert got == [{"v": v} for v in range(12) if v % 3 == 1 and v % 4 == 1]
+
+
+def test_column_mapping_name(tmp_path: Path) -> None:
+    path = str(tmp_path / "cm")
+    write_deltalake(path, pa.table({"a": pa.array([1, 2, 3], pa.int64()), "b": ["x", "y", None],
+                                    "p": ["u", "v", "u"]}), partition_by=["p"],
+                    configuration={"delta.columnMapping.mode": "name"})
+    dt = DeltaTable(path)
+    dt.alter.rename_column("b", "renamed b")
+    write_deltalake(path, pa.table({"a": pa.array([4], pa.int64()), "renamed b": ["z"], "p": ["v"]}), mode="append")
+    rows = _same(path, 'SELECT a, "renamed b", p FROM t')
+    assert rows == sorted(map(str, [{"a": 1, "renamed b": "x", "p": "u"}, {"a": 2, "renamed b": "y", "p": "v"},
+                                    {"a": 3, "renamed b": None, "p": "u"}, {"a": 4, "renamed b": "z", "p": "v"}]))
+    _same(path, "SELECT a FROM t WHERE \"renamed b\" >= 'y' AND p = 'v'")
+
+
+def test_time_travel_reads_the_pinned_files(plain: str, tmp_path: Path) -> None:
+    path = str(tmp_path / "tt")
+    write_deltalake(path, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    write_deltalake(path, pa.table({"id": pa.array([3], pa.int64())}), mode="append")
+    write_deltalake(path, pa.table({"id": pa.array([9], pa.int64())}), mode="overwrite")
+    assert _same(path, "SELECT id FROM t", version=0) == [str({"id": 1}), str({"id": 2})]
+    assert _same(path, "SELECT id FROM t", version=1) == sorted(str({"id": i}) for i in (1, 2, 3))
+    assert _same(path, "SELECT id FROM t") == [str({"id": 9})]
+
+
+def test_deletion_vectors_keep_the_dataset_provider(tmp_path: Path) -> None:
+    path = str(tmp_path / "dv")
+    write_deltalake(path, pa.table({"id": pa.array(range(10), pa.int64())}),
+                    configuration={"delta.enableDeletionVectors": "true"})
+    DeltaTable(path).delete("id % 3 = 0")
+    assert DeltaTable(path).snapshot.files.column("deletion_vector").null_count == 0
+    rows, ds, _ = _rows(path, "SELECT id FROM t")
+    assert ds.scan_path == "dataset" and listing.plan(ds) is None
+    assert rows == sorted(str({"id": i}) for i in range(10) if i % 3)
+
+
+def test_dml_repins_through_the_listing_path(plain: str, tmp_path: Path) -> None:
+    path = str(tmp_path / "dml")
+    write_deltalake(path, pa.table({"id": pa.array(range(5), pa.int64())}))
+    ctx = datafusion.SessionContext()
+    assert dkdf.register(ctx, "t", path).scan_path == "listing"
+    dkdf.sql(ctx, "INSERT INTO t VALUES (10)").to_pylist()
+    assert sorted(r["id"] for r in ctx.sql("SELECT id FROM t").to_pylist()) == [0, 1, 2, 3, 4, 10]
+    assert next(iter(dkdf.delta_tables(ctx).values())).scan_path == "listing"
+
+
+def test_dataset_provider_parses_stats_once_per_snapshot(plain: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deltakernel.kernel.scan import skipping
+
+    calls: list[int] = []
+    real = skipping.parse_stats
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(skipping, "parse_stats", counting)
+    ctx = datafusion.SessionContext()
+    ds = dkdf.register(ctx, "t", plain, provider="dataset")
+    for lo in (10, 150, 250):  # three queries on the same column: one parse
+        assert len(ctx.sql(f"SELECT id FROM t WHERE id >= {lo} AND id < {lo + 5}").to_pylist()) == 5
+        assert ds.metrics.files_skipped == 2
+    assert len(calls) == 1
+    ctx.sql("SELECT id FROM t WHERE x = 1").to_pylist()  # another column: parsed once more
+    assert len(calls) == 2
+
+
+def test_many_files_keep_the_dataset_provider(plain: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(listing, "MAX_FILES", 2)  # `plain` has 3 files
+    rows, ds, _ = _rows(plain, "SELECT count(*) AS n FROM t")
+    assert ds.scan_path == "dataset" and rows == [str({"n": 300})]
+    assert _rows(plain, "SELECT 1", provider="dataset")[1].scan_path == "dataset"
