@@ -110,3 +110,99 @@ def test_create_tables_by_name(spark: Any, uc: Any) -> None:
         assert "catalogManaged" in proto.reader_features
     with pytest.raises(Exception, match="LOCATION is not supported"):
         spark.sql(f"CREATE TABLE {CATALOG}.{SCHEMA}.n4 (id long) USING delta LOCATION '/tmp/x'").collect()
+
+
+def test_show_drop_describe_on_the_catalog(spark: Any, uc: Any) -> None:
+    """SHOW TABLES / DROP TABLE / DESCRIBE TABLE on a UC catalog Spark has no plugin class for: answered from the
+    catalog (listTables, deleteTable) and the table's log, with delta-spark + UC's result shapes."""
+    from uc_server.fixtures import client_for
+
+    server, _ = uc
+    spark.sql(f"CREATE TABLE {CATALOG}.{SCHEMA}.other (id long) USING delta").collect()
+    shown = spark.sql(f"SHOW TABLES IN {CATALOG}.{SCHEMA}").collect()
+    assert [(r.namespace, r.tableName, r.isTemporary) for r in shown] == [(SCHEMA, "other", False),
+                                                                          (SCHEMA, "t", False)]
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES FROM {CATALOG}.{SCHEMA} LIKE 'o*|x'").collect()] == ["other"]
+    described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {NAME}").collect()}
+    assert (described["id"], described["Catalog"], described["Database"], described["Table"], described["Type"]) == (
+        "bigint", CATALOG, SCHEMA, "t", "MANAGED")
+    assert spark.sql(f"DROP TABLE {CATALOG}.{SCHEMA}.other").collect() == []
+    assert not client_for(server).table_exists(CATALOG, SCHEMA, "other")
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}.{SCHEMA}").collect()] == ["t"]
+    with pytest.raises(Exception, match="not found"):
+        spark.sql(f"DROP TABLE {CATALOG}.{SCHEMA}.other").collect()
+    spark.sql(f"DROP TABLE IF EXISTS {CATALOG}.{SCHEMA}.other").collect()
+    with pytest.raises(Exception, match="not found|does not exist"):
+        spark.table(f"{CATALOG}.{SCHEMA}.other").collect()
+    spark.sql(f"CREATE TABLE {CATALOG}.{SCHEMA}.other (id long) USING delta").collect()  # the name is free again
+    assert spark.table(f"{CATALOG}.{SCHEMA}.other").collect() == []
+
+
+def test_streaming_read_and_write_through_the_catalog(spark: Any, uc: Any, tmp_path: Path) -> None:
+    """readStream of a UC table (by name and by uc:// path) and a Delta sink into one (toTable), each micro-batch
+    ratified by the catalog; Spark's Python workers get the catalog's URL and token as stream options."""
+    server, options = uc
+    out = f"{CATALOG}.{SCHEMA}.sink"
+    q = spark.readStream.table(NAME).writeStream.format("delta") \
+        .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).toTable(out)
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert _ids(spark.table(out)) == [1, 2, 3]
+    write_deltalake(URI, pa.table({"id": pa.array([4], pa.int64())}), mode="append", storage_options=options)
+    q = spark.readStream.format("delta").load(URI).writeStream.format("delta") \
+        .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).toTable(out)
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert _ids(spark.table(out)) == [1, 2, 3, 4]
+    sink = DeltaTable(f"uc://{out}", storage_options=options)
+    ops = [h["operation"] for h in sorted(sink.history(), key=lambda h: h["version"])]
+    assert ops[-2:] == ["STREAMING UPDATE", "STREAMING UPDATE"]
+    table_id = sink.metadata().configuration["io.unitycatalog.tableId"]
+    assert [v for v, _ in server.store.ratified(table_id)] == [1, 2]  # each batch ratified once by the catalog
+
+
+@pytest.fixture()
+def s3_uc(spark: Any, tmp_path: Path, moto_endpoint: str, s3_bucket: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A catalog whose managed tables live on S3 (moto on loopback), vending STS session credentials; the session
+    knows the catalog's URI and token, the process the object store's endpoint (`configure_catalog`)."""
+    from uc_server.vending import MotoStsVendor
+
+    from deltakernel.unity.tables import configure_catalog
+
+    server = start_server(tmp_path, vendor=MotoStsVendor(moto_endpoint))
+    server.store.storage_root = f"s3://{s3_bucket}/uc"
+    base = f"spark.sql.catalog.{CATALOG}"
+    confs = {base: "io.unitycatalog.spark.UCSingleCatalog", f"{base}.uri": server.url, f"{base}.token": UC_TOKEN}
+    for k, v in confs.items():
+        spark.conf.set(k, v)
+    monkeypatch.setenv("UNITY_CATALOG_TOKEN", UC_TOKEN)
+    endpoint = {"AWS_ENDPOINT_URL": moto_endpoint, "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    configure_catalog(CATALOG, endpoint)
+    try:
+        yield server, {"unity_catalog_url": server.url, "unity_catalog_token": UC_TOKEN, **endpoint}
+    finally:
+        for k in confs:
+            spark.conf.unset(k)
+        forget_catalog(CATALOG)
+        server.stop()
+    assert not server.errors, server.errors
+
+
+def test_managed_tables_on_s3_with_vended_credentials(spark: Any, s3_uc: Any) -> None:
+    """CREATE TABLE / saveAsTable of MANAGED tables whose storage the catalog puts on S3: Spark writes and reads
+    them with the STS credentials the catalog vends (the user configured only the endpoint)."""
+    server, options = s3_uc
+    name, other = f"{CATALOG}.{SCHEMA}.s3t", f"{CATALOG}.{SCHEMA}.s3n"
+    spark.sql(f"CREATE TABLE {name} (id long) USING delta").collect()
+    spark.sql(f"INSERT INTO {name} VALUES (1), (2), (3)").collect()
+    spark.createDataFrame([(7,)], "id long").write.format("delta").saveAsTable(other)
+    assert spark.sql(f"DELETE FROM {name} WHERE id = 2").collect()[0].num_affected_rows == 1
+    assert _ids(spark.table(name)) == [1, 3]
+    assert _ids(spark.table(other)) == [7]
+    for n in (name, other):
+        dt = DeltaTable(f"uc://{n}", storage_options=options)
+        assert dt.table_uri.startswith("s3://")
+        assert "catalogManaged" in dt.protocol().reader_features
+    assert sorted(DeltaTable(f"uc://{name}", storage_options=options).to_pyarrow_table()["id"].to_pylist()) == [1, 3]
+    vended = server.state.vendor.calls
+    assert vended and all(loc.startswith("s3://") for loc, _ in vended)

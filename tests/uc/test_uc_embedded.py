@@ -304,3 +304,36 @@ def test_vended_credentials_are_refreshed_before_expiry(tmp_path: Path, moto_end
         assert _ids(DeltaTable(URI, storage_options=options)) == [1, 2]
     finally:
         server.stop()
+
+
+def _ids_of(dt: DeltaTable) -> list[int]:
+    return sorted(dt.to_pyarrow_table()["id"].to_pylist())
+
+
+def test_an_append_asks_the_catalog_twice_and_its_snapshot_equals_a_reload(uc_server: Any) -> None:
+    """The writer's own commit: ratify + backfill report only (no loadTable to publish it, none to advance the
+    table to it), and the advanced snapshot is what a fresh load through the catalog gives. With a rival's commit
+    in between (a rebase), publishing and advancing go through the catalog's tail again - still one commit each."""
+    opts = {"unity_catalog_url": uc_server.url, "unity_catalog_token": UC_TOKEN}
+    write_deltalake(URI, pa.table({"id": pa.array([1], pa.int64())}), storage_options=opts)
+    dt = DeltaTable(URI, storage_options=opts)
+    n = len(uc_server.requests)
+    write_deltalake(dt, pa.table({"id": pa.array([2], pa.int64())}), mode="append")
+    assert [r.operation for r in uc_server.requests[n:]] == ["updateTable", "updateTable"]
+    fresh = DeltaTable(URI, storage_options=opts)
+    assert (dt.version(), _ids_of(dt)) == (fresh.version(), _ids_of(fresh)) == (1, [1, 2])
+    assert dt._snapshot.log_tail is not None and dt._snapshot.catalog is not None  # still read via the catalog
+    assert storage_for_uri(fresh.table_uri).exists(commit_key(1))  # published
+    # a rival commits version 2 while `dt` is at 1: our append rebases to 3
+    write_deltalake(fresh, pa.table({"id": pa.array([3], pa.int64())}), mode="append")
+    write_deltalake(dt, pa.table({"id": pa.array([4], pa.int64())}), mode="append")
+    again = DeltaTable(URI, storage_options=opts)
+    assert (dt.version(), _ids_of(dt)) == (again.version(), _ids_of(again)) == (3, [1, 2, 3, 4])
+    assert all(storage_for_uri(again.table_uri).exists(commit_key(v)) for v in (2, 3))
+    table_id = again.metadata().configuration["io.unitycatalog.tableId"]
+    assert [v for v, _ in uc_server.store.ratified(table_id)] == [1, 2, 3]
+    # the write after it is again the short path
+    n = len(uc_server.requests)
+    write_deltalake(dt, pa.table({"id": pa.array([5], pa.int64())}), mode="append")
+    assert [r.operation for r in uc_server.requests[n:]] == ["updateTable", "updateTable"]
+    assert _ids_of(DeltaTable(URI, storage_options=opts)) == [1, 2, 3, 4, 5]

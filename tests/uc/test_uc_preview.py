@@ -129,3 +129,49 @@ def test_preview_commit_with_metadata_updates_the_table(old_server, old_table) -
                   metadata={"description": "events", "properties": {"properties": {"delta.appendOnly": "true"}}})
     after = client.get_table(f"{CATALOG}.{SCHEMA}.t")
     assert after.properties == {"delta.appendOnly": "true"}
+
+
+def test_embedded_engine_end_to_end_through_preview_commits(old_server) -> None:
+    """A server without the Delta REST API, from the embedded engine by name: create (POST /staging-tables, version
+    0 with `catalogOwned-preview`, POST /tables), append, read, DELETE / UPDATE / MERGE, history and time travel -
+    every commit after version 0 ratified through `/delta/preview/commits`, none through `/delta/v1`."""
+    import pyarrow as pa
+
+    from deltakernel import DeltaTable, write_deltalake
+
+    opts = {"unity_catalog_url": old_server.url, "unity_catalog_token": "uc-test-token"}
+    uri = f"uc://{CATALOG}.{SCHEMA}.p"
+    write_deltalake(uri, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), storage_options=opts)
+    write_deltalake(uri, pa.table({"id": pa.array([4], pa.int64())}), mode="append", storage_options=opts)
+    dt = DeltaTable(uri, storage_options=opts)
+    proto = dt.protocol()
+    assert "catalogOwned-preview" in proto.reader_features and "inCommitTimestamp" in proto.writer_features
+    info = client_for(old_server).get_table(f"{CATALOG}.{SCHEMA}.p")
+    assert info.table_type == "MANAGED" and dt.metadata().configuration["io.unitycatalog.tableId"] == info.table_id
+    dt.delete("id = 2")
+    dt.update(updates={"id": "id + 10"}, predicate="id = 3")
+    src = pa.table({"id": pa.array([4, 5], pa.int64())})
+    dt.merge(src, "t.id = s.id", source_alias="s", target_alias="t").when_not_matched_insert_all().execute()
+    fresh = DeltaTable(uri, storage_options=opts)
+    assert sorted(fresh.to_pyarrow_table()["id"].to_pylist()) == [1, 4, 5, 13]
+    assert [h["operation"] for h in sorted(fresh.history(), key=lambda h: h["version"])] == [
+        "WRITE", "WRITE", "DELETE", "UPDATE", "MERGE"]
+    assert sorted(DeltaTable(uri, version=1, storage_options=opts).to_pyarrow_table()["id"].to_pylist()) == [
+        1, 2, 3, 4]
+    assert [v for v, _ in old_server.store.ratified(info.table_id)] == [1, 2, 3, 4]
+    ops = {r.operation for r in old_server.requests}
+    assert {"createStagingTableLegacy", "createTableLegacy", "commit", "getCommits"} <= ops
+    assert not [r for r in old_server.requests if r.path.startswith("/api/2.1/unity-catalog/delta/v1/")
+                and r.status == 200]
+
+
+def test_list_tables_follows_every_page(uc_server) -> None:
+    """GET /tables (the UC API's listTables, what Spark's SHOW TABLES on a UC catalog uses) page by page."""
+    for name in ("b", "a", "c"):
+        older_api.create_table_legacy(uc_server.store, {"name": name, "catalog_name": CATALOG, "schema_name": SCHEMA,
+                                                        "table_type": "EXTERNAL", "storage_location": f"file:///x/{name}"})
+    client = client_for(uc_server)
+    assert [t.name for t in client.list_tables(CATALOG, SCHEMA, page_size=2)] == ["a", "b", "c"]
+    assert sum(r.operation == "listTables" for r in uc_server.requests) == 2
+    with pytest.raises(UCNotFoundError):
+        client.list_tables(CATALOG, "missing")

@@ -16,6 +16,20 @@ from typing import Any
 from .store import ApiError, CatalogStore, now_ms
 
 
+def create_staging_table_legacy(store: CatalogStore, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /staging-tables (all.yaml): an id and a location for a managed table about to be created."""
+    for key in ("name", "catalog_name", "schema_name"):
+        if not body.get(key):
+            raise ApiError(400, "INVALID_ARGUMENT", f"{key} is required")
+    try:
+        made = store.create_staging_table(body["catalog_name"], body["schema_name"], body["name"])
+    except ApiError as exc:
+        raise ApiError(exc.status, "TABLE_ALREADY_EXISTS" if exc.status == 409 else "INVALID_ARGUMENT",
+                       exc.message) from None
+    return {"id": made["table-id"], "name": body["name"], "catalog_name": body["catalog_name"],
+            "schema_name": body["schema_name"], "staging_location": made["location"]}
+
+
 def create_table_legacy(store: CatalogStore, body: dict[str, Any]) -> dict[str, Any]:
     """POST /tables (all.yaml): register a table by location (how pre-Delta-REST servers create them)."""
     for key in ("name", "catalog_name", "schema_name", "table_type", "storage_location"):
@@ -29,6 +43,11 @@ def create_table_legacy(store: CatalogStore, body: dict[str, Any]) -> dict[str, 
                       (catalog, schema, name)).fetchone():
             raise ApiError(409, "TABLE_ALREADY_EXISTS", f"table {catalog}.{schema}.{name} already exists")
         table_id, now = str(uuid.uuid4()), now_ms()
+        staged = db.execute("SELECT table_id FROM staging_tables WHERE location=? AND finalized=0",
+                            (str(body["storage_location"]).rstrip("/"),)).fetchone()
+        if staged is not None:  # a managed table created at its staging location keeps the staging id
+            table_id = staged["table_id"]
+            db.execute("UPDATE staging_tables SET finalized=1 WHERE table_id=?", (table_id,))
         columns = {"type": "struct", "fields": body.get("columns") or []}
         protocol = {"min-reader-version": 3, "min-writer-version": 7,
                     "reader-features": list(store.policy.required_reader_features),
@@ -47,6 +66,22 @@ def _legacy_info(row: sqlite3.Row) -> dict[str, Any]:
             "data_source_format": "DELTA", "storage_location": row["location"], "table_id": row["table_id"],
             "properties": json.loads(row["properties"]), "created_at": row["created_time"],
             "updated_at": row["updated_time"]}
+
+
+def list_tables_legacy(store: CatalogStore, query: dict[str, str]) -> dict[str, Any]:
+    """GET /tables (listTables): the tables of catalog_name.schema_name by name, `max_results` a page, the next
+    page's token the offset (opaque to clients)."""
+    catalog, schema = query.get("catalog_name"), query.get("schema_name")
+    if not catalog or not schema:
+        raise ApiError(400, "INVALID_ARGUMENT", "catalog_name and schema_name are required")
+    size = int(query.get("max_results") or 100)
+    start = int(query.get("page_token") or 0)
+    with store.tx() as db:
+        store.require_schema(db, catalog, schema)
+        rows = db.execute("SELECT * FROM tables WHERE catalog=? AND schema=? ORDER BY name LIMIT ? OFFSET ?",
+                          (catalog, schema, size + 1, start)).fetchall()
+    more = len(rows) > size
+    return {"tables": [_legacy_info(r) for r in rows[:size]], "next_page_token": str(start + size) if more else None}
 
 
 def get_table_legacy(store: CatalogStore, full_name: str) -> dict[str, Any]:

@@ -53,7 +53,9 @@ ROUTES: list[tuple[str, re.Pattern[str], str]] = [(m, re.compile(p + "$"), op) f
     ("GET", r"/delta/v1/temporary-path-credentials", "getTemporaryPathCredentials"),
     ("POST", r"/catalogs", "createCatalog"),
     ("POST", r"/schemas", "createSchema"),
+    ("POST", r"/staging-tables", "createStagingTableLegacy"),
     ("POST", r"/tables", "createTableLegacy"),
+    ("GET", r"/tables", "listTables"),
     ("GET", rf"/tables/{_SEG}", "getTable"),
     ("GET", r"/delta/preview/commits", "getCommits"),
     ("POST", r"/delta/preview/commits", "commit"),
@@ -295,6 +297,10 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, store.create_schema(body.get("catalog_name", ""), body.get("name", ""), body.get("comment"))
         if op == "createTableLegacy":
             return 200, older_api.create_table_legacy(store, body)
+        if op == "createStagingTableLegacy":
+            return 200, older_api.create_staging_table_legacy(store, body)
+        if op == "listTables":
+            return 200, older_api.list_tables_legacy(store, query)
         if op == "getTable":
             return 200, older_api.get_table_legacy(store, args[0])
         if op == "getCommits":

@@ -90,7 +90,12 @@ class Snapshot:
         the partition columns or the log cannot be read forward (a gap); `self` when nothing is newer."""
         if version == self.version:
             return self
-        if self.log_tail is not None:  # catalog-managed: the catalog decides what is newer (a fresh tail)
+        if self.log_tail is not None:  # catalog-managed: the catalog decides what is newer (a fresh tail) ...
+            if self.catalog is not None and version is not None and self.version < version <= \
+                    self.version + _HEAD_COMMITS:
+                ahead = self._advanced_published(version)
+                if ahead is not None:
+                    return ahead
             return Snapshot.load(self.storage, version, log_tail=None if self.catalog is not None else self.log_tail,
                                  catalog=self.catalog)
         if version is not None and version < self.version:
@@ -110,6 +115,22 @@ class Snapshot:
         if versions[:len(wanted)] != wanted:
             return Snapshot.load(self.storage, version)  # a gap or a truncated log: the normal load decides
         return self._replayed(target, [listing.commits[v] for v in wanted])
+
+    def _advanced_published(self, version: int) -> Snapshot | None:
+        """... except for a writer's own just-published commit(s) (`version` named): only ratified commits are
+        ever published, so `_delta_log/<v>.json` present for every version up to `version` means the catalog
+        ratified them - replayed onto this snapshot (one HEAD each) instead of a loadTable and a full replay.
+        None when one is not published (the normal load through the catalog decides)."""
+        assert self.log_tail is not None
+        metas = self._head_commits(version)
+        if metas is None:
+            return None
+        result = replay_onto(self._result, self.storage, metas)
+        if result is None:
+            return None
+        segment = LogSegment(self.storage, version, self.segment.checkpoint, [*self.segment.commits, *metas])
+        tail = LogTail(self.log_tail.commits, max(version, self.log_tail.max_catalog_version or version))
+        return Snapshot(self.storage, segment, result, tail, self.catalog)
 
     def _head_commits(self, version: int) -> list[ObjectMeta] | None:
         """Metadata of the commit files `self.version + 1 .. version`; None when one is missing."""

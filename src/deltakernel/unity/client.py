@@ -55,6 +55,8 @@ PROTOCOL_VERSIONS = "1.0"
 
 LOAD_TABLE = "GET /v1/catalogs/{catalog}/schemas/{schema}/tables/{table}"
 UPDATE_TABLE = "POST /v1/catalogs/{catalog}/schemas/{schema}/tables/{table}"
+#: the table feature of managed tables on servers before the Delta REST API (catalog-owned commits, preview)
+LEGACY_MANAGED_FEATURE = "catalogOwned-preview"
 
 
 def parse_table_name(name: str) -> tuple[str, str, str]:
@@ -80,6 +82,22 @@ def parse_table_name(name: str) -> tuple[str, str, str]:
 def _table_path(catalog: str, schema: str, table: str) -> str:
     return (f"/delta/v1/catalogs/{path_segment(catalog)}/schemas/{path_segment(schema)}"
             f"/tables/{path_segment(table)}")
+
+
+def column_infos(fields: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Delta schema fields as the older UC API's ColumnInfo (name, type_text, type_json, type_name, position,
+    nullable)."""
+    import json
+
+    out = []
+    for i, f in enumerate(fields):
+        t = f.get("type")
+        name = t if isinstance(t, str) else str((t or {}).get("type", "struct"))
+        base = name.split("(")[0].upper()
+        out.append({"name": f.get("name"), "type_text": name if isinstance(t, str) else base.lower(),
+                    "type_json": json.dumps(dict(f)), "type_name": base, "position": i,
+                    "nullable": bool(f.get("nullable", True))})
+    return out
 
 
 class UnityCatalogClient:
@@ -282,6 +300,49 @@ class UnityCatalogClient:
         """GET /tables/{full_name}: the table id and storage location the preview commits API is keyed by."""
         data = self._t.request("GET", f"/tables/{path_segment(full_name)}", operation="getTable")
         return TableInfo.from_json(data or {})
+
+    def create_staging_table_legacy(self, catalog: str, schema: str, name: str) -> StagingTable:
+        """POST /staging-tables of the older UC API (servers before the Delta REST API): an id and a location for
+        a new managed table. Such servers state no requirements, so the first commit carries what their managed
+        tables need: the `catalogOwned-preview` feature, in-commit timestamps and the id as
+        `io.unitycatalog.tableId` (what delta-spark writes for them)."""
+        data = self._t.request("POST", "/staging-tables", operation="createStagingTable", mutating=True,
+                               body={"catalog_name": catalog, "schema_name": schema, "name": name}) or {}
+        table_id = str(data.get("id") or "")
+        location = str(data.get("staging_location") or "")
+        if not table_id or not location:
+            raise UCBadRequestError(f"createStagingTable of {catalog}.{schema}.{name}: no id / staging_location "
+                                    f"in the answer {sorted(data)}")
+        protocol = DeltaProtocol(3, 7, (LEGACY_MANAGED_FEATURE,), (LEGACY_MANAGED_FEATURE, "inCommitTimestamp"))
+        return StagingTable(table_id, "MANAGED", location, (), protocol, {"io.unitycatalog.tableId": table_id})
+
+    def create_table_legacy(self, catalog: str, schema: str, name: str, *, location: str, table_type: str,
+                            columns: Sequence[Mapping[str, Any]], properties: Mapping[str, str],
+                            comment: str | None = None) -> TableInfo:
+        """POST /tables of the older UC API: register a table at `location` (a staging table's, for MANAGED)."""
+        body: dict[str, Any] = {"name": name, "catalog_name": catalog, "schema_name": schema,
+                                "table_type": table_type, "data_source_format": "DELTA",
+                                "storage_location": location, "columns": column_infos(columns),
+                                "properties": dict(properties)}
+        if comment:
+            body["comment"] = comment
+        data = self._t.request("POST", "/tables", operation="createTable", body=body, mutating=True)
+        return TableInfo.from_json(data or {})
+
+    def list_tables(self, catalog: str, schema: str, *, page_size: int = 100) -> list[TableInfo]:
+        """GET /tables?catalog_name=&schema_name= (the UC API's listTables; the Delta REST API has no listing),
+        every page followed: the tables of one schema (Spark's SHOW TABLES on a Unity Catalog)."""
+        out: list[TableInfo] = []
+        token: str | None = None
+        while True:
+            query = {"catalog_name": catalog, "schema_name": schema, "max_results": str(page_size)}
+            if token:
+                query["page_token"] = token
+            data = self._t.request("GET", "/tables", operation="listTables", query=query) or {}
+            out.extend(TableInfo.from_json(t) for t in data.get("tables") or ())
+            token = data.get("next_page_token") or None
+            if token is None:
+                return out
 
     def get_commits(self, table_id: str, table_uri: str, start_version: int,
                     end_version: int | None = None) -> PreviewCommits:

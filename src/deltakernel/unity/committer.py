@@ -121,6 +121,12 @@ class UCTableCatalog:
             assert self.table_uuid is not None
             got = self.client.get_commits(self.table_uuid, self.location, 0)
             commits, latest = got.commits, got.latest_table_version
+            if latest is not None and latest < 0 and not commits:
+                # the preview API's "no commit through the catalog yet" (-1): every commit there is, version 0
+                # written at creation, is published - `_delta_log/` is the whole table
+                if self.on_load is not None:
+                    self.on_load()
+                return LogTail.published_only()
         if self.on_load is not None:
             self.on_load()
         if latest is None:
@@ -183,6 +189,14 @@ class UCTableCatalog:
             raise UnityCatalogError(f"{self.full_name} is already registered in Unity Catalog: cannot create it")
         md = request.metadata or {}
         proto = _protocol(request.protocol or {})
+        if not self.delta_api:  # an older server: POST /tables at the staging location (no protocol, no etag)
+            info = self.client.create_table_legacy(
+                self.catalog, self.schema, self.name, location=staging.location, table_type="MANAGED",
+                columns=json.loads(md["schemaString"]).get("fields", []),
+                properties=_sendable(md.get("configuration") or {}), comment=md.get("description"))
+            self.staging = None
+            self.table_uuid = info.table_id
+            return
         try:
             loaded = self.client.create_table(
                 self.catalog, self.schema, self.name, location=staging.location, table_type="MANAGED",

@@ -87,6 +87,22 @@ def configured_options(name: str) -> dict[str, str] | None:
     return _CATALOG_OPTIONS.get(name.lower())
 
 
+def worker_options(storage: Storage) -> tuple[str, dict[str, str]] | None:
+    """(`uc://` name, options) another process (an engine's worker) opens `storage`'s Unity Catalog table with:
+    the catalog's URL and token and the options registered for the catalog (object-store endpoint, region); None
+    for a storage not opened through a Unity Catalog. The worker goes through the catalog itself (a catalog-managed
+    table read by its location alone is refused)."""
+    adapter = getattr(storage, "catalog", None)
+    if not isinstance(adapter, UCTableCatalog):
+        return None
+    quoted = ".".join(f"`{p}`" if "." in p else p for p in (adapter.catalog, adapter.schema, adapter.name))
+    config = adapter.client.config
+    options = {**_CATALOG_OPTIONS.get(adapter.catalog.lower(), {}), "unity_catalog_url": config.base_url}
+    if config.token:
+        options["unity_catalog_token"] = config.token
+    return f"{SCHEME}://{quoted}", options
+
+
 def open_table(uri: str, storage_options: Mapping[str, str] | None = None, create: bool = False,
                client: UnityCatalogClient | None = None) -> Storage:
     """The storage of the Unity Catalog table `uri` (`uc://catalog.schema.table`), its catalog attached."""
@@ -96,12 +112,27 @@ def open_table(uri: str, storage_options: Mapping[str, str] | None = None, creat
     base = _base_options(options)
     permitted_raw = _option(options, PERMITTED_KEY)
     permitted = tuple(permitted_raw.split(",")) if permitted_raw is not None else DEFAULT_PERMITTED
+    key = (client.config.base_url, catalog.lower(), schema.lower(), name.lower())
     if not client.supports_delta_api(catalog):  # UC before the Delta REST API: the preview commits API
-        info = client.get_table(f"{catalog}.{schema}.{name}")
+        try:
+            info = client.get_table(f"{catalog}.{schema}.{name}")
+        except UCTableNotFoundError:
+            with _PENDING_LOCK:
+                pending = _PENDING.get(key)
+                if pending is not None and getattr(pending.catalog, "staging", None) is not None:  # type: ignore[attr-defined]
+                    return pending
+                if not create:
+                    raise
+                staging = client.create_staging_table_legacy(catalog, schema, name)
+                adapter = UCTableCatalog(client, catalog, schema, name, location=staging.location, table_uuid=None,
+                                         staging=staging, delta_api=False, permitted=permitted)
+                storage = _PENDING[key] = _attach(storage_for_uri(staging.location, base), adapter, None)
+                return storage
+        with _PENDING_LOCK:
+            _PENDING.pop(key, None)
         adapter = UCTableCatalog(client, catalog, schema, name, location=info.storage_location,
                                  table_uuid=info.table_id, delta_api=False, permitted=permitted)
         return _attach(storage_for_uri(info.storage_location, base), adapter, None)
-    key = (client.config.base_url, catalog.lower(), schema.lower(), name.lower())
     try:
         loaded = client.load_table(catalog, schema, name)
     except UCTableNotFoundError:
@@ -141,4 +172,4 @@ def _opener(uri: str, storage_options: dict[str, str] | None, create: bool) -> S
 
 register_table_scheme(SCHEME, _opener)
 
-__all__ = ["SCHEME", "configure_catalog", "configured_options", "forget_catalog", "open_table"]
+__all__ = ["SCHEME", "configure_catalog", "configured_options", "forget_catalog", "open_table", "worker_options"]

@@ -157,7 +157,8 @@ class CatalogCommitter(Committer):
     """
 
     def __init__(self, storage: Storage, catalog: CatalogCommitClient, *, auto_publish: bool = True,
-                 sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.05) -> None:
+                 sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.05,
+                 read_snapshot: Any | None = None) -> None:
         self.storage = storage
         self.catalog = catalog
         self.auto_publish = auto_publish
@@ -165,6 +166,12 @@ class CatalogCommitter(Committer):
         self._backoff_s = backoff_s
         self._fs = FilesystemCommitter(storage)
         self.latest_published: int | None = None
+        #: the snapshot the transaction read (its version and log tail): publishing our own commit needs no
+        #: fresh tail when nothing was ratified between it and our commit (`_publish_own`)
+        self._read = read_snapshot
+        #: (version, bytes) of the commit this committer got ratified
+        self._ours: tuple[int, bytes] | None = None
+        self._rival_seen = False
 
     # ------------------------------------------------------------------ commit
     def commit(self, version: int, actions: list[dict[str, Any]], payload: bytes,
@@ -183,14 +190,17 @@ class CatalogCommitter(Committer):
         while True:
             try:
                 self.catalog.ratify(request)
+                self._ours = (version, payload)
                 return None
             except CatalogCommitConflictError:
+                self._rival_seen = True
                 winner = self._holder(version, key, txn_id, settle=True)
                 if winner is None:
                     return None  # an earlier ratify of ours landed (its response was lost)
                 self._discard(key)
                 return winner
             except CatalogTooManyUnpublishedError:
+                self._rival_seen = True  # our own publish() reloads the tail anyway
                 unpublished_tries += 1
                 if unpublished_tries > UNPUBLISHED_RETRIES:
                     self._discard(key)
@@ -199,6 +209,7 @@ class CatalogCommitter(Committer):
                 self._sleep(self._backoff_s * 2 ** (unpublished_tries - 1))
                 request = self._request(version, request.staged, actions, txn_id)
             except CatalogCommitUnknownError as e:
+                self._rival_seen = True
                 holder = self._resolve_unknown(version, key, txn_id, e)
                 if holder == "ours":
                     return None
@@ -288,10 +299,38 @@ class CatalogCommitter(Committer):
         if not self.auto_publish:
             return
         try:
-            self.publish(version)
+            if not self._publish_own(version):
+                self.publish(version)
         except Exception as e:  # ratified is committed: readers get it from the catalog until it is published
             log.warning("publishing version %d of %s failed (the commit stands): %s",
                         version, self.storage.root_uri, e)
+
+    def _publish_own(self, version: int) -> bool:
+        """Publish up to our own just-ratified `version` without asking the catalog for its tail, when that is
+        known: ratified right after the snapshot the transaction read (no conflict, no unknown outcome), so the
+        unpublished commits are that snapshot's tail plus ours (the catalog serves every unpublished ratified
+        commit). False when not known: `publish` reloads the tail."""
+        read = self._read
+        tail = getattr(read, "log_tail", None)
+        if read is None or self._ours is None or self._rival_seen or tail is None \
+                or tail.max_catalog_version is None or self._ours[0] != version or read.version + 1 != version \
+                or tail.max_catalog_version >= version:
+            return False
+        payload = self._ours[1]
+        for m in tail.commits:  # ascending: publish in version order
+            target = commit_key(version_of(m.key))
+            if m.key != target and not self.storage.exists(target):
+                self._put_published(target, self.storage.read(m.key))
+        self._put_published(commit_key(version), payload)
+        self.catalog.published(version)
+        self.latest_published = version
+        return True
+
+    def _put_published(self, target: str, data: bytes) -> None:
+        try:
+            self.storage.put_if_absent(target, data)
+        except FileAlreadyExistsError:
+            pass  # another publisher copied the same ratified commit
 
     def publish(self, up_to: int | None = None) -> int | None:
         """Copy the catalog's ratified commits (up to `up_to`) to `_delta_log/<v>.json`, in version order and
@@ -335,7 +374,7 @@ def committer_for(storage: Storage, protocol: Protocol, snapshot: Any | None,
         if catalog is None:  # a new table through a catalog's table name: the catalog its storage was opened by
             catalog = getattr(storage, "catalog", None)
         if committer is None and catalog is not None:
-            return CatalogCommitter(storage, catalog)
+            return CatalogCommitter(storage, catalog, read_snapshot=snapshot)
         feature = catalog_managed_feature(protocol) or CATALOG_MANAGED_FEATURES[0]
         raise CatalogManagedTableError(
             feature,

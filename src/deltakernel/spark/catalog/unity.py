@@ -48,4 +48,15 @@ def unity_location(spark: Any, parts: list[str] | tuple[str, ...]) -> str | None
     return f"uc://{quoted}"
 
 
-__all__ = ["CATALOG_CLASSES", "unity_location"]
+def unity_client(spark: Any, catalog: str) -> Any:
+    """A `UnityCatalogClient` of the Unity Catalog configured on the session as `catalog`, None when `catalog` is
+    no such catalog (catalog-level statements: SHOW TABLES, DROP TABLE; spark/sql/unity_statements.py)."""
+    if unity_location(spark, [catalog, "_", "_"]) is None:  # registers the catalog's options as a side effect
+        return None
+    from ...unity.client import UnityCatalogClient
+    from ...unity.tables import configured_options
+
+    return UnityCatalogClient.from_options(configured_options(catalog))
+
+
+__all__ = ["CATALOG_CLASSES", "unity_client", "unity_location"]

@@ -144,8 +144,12 @@ def table_path(opts: Options) -> str:
 
 
 def storage_options(opts: Options) -> dict[str, str] | None:
-    """Object-store credentials passed as options with deltalake's upper-case names (AWS_*, AZURE_*...)."""
-    picked = {k.upper(): v for k, v in opts.items() if k.upper().startswith(("AWS_", "AZURE_", "GOOGLE_"))}
+    """Object-store credentials passed as options with deltalake's upper-case names (AWS_*, AZURE_*...), and a
+    Unity Catalog's URL and token (`uc://` tables opened in Spark's workers: streaming/routing.py)."""
+    from ...unity.config import is_uc_option
+
+    picked = {k.upper(): v for k, v in opts.items()
+              if k.upper().startswith(("AWS_", "AZURE_", "GOOGLE_")) or is_uc_option(k)}
     return picked or None
 
 

@@ -84,6 +84,7 @@ PATCHES: tuple[Patch, ...] = (
         "format": "streaming.routing:stream_format", "partitionBy": "streaming.routing:stream_partition_by",
         "start": "streaming.routing:stream_start", "toTable": "streaming.routing:stream_to_table"}),
     *_both("pyspark.sql.streaming.readwriter", "pyspark.sql.connect.streaming.readwriter", "DataStreamReader", {
+        "format": "streaming.routing:stream_format", "load": "streaming.routing:stream_reader_load",
         "table": "streaming.routing:stream_reader_table"}),
     # Connect: Delta reads are lazy leaves of the client plan, planned when the plan is serialized (the command
     # classes' `command` too: `all_patches`); temporary views over them are remembered (scan/connect_plan.py)

@@ -112,7 +112,10 @@ class DeltaSourceReader(DataSourceReader):
                 files = snap.files
         else:
             files = snap.files
-        header = {"uri": snap.storage.root_uri, "storage_options": storage_options(opts),
+        options = storage_options(opts)
+        if getattr(snap.storage, "catalog", None) is not None:  # a catalog's table (uc://): tasks read the files
+            options = dict(getattr(snap.storage, "storage_options", None) or {})  # with its vended credentials
+        header = {"uri": snap.storage.root_uri, "storage_options": options,
                   "schema": schema_to_json(snap.schema), "mode": snap.column_mapping_mode,
                   "partition_columns": snap.partition_columns, "version": snap.version}
         tasks = files.select(["path", "partition_values", "deletion_vector", "size"]).to_pylist()

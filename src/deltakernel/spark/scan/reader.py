@@ -87,8 +87,13 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
             raise UnsupportedFeatureError("rowTracking", f"{ROW_TRACKING_OPTION} needs Spark's native Parquet plan, "
                                           f"which cannot read {snapshot.storage.root_uri} (type widening or no "
                                           "Hadoop filesystem for its scheme)")
-        return python_source_frame(spark, snapshot.storage.root_uri,
-                                   {"versionAsOf": str(snapshot.version), **(storage_opts or {})})
+        from ...unity.tables import worker_options
+
+        path, opts = snapshot.storage.root_uri, dict(storage_opts or {})
+        by_name = worker_options(snapshot.storage)  # a Unity Catalog table: the workers open it through the catalog
+        if by_name is not None:
+            path, opts = by_name[0], {**by_name[1], **opts}
+        return python_source_frame(spark, path, {"versionAsOf": str(snapshot.version), **opts})
     from .read_plans import read_plans
 
     return read_plans(spark).table_frame(spark, snapshot, row_tracking, time_travel, table)

@@ -171,10 +171,16 @@ def run_describe(spark: Any, stmt: Describe) -> Any:
     if stmt.extended:
         md = snap.metadata
         rows += [("", "", ""), ("# Detailed Table Information", "", "")]
+        kind = ("MANAGED" if ref.managed else "EXTERNAL") if ref.is_catalog else "PATH"
         if ref.is_catalog:
             rows += [("Catalog", "spark_catalog", ""), ("Database", ref.db or "", ""), ("Table", ref.table or "", "")]
+        elif ref.location.lower().startswith("uc://"):  # a Unity Catalog's table: its catalog's names and type
+            from ...unity.client import parse_table_name
+
+            rows += list(zip(("Catalog", "Database", "Table"), parse_table_name(ref.location), ("", "", "")))
+            kind = "MANAGED" if getattr(snap.storage, "catalog", None) is not None else "EXTERNAL"
         rows += [("Name", ref.label, ""), ("Location", snap.storage.root_uri, ""), ("Provider", "delta", ""),
-                 ("Type", ("MANAGED" if ref.managed else "EXTERNAL") if ref.is_catalog else "PATH", ""),
+                 ("Type", kind, ""),
                  ("Table Properties", "[" + ",".join(f"{k}={v}" for k, v in sorted(md.configuration.items())) + "]",
                   "")]
         if md.description:

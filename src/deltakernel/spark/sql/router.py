@@ -15,6 +15,8 @@ Order, for one statement:
    parser's `relations`, the kind's side of it: temporary views over the native read plan on classic,
    `relations_classic.py`; over client-planned scans on Connect, `relations_connect.py`) and run by Spark;
 4. the rest — and statements on non-Delta tables — reach Spark exactly as written.
+Before all of them, SHOW TABLES / DROP TABLE on a Unity Catalog configured on the session are answered from the
+catalog (`unity_statements.py`): Spark cannot load the catalog's plugin class.
 A statement the parser cannot read goes to Spark (its own error), unless it is visibly about a Delta table (a
 `delta`.`...` name, `USING delta`, or a DML target that is a Delta table): that is a DeltaSqlSyntaxError. A Delta
 statement with parameter markers (`args=...`) is refused, on both kinds.
@@ -74,6 +76,11 @@ class Router:
         return self.original(text, self.args)
 
     def execute(self, text: str) -> Any:
+        from .unity_statements import run_unity_statement
+
+        out = run_unity_statement(self.spark, text)  # SHOW TABLES / DROP TABLE on a configured Unity Catalog
+        if out is not None:
+            return out
         stmt = parse_delta_statement(text)
         if stmt is not None:
             self.refuse_parameters(text)

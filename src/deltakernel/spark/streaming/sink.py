@@ -46,8 +46,14 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
         self.arrow_schema = table_arrow_schema(schema)
         self.metadata, protocol = plan_write(self.kwargs, self.arrow_schema)
         k = self.kwargs
-        self.plan = WritePlan(table_uri(k["table_or_uri"]), k.get("storage_options"), self.metadata, protocol,
-                              None, k.get("max_rows_per_file"), None)
+        self.table_uri = table_uri(k["table_or_uri"])
+        uri, options = self.table_uri, k.get("storage_options")
+        if uri.lower().startswith("uc://"):
+            # a catalog's table: tasks write files at its location with the catalog's vended credentials (no
+            # catalog calls of their own); the commit goes through the catalog (`_storage`)
+            storage = self._storage()
+            uri, options = storage.root_uri, dict(getattr(storage, "storage_options", None) or {})
+        self.plan = WritePlan(uri, options, self.metadata, protocol, None, k.get("max_rows_per_file"), None)
 
     # ------------------------------------------------------------------ executors
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Any:
@@ -63,7 +69,7 @@ class DeltaStreamWriter(DataSourceStreamArrowWriter):
     def _storage(self) -> Any:
         from ...storage import storage_for_uri
 
-        return storage_for_uri(self.plan.table_uri, self.plan.storage_options)
+        return storage_for_uri(self.table_uri, self.kwargs.get("storage_options"))
 
     def app_id(self) -> str:
         """The query id (see the module docstring) or option txnAppId."""

@@ -178,7 +178,11 @@ def _header(walk: Any, opts: Options) -> dict[str, Any]:
     from ...kernel.schema.column_mapping import column_mapping_mode
 
     md = walk.metadata
-    return {"uri": walk.storage.root_uri, "storage_options": storage_options(opts),
+    storage = walk.storage
+    options = storage_options(opts)
+    if getattr(storage, "catalog", None) is not None:  # a catalog's table (uc://): tasks read files at its
+        options = dict(getattr(storage, "storage_options", None) or {})  # location with the vended credentials
+    return {"uri": storage.root_uri, "storage_options": options,
             "metadata": md.to_json(), "mode": column_mapping_mode(md.configuration, walk.protocol),
             "version": walk.listed_version}
 
