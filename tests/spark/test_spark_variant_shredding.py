@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from deltakernel import DeltaTable
@@ -54,3 +55,11 @@ def test_variant_round_trip_through_spark(spark, shredded_table: str, tmp_path: 
     assert to_json_column(t.column("v").combine_chunks()).to_pylist() == [e["v"] for e in SPARK_JSON]
     back = spark.read.format("delta").load(path).selectExpr("id", "to_json(t) AS t").orderBy("id").collect()
     assert [r["t"] for r in back] == [e["t"] for e in SPARK_JSON]
+    # the files hold each variant as delta-spark writes it (an optional group, required metadata / value), so
+    # deltalake reads the null variant row too
+    for f in Path(path).rglob("*.parquet"):
+        text = str(pq.ParquetFile(f).schema)
+        assert "optional binary field_id=-1 metadata" not in text and "required binary field_id=-1 metadata" in text
+    deltalake = pytest.importorskip("deltalake")
+    assert deltalake.DeltaTable(path).to_pyarrow_table().sort_by("id").column("v").to_pylist() == \
+        t.column("v").to_pylist()

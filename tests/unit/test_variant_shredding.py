@@ -321,3 +321,25 @@ def test_pyarrow_dataset_refuses_shredded_tables(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="unshred") as e:
         DeltaTable(path).to_pyarrow_dataset()
     assert e.value.feature == "variantShredding"
+
+
+def test_written_variants_have_required_children_and_round_trip_with_their_tag(tmp_path: Path, twin: pa.Table) -> None:
+    # the twin holds null variant rows at the top level, in a struct, as array elements and map values
+    from deltakernel import write_deltalake
+
+    assert twin.schema.field("v").metadata[b"ARROW:extension:name"] == b"arrow.parquet.variant"
+    first, second = str(tmp_path / "first"), str(tmp_path / "second")
+    write_deltalake(first, twin)
+    back = _read(first)
+    assert back.to_pylist() == twin.to_pylist()
+    write_deltalake(second, back)  # to_pyarrow_table keeps the variant tag: the copy's columns are variants too
+    assert DeltaTable(second).schema() == DeltaTable(first).schema()
+    assert str(DeltaTable(second).schema().field("v").type) == "VariantType()"
+    # as delta-spark writes them: an optional group with required metadata / value (any depth)
+    parquet = pq.ParquetFile(next((tmp_path / "first").glob("*.parquet"))).schema
+    text = str(parquet)
+    assert text.count("required binary field_id=-1 metadata") == 5 and "optional binary field_id=-1 metadata" not in text
+    deltalake = pytest.importorskip("deltalake")
+    dl = deltalake.DeltaTable(first).to_pyarrow_table().sort_by("id")
+    assert dl.column("v").to_pylist() == twin.column("v").to_pylist()
+    assert dl.column("v").null_count == twin.column("v").null_count == 1

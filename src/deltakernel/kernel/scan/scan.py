@@ -29,7 +29,7 @@ from ..deletion_vectors import DeletionVectorDescriptor, deleted_mask, read_dele
 from ..paths import resolve_file
 from ..schema.arrow import to_arrow_schema
 from ..schema.column_mapping import PARQUET_FIELD_ID, field_id, physical_name
-from ..schema.geospatial import GEOARROW_WKB, parse_geo_type
+from ..schema.geospatial import parse_geo_type
 from ..schema.reconcile import conform_table
 from ..schema.types import StructField, StructType
 from ..snapshot import Snapshot
@@ -337,15 +337,13 @@ class Scan:
         if len(self._read_columns) != len(self.columns):
             keep = [self.schema.field(c).name for c in self.columns]
             table = table.select(keep + [f.name for f in rt.METADATA_FIELDS[:len(extra)]])
+        # field metadata counts: variant / GeoArrow tags must survive (a round trip writes `variant`, not a struct)
         target = self.arrow_schema
-        if table.schema != target or (self._geo_tagged and not table.schema.equals(target, check_metadata=True)):
-            table = table.cast(target)  # (a zero-copy cast when only the geometry columns' GeoArrow tags differ)
-        return table
-
-    @property
-    def _geo_tagged(self) -> bool:
-        """Whether an output column is geometry/geography: its GeoArrow tag is part of the result's schema."""
-        return any(f.metadata and f.metadata.get(b"ARROW:extension:name") == GEOARROW_WKB for f in self.arrow_schema)
+        if table.schema.equals(target, check_metadata=True):
+            return table
+        if table.schema == target:  # same types, only field metadata differs: relabel, no cast
+            return pa.Table.from_arrays(table.columns, schema=target)
+        return table.cast(target)
 
     def _partition_column(self, f: StructField, pv: dict[str, Any], n: int, path: str | None = None) -> pa.Array:
         from ..schema.arrow import to_arrow_type

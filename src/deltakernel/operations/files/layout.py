@@ -4,7 +4,7 @@ Files follow Spark's layout: Hive-style partition directories with `ExternalCata
 escaping (physical column names under column mapping), `__HIVE_DEFAULT_PARTITION__` for null, and the log
 `path` is that key URI-encoded again the way `java.net.URI` does (`%` -> `%25`, space -> `%20`, non-ASCII
 letters kept). Parquet columns use physical names and carry `PARQUET:field_id` under column mapping; every
-column is written optional, as Spark does.
+column is written optional, as Spark does (a variant's own `metadata` / `value` children stay required).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from ...errors import SchemaError
 from ...kernel.scan.partition_values import serialize_partition_value
-from ...kernel.schema.arrow import to_arrow_schema
+from ...kernel.schema.arrow import VARIANT_ARROW_TYPE, VARIANT_EXTENSION, to_arrow_schema
 from ...kernel.schema.column_mapping import PARQUET_FIELD_ID, physical_name, to_physical_arrow_schema
 from ...kernel.schema.geospatial import wkb_parquet_type
 from ...kernel.schema.types import StructField, StructType
@@ -106,6 +106,10 @@ def _writable_type(t: pa.DataType) -> pa.DataType:
 
 def _writable_field(f: pa.Field, nullable: bool = True) -> pa.Field:
     keep = {k: v for k, v in (f.metadata or {}).items() if k == PARQUET_FIELD_ID or k.startswith(b"ARROW:extension")}
+    if keep.get(b"ARROW:extension:name") == VARIANT_EXTENSION and pa.types.is_struct(f.type):
+        # a variant is an optional group with *required* metadata/value (delta-spark, the Parquet variant
+        # spec): optional children make deltalake refuse a file with a null variant row
+        return pa.field(f.name, VARIANT_ARROW_TYPE, nullable=nullable, metadata=keep)
     return pa.field(f.name, _writable_type(f.type), nullable=nullable, metadata=keep or None)
 
 
@@ -174,8 +178,53 @@ def to_physical(batch: pa.RecordBatch, layout: Layout) -> pa.RecordBatch:
                 arr = arr.view(f.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
                 arr = arr.cast(f.type)
+        if _has_variant(f):
+            arr = _fill_variant_children(arr, f)
         arrays.append(arr)
     return pa.RecordBatch.from_arrays(arrays, schema=layout.physical_arrow)
+
+
+def _is_variant_field(f: pa.Field) -> bool:
+    return bool(f.metadata) and f.metadata.get(b"ARROW:extension:name") == VARIANT_EXTENSION
+
+
+def _has_variant(f: pa.Field) -> bool:
+    t = f.type
+    if _is_variant_field(f):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_variant(t.field(i)) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_variant(t.value_field)
+    if pa.types.is_map(t):
+        return _has_variant(t.item_field)
+    return False
+
+
+def _fill_variant_children(arr: pa.Array, f: pa.Field) -> pa.Array:
+    """Empty bytes in a variant's required `metadata` / `value` slots under null rows (pyarrow's writer checks
+    a required child's null count even where the parent is null; no reader sees those slots)."""
+    if isinstance(arr, pa.ChunkedArray):
+        return pa.chunked_array([_fill_variant_children(c, f) for c in arr.chunks], type=arr.type)
+    t = f.type
+    if _is_variant_field(f):
+        children = [arr.field(i) for i in range(t.num_fields)]
+        if not any(c.null_count for c in children):
+            return arr
+        children = [pc.fill_null(c, b"") if c.null_count else c for c in children]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=arr.is_null() if arr.null_count else None)
+    if pa.types.is_struct(t):
+        kids = [_fill_variant_children(arr.field(i), t.field(i)) for i in range(t.num_fields)]
+        return pa.StructArray.from_arrays(kids, fields=list(t), mask=arr.is_null() if arr.null_count else None)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        cls = pa.ListArray if pa.types.is_list(t) else pa.LargeListArray
+        values = _fill_variant_children(arr.values, t.value_field)
+        return cls.from_arrays(arr.offsets, values, type=t, mask=arr.is_null() if arr.null_count else None)
+    if pa.types.is_map(t):
+        items = _fill_variant_children(arr.items, t.item_field)
+        return pa.MapArray.from_arrays(arr.offsets, arr.keys, items, type=t,
+                                       mask=arr.is_null() if arr.null_count else None)
+    return arr
 
 
 # ----------------------------------------------------------------------------- partition splitting

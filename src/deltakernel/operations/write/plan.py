@@ -50,13 +50,14 @@ def normalize_arrow_schema(schema: pa.Schema) -> pa.Schema:
         if pa.types.is_date64(t):
             return pa.date32()
         if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_fixed_size_list(t):
-            return pa.list_(pa.field("element", typ(t.value_type), t.value_field.nullable))
-        if pa.types.is_list(t):
-            return pa.list_(pa.field("element", typ(t.value_type), t.value_field.nullable))
+            return pa.list_(pa.field("element", typ(t.value_type), t.value_field.nullable, t.value_field.metadata))
+        if pa.types.is_list(t):  # element / value metadata kept: a variant's tag is there
+            return pa.list_(pa.field("element", typ(t.value_type), t.value_field.nullable, t.value_field.metadata))
         if pa.types.is_struct(t):
             return pa.struct([pa.field(f.name, typ(f.type), f.nullable, f.metadata) for f in t])
         if pa.types.is_map(t):
-            return pa.map_(typ(t.key_type), pa.field("value", typ(t.item_type), t.item_field.nullable))
+            return pa.map_(typ(t.key_type), pa.field("value", typ(t.item_type), t.item_field.nullable,
+                                                     t.item_field.metadata))
         return t
 
     return pa.schema([pa.field(f.name, typ(f.type), f.nullable, f.metadata) for f in schema])
