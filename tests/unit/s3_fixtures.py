@@ -6,16 +6,41 @@ lead owns `tests/conftest.py`.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
+_ATOMIC = threading.Lock()
+
+
+def make_conditional_writes_atomic() -> None:
+    """S3 decides a conditional PUT (`If-None-Match: *`, `If-Match`) atomically; moto's threaded server checks the
+    key, then writes it, with no lock between, so two concurrent put-if-absent writes of one key can both succeed
+    (seen: two writers both committed version 33 of a table under load). Delta's commit protocol rests on that
+    atomicity, so the emulator is made to honour it: its key PUT and POST handlers run one at a time."""
+    from moto.s3.responses import S3Response
+
+    for name in ("put_object", "_key_response_post"):
+        original = getattr(S3Response, name)
+        if getattr(original, "_dk_atomic", False):
+            continue
+
+        def atomic(self: object, *args: object, _original: object = original, **kwargs: object) -> object:
+            with _ATOMIC:
+                return _original(self, *args, **kwargs)  # type: ignore[operator]
+
+        atomic._dk_atomic = True  # type: ignore[attr-defined]
+        setattr(S3Response, name, atomic)
+
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
-    """http://127.0.0.1:PORT of a moto S3 server for the whole session (never binds other interfaces)."""
+    """http://127.0.0.1:PORT of a moto S3 server for the whole session (never binds other interfaces), with
+    atomic conditional writes as S3 has (`make_conditional_writes_atomic`)."""
     server_mod = pytest.importorskip("moto.server")
+    make_conditional_writes_atomic()
     server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
