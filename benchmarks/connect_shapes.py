@@ -6,7 +6,9 @@ server plugin, and a Connect client of it in this process), so the ratio is what
 client-side planning cost (the pushdown pass over the client's plan, the kernel's file skipping, the Parquet
 scan of the kept files sent as a plan), not a second Spark. The table: FILES files of ROWS ids each, sorted across
 files (a point query keeps one file). Each shape runs once to warm up, then `--repeat` times alternating the
-kinds; the medians and their ratio (Connect / classic) are printed as a Markdown table.
+kinds; the medians and their ratio (Connect / classic) are printed as a Markdown table, with the same ratio for
+plain Parquet (the one file a point query needs, no Delta: Spark Connect's own cost per SQL statement or DataFrame
+read) and each shape's ratio over it (what deltakernel adds on Connect beyond what Spark Connect itself costs).
 
 Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N] [--only "text|text"]``
 (`--only`: run only the shapes whose name contains one of the `|`-separated texts).
@@ -29,6 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 ROWS = 200
 KEY = 0  # set in main: an id in the middle of the table
+ONE_FILE = ""  # set in main: a directory holding a copy of the one data file a point query needs (plain Parquet)
 
 
 def build(path: str, files: int) -> None:
@@ -59,6 +62,9 @@ def shapes(spark: Any, path: str, kind: str) -> dict[str, Any]:
     def frame_view() -> None:
         load().createOrReplaceTempView(view)
 
+    def parquet_view() -> None:
+        spark.read.parquet(ONE_FILE).createOrReplaceTempView(f"{view}_pq")
+
     sql_view = f"dk_bench_shapes_sv_{kind}"  # made once: its reads expand its text per query (Connect)
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {sql_view} AS SELECT id, s FROM {t}")
 
@@ -83,7 +89,41 @@ def shapes(spark: Any, path: str, kind: str) -> dict[str, Any]:
         "temp view (spark.table)": lambda: (frame_view(), spark.table(view).where(f"id = {k}").collect()),
         "permanent view": lambda: spark.sql(f"SELECT id FROM dk_bench_shapes.v_{kind} WHERE id = {k}").collect(),
         "temp view made by SQL": lambda: spark.sql(f"SELECT id FROM {sql_view} WHERE id = {k}").collect(),
+        # Spark's own cost of each kind, no Delta: the one needed file as plain Parquet (the baseline of the ratios)
+        "baseline: Parquet SQL": lambda: spark.sql(f"SELECT id, s FROM parquet.`{ONE_FILE}` WHERE id = {k}").collect(),
+        "baseline: Parquet read().where": lambda: spark.read.parquet(ONE_FILE).where(f"id = {k}").collect(),
+        "baseline: Parquet temp view (SQL)": lambda: (parquet_view(), spark.sql(
+            f"SELECT id FROM {view}_pq WHERE id = {k}").collect()),
+        "baseline: Parquet temp view (spark.table)": lambda: (parquet_view(), spark.table(f"{view}_pq")
+                                                              .where(f"id = {k}").collect()),
     }
+
+
+def _copy_key_file(path: str, dest: Path) -> None:
+    """Copy the data file holding KEY into `dest` (the plain Parquet baseline reads it)."""
+    global ONE_FILE
+    import pyarrow.parquet as pq
+
+    from deltakernel import DeltaTable
+
+    dest.mkdir()
+    for uri in DeltaTable(path).file_uris():
+        local = uri.removeprefix("file://")
+        ids = pq.read_table(local, columns=["id"]).column("id")
+        if ids[0].as_py() <= KEY <= ids[-1].as_py():
+            shutil.copy(local, dest / "part-0.parquet")
+            ONE_FILE = str(dest)
+            return
+    raise AssertionError("no file holds the key")
+
+
+def _baseline(name: str) -> str:
+    """The plain Parquet shape a shape is compared with: the same temporary view steps, SQL, or a DataFrame read."""
+    if name.startswith("temp view ("):
+        return f"baseline: Parquet {name}"
+    if name.startswith("SQL") or name in ("permanent view", "temp view made by SQL"):
+        return "baseline: Parquet SQL"
+    return "baseline: Parquet read().where"
 
 
 def timed(fn: Any) -> float:
@@ -93,7 +133,7 @@ def timed(fn: Any) -> float:
 
 
 def main() -> None:
-    global KEY
+    global KEY, ONE_FILE
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--files", type=int, default=300)
@@ -106,6 +146,7 @@ def main() -> None:
     path = str(work / "t")
     KEY = (args.files // 2) * ROWS + 7
     build(path, args.files)
+    _copy_key_file(path, work / "one")
     classic, remote = sessions()
     remote.conf.set("spark.sql.session.timeZone", "UTC")
     try:
@@ -139,11 +180,14 @@ def main() -> None:
                         times[name][kind].append(t)
             print(f"{name}: done", file=sys.stderr)
         print(f"Point query on a {args.files}-file table ({args.files * ROWS:,} rows), median of {args.repeat}:\n")
-        print("| shape | classic (ms) | Connect (ms) | Connect / classic |")
-        print("|---|---:|---:|---:|")
+        ratios = {name: statistics.median(k["connect"]) / statistics.median(k["classic"]) for name, k in times.items()}
+        print("| shape | classic (ms) | Connect (ms) | Connect / classic | over Parquet's own Connect / classic |")
+        print("|---|---:|---:|---:|---:|")
         for name, kinds in times.items():
             a, b = statistics.median(kinds["classic"]), statistics.median(kinds["connect"])
-            print(f"| {name} | {a * 1000:.0f} | {b * 1000:.0f} | {b / a:.2f}x |")
+            base = ratios.get(_baseline(name))
+            norm = f"{ratios[name] / base:.2f}x" if base and not name.startswith("baseline") else "-"
+            print(f"| {name} | {a * 1000:.0f} | {b * 1000:.0f} | {b / a:.2f}x | {norm} |")
     finally:
         for kind, spark in (("classic", classic), ("connect", remote)):
             try:

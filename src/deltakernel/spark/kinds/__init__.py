@@ -73,8 +73,10 @@ class SourceAccess(Protocol):
         """Whether Spark's JVM can read `scheme://` URIs (S3A jars for s3, ...); `log_uri` is the table's log
         directory, for a kind that can only find out by trying. Raises or returns False when it cannot."""
 
-    def python_source_frame(self, source: str, path: str, options: dict[str, str]) -> Any:
-        """A DataFrame read through the registered Python data source `source` (bypassing enable()'s routing)."""
+    def python_source_frame(self, source: str, path: str, options: dict[str, str], schema: str | None = None) -> Any:
+        """A DataFrame read through the registered Python data source `source` (bypassing enable()'s routing);
+        `schema` (Spark's JSON of the source's schema, when the caller knows it) spares Spark asking the source in a
+        Python worker for it on every analysis."""
 
 
 class ConfAccess(Protocol):

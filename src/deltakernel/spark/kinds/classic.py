@@ -106,10 +106,12 @@ class ClassicSources(SessionBound):
         jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, self._spark._jsc.hadoopConfiguration())
         return True
 
-    def python_source_frame(self, source: str, path: str, options: dict[str, str]) -> Any:
+    def python_source_frame(self, source: str, path: str, options: dict[str, str], schema: str | None = None) -> Any:
         from pyspark.sql.classic.dataframe import DataFrame
 
         reader = self._spark._jsparkSession.read().format(source)
+        if schema is not None:
+            reader = reader.schema(self._spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema))
         for k, v in options.items():
             reader = reader.option(k, str(v))
         return DataFrame(reader.load(path), self._spark)

@@ -114,12 +114,12 @@ class ConnectSources(SessionBound):
                                              or ("ClassNotFoundException" in text and "FileSystem" in text))
         return self._schemes[scheme]
 
-    def python_source_frame(self, source: str, path: str, options: dict[str, str]) -> Any:
+    def python_source_frame(self, source: str, path: str, options: dict[str, str], schema: str | None = None) -> Any:
         """Connect's reader builds this plan node; ours is routed, so it is built directly."""
         from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
         from pyspark.sql.connect.plan import DataSource as SourcePlan
 
-        plan = SourcePlan(format=source, schema=None, options={k: str(v) for k, v in options.items()}, paths=[path])
+        plan = SourcePlan(format=source, schema=schema, options={k: str(v) for k, v in options.items()}, paths=[path])
         return ConnectFrame(plan, self._spark)
 
 

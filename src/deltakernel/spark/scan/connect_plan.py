@@ -112,7 +112,7 @@ class DeltaScan(_plan_base()):  # type: ignore[misc]
 def _source_frame(spark: Any, snapshot: Snapshot) -> Any:
     from .datasource import python_source_frame
 
-    return python_source_frame(spark, snapshot.storage.root_uri, {"versionAsOf": str(snapshot.version)})
+    return python_source_frame(spark, snapshot.storage.root_uri, {"versionAsOf": str(snapshot.version)}, snapshot)
 
 
 def delta_frame(spark: Any, snapshot: Snapshot, row_tracking: bool = False, predicate: Any = None) -> Any:

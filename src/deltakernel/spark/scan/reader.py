@@ -93,7 +93,8 @@ def frame_for_snapshot(spark: Any, snapshot: Snapshot, row_tracking: bool = Fals
         by_name = worker_options(snapshot.storage)  # a Unity Catalog table: the workers open it through the catalog
         if by_name is not None:
             path, opts = by_name[0], {**by_name[1], **opts}
-        return python_source_frame(spark, path, {"versionAsOf": str(snapshot.version), **opts})
+        return python_source_frame(spark, path, {"versionAsOf": str(snapshot.version), **opts},
+                                   None if "readChangeFeed" in opts else snapshot)
     from .read_plans import read_plans
 
     return read_plans(spark).table_frame(spark, snapshot, row_tracking, time_travel, table)
