@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -63,23 +64,30 @@ def make_source() -> None:
     pq.write_table(pa.concat_tables([hit, new]), SOURCE)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+def prepared_session() -> Any:
+    """The tables and the MERGE source written (once), and a `local[2]` session with deltakernel enabled."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     make_tables()
     make_source()
     from pyspark.sql import SparkSession
 
     import deltakernel.spark as dks
-    from deltakernel import DeltaTable as KernelTable
-    from deltakernel.spark import DeltaTable
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     dks.enable(spark)
+    return spark
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    spark = prepared_session()
+    from deltakernel import DeltaTable as KernelTable
+    from deltakernel.spark import DeltaTable
+
     jvm_pid = spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]
 
     def source() -> object:

@@ -26,8 +26,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_dml import TMP_DIR, WITH_DV, make_tables
-from bench_spark_merge import SOURCE, make_source
+from bench_dml import TMP_DIR, WITH_DV
+from bench_spark_merge import SOURCE, prepared_session
 
 
 def main() -> None:
@@ -35,18 +35,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="MERGEs (the first warms the JVM up)")
     ap.add_argument("--profile", action="store_true", help="cProfile the last run's driver")
     args = ap.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    make_tables()
-    make_source()
-    from pyspark.sql import SparkSession
-
-    import deltakernel.spark as dks
+    spark = prepared_session()
     from deltakernel.spark import DeltaTable
 
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    dks.enable(spark)
     tracker = spark.sparkContext.statusTracker()
     store = spark._jsparkSession.sharedState().statusStore()  # type: ignore[attr-defined]
     seen = {"job": -1, "sql": -1}
