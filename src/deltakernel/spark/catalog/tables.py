@@ -249,8 +249,8 @@ def create(spark: Any, parts: list[str] | tuple[str, ...], spec: TableSpec, mode
                                     f"{ref.location}")
         return _create_at(spark, ref, spec, mode, df)
     if mode == "replace":
-        raise TableNotFoundError(  # delta-spark's error class and sentence (its users match on "did not exist")
-            f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {label} cannot be replaced as it did not exist. "
+        raise TableNotFoundError(  # delta-spark's error class and sentence (DeltaErrors.cannotReplaceMissingTable)
+            f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {label} cannot be replaced as it does not exist. "
             "Use CREATE OR REPLACE TABLE to create the table.")
     db, table = dt
     if spec.location is None:  # managed: Spark creates the directory (and refuses a non-empty one) first
