@@ -6,6 +6,8 @@ UPDATE / MERGE, OPTIMIZE, history, time travel - every commit ratified by the ca
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,10 @@ NAME = f"{CATALOG}.{SCHEMA}.t"
 URI = f"uc://{NAME}"
 
 
-@pytest.fixture()
-def uc(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    server = start_server(tmp_path)
-    options = {"unity_catalog_url": server.url, "unity_catalog_token": UC_TOKEN}
+@contextlib.contextmanager
+def _catalog_on_session(spark: Any, server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The UC test server configured as catalog CATALOG on the session, as delta-spark users configure it; on exit
+    the confs are unset, the process forgets the catalog and the server stops (its errors are asserted after)."""
     base = f"spark.sql.catalog.{CATALOG}"
     confs = {base: "io.unitycatalog.spark.UCSingleCatalog", f"{base}.uri": server.url, f"{base}.token": UC_TOKEN}
     for k, v in confs.items():
@@ -35,14 +37,22 @@ def uc(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     # Spark Connect redacts conf values of keys naming a token: the client process has it in its environment
     monkeypatch.setenv("UNITY_CATALOG_TOKEN", UC_TOKEN)
     try:
-        write_deltalake(URI, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), storage_options=options)
-        yield server, options
+        yield
     finally:
         for k in confs:
             spark.conf.unset(k)
         # the process remembers a Spark catalog's options for `uc://<name>` opens; the next test's server differs
         forget_catalog(CATALOG)
         server.stop()
+
+
+@pytest.fixture()
+def uc(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    server = start_server(tmp_path)
+    options = {"unity_catalog_url": server.url, "unity_catalog_token": UC_TOKEN}
+    with _catalog_on_session(spark, server, monkeypatch):
+        write_deltalake(URI, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), storage_options=options)
+        yield server, options
     assert not server.errors, server.errors
 
 
@@ -171,20 +181,10 @@ def s3_uc(spark: Any, tmp_path: Path, moto_endpoint: str, s3_bucket: str, monkey
 
     server = start_server(tmp_path, vendor=MotoStsVendor(moto_endpoint))
     server.store.storage_root = f"s3://{s3_bucket}/uc"
-    base = f"spark.sql.catalog.{CATALOG}"
-    confs = {base: "io.unitycatalog.spark.UCSingleCatalog", f"{base}.uri": server.url, f"{base}.token": UC_TOKEN}
-    for k, v in confs.items():
-        spark.conf.set(k, v)
-    monkeypatch.setenv("UNITY_CATALOG_TOKEN", UC_TOKEN)
     endpoint = {"AWS_ENDPOINT_URL": moto_endpoint, "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
-    configure_catalog(CATALOG, endpoint)
-    try:
+    with _catalog_on_session(spark, server, monkeypatch):
+        configure_catalog(CATALOG, endpoint)
         yield server, {"unity_catalog_url": server.url, "unity_catalog_token": UC_TOKEN, **endpoint}
-    finally:
-        for k in confs:
-            spark.conf.unset(k)
-        forget_catalog(CATALOG)
-        server.stop()
     assert not server.errors, server.errors
 
 

@@ -35,6 +35,7 @@ installed release (4.3). What is used, per function:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 TESTED_PYSPARK = ("4.0", "4.1", "4.2", "4.3")
@@ -82,11 +83,11 @@ def run_sql(session: Any, text: str, args: Any, views: list[tuple[Any, str]]) ->
     """Connect's `SparkSession.sql` of an already formatted `text` with the `{df}` frames `views` (pyspark's own
     `sql` would format the text again)."""
     from pyspark.sql.connect import functions as CF
-    from pyspark.sql.connect.plan import SQL, CachedRelation, SubqueryAlias
+    from pyspark.sql.connect.plan import CachedRelation
 
     named = {k: CF.lit(v) for k, v in args.items()} if isinstance(args, dict) else {}
     positional = [CF.lit(v) for v in args] if isinstance(args, list) else []
-    cmd = SQL(text, positional, named, [SubqueryAlias(df._plan, name) for df, name in views])
+    cmd = _sql_plan(text, positional, named, views)
     _data, properties, info = session.client.execute_command(cmd.command(session._client))
     if "sql_command_result" in properties:
         df = plan_frame(CachedRelation(properties["sql_command_result"]), session)
@@ -95,6 +96,14 @@ def run_sql(session: Any, text: str, args: Any, views: list[tuple[Any, str]]) ->
     return plan_frame(cmd, session)
 
 
+def _sql_plan(text: str, positional: list[Any], named: dict[str, Any], views: list[tuple[Any, str]]) -> Any:
+    """Connect's `SQL` plan of `text` with its parameters and the (frame, name) pairs travelling as references."""
+    from pyspark.sql.connect.plan import SQL, SubqueryAlias
+
+    return SQL(text, positional, named, [SubqueryAlias(df._plan, name) for df, name in views])
+
+
+@functools.cache
 def sql_references() -> bool:
     """Can a Connect SQL plan carry frames as references (`plan.SQL(..., views)`, `WithRelations`: pyspark 4.0+)?"""
     import inspect
@@ -109,9 +118,7 @@ def sql_references() -> bool:
 def sql_frame(session: Any, text: str, views: list[tuple[Any, str]]) -> Any:
     """A lazy Connect DataFrame of the query `text` with the (frame, name) pairs `views` as its references: nothing
     is sent until the frame is (a view's text read by a statement: analysed with it)."""
-    from pyspark.sql.connect.plan import SQL, SubqueryAlias
-
-    return plan_frame(SQL(text, [], {}, [SubqueryAlias(df._plan, name) for df, name in views]), session)
+    return plan_frame(_sql_plan(text, [], {}, views), session)
 
 
 def parse_ddl(session: Any, text: str) -> Any:

@@ -192,12 +192,7 @@ def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[..., An
     statement defined."""
     found = kind.find(text, passthrough)
     rewritten = rewrite(spark, text, kind, found, passthrough) if found is not None else None
-    if rewritten is None:
-        out = passthrough(text)
-    elif rewritten.relations:
-        out = passthrough(rewritten.text, rewritten.relations)
-    else:
-        out = passthrough(rewritten.text)
+    out = passthrough(text) if rewritten is None else passthrough(rewritten.text, rewritten.relations)
     if found is not None:
         kind.after(found)
     return out
