@@ -135,3 +135,25 @@ def test_page_statistics_write_page_index() -> None:
                             ).parquet_options(layout)
     assert opts["write_page_index"] is True
     assert opts["write_statistics"] == ["id", "cat"]  # a struct name covers its leaves
+
+
+def test_decimals_are_stored_as_integers_like_spark_writes_them(tmp_path: Path) -> None:
+    """Precision <= 9 as INT32, <= 18 as INT64 (parquet-mr's and delta-rs's layout, which Spark's vectorized
+    reader decodes fastest), wider ones as fixed-length byte arrays; values and statistics unchanged."""
+    import decimal
+
+    def dec(text: str, p: int, s: int) -> pa.Array:
+        return pa.array([decimal.Decimal(text), decimal.Decimal("-" + text), None], pa.decimal128(p, s))
+
+    data = pa.table({"small": dec("1.25", 5, 2), "mid": dec("1234567890123.45", 15, 2),
+                     "wide": dec("123456789012345678901.5", 25, 1)})
+    deltakernel.write_deltalake(str(tmp_path), data)
+    cols = _columns(tmp_path)
+    assert {k: c.physical_type for k, c in cols.items()} == {
+        "small": "INT32", "mid": "INT64", "wide": "FIXED_LEN_BYTE_ARRAY"}
+    t = DeltaTable(str(tmp_path))
+    assert t.to_pyarrow_table().equals(data)
+    (add,) = t.get_add_actions(flatten=True).to_pylist()
+    assert add["min.mid"] == decimal.Decimal("-1234567890123.45")
+    assert add["max.mid"] == decimal.Decimal("1234567890123.45")
+    assert add["max.small"] == decimal.Decimal("1.25") and add["null_count.wide"] == 1

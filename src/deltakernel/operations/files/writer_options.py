@@ -204,6 +204,10 @@ class WriterProperties:
             "use_deprecated_int96_timestamps": False,
             "allow_truncated_timestamps": False,
             "write_page_index": self.write_page_index,
+            # decimals of precision <= 18 as INT32 / INT64, as Spark (parquet-mr), delta-rs and the TPC-H
+            # generator write them: Spark's vectorized reader decodes fixed-length byte arrays value by value
+            # (docs/decisions.md, "Spark write layout")
+            "store_decimal_as_integer": True,
         }
         if self.compression_level is not None and opts["compression"] not in ("snappy", "none", "lz4"):
             opts["compression_level"] = self.compression_level
