@@ -65,6 +65,59 @@ def test_native_stats_equal_kernel_stats(spark, tmp_path):
     assert spark.conf.get("spark.sql.parquet.outputTimestampType", None) in (None, "INT96")
 
 
+def test_native_job_sets_only_the_confs_its_columns_need(spark, tmp_path):
+    """The user's Parquet confs stay as they are for columns they do not affect, are overridden for one job where
+    they would make the files inexact (INT96 timestamps have no footer statistics; the legacy format writes small
+    decimals as byte arrays), and are put back afterwards."""
+    ts_type, legacy = "spark.sql.parquet.outputTimestampType", "spark.sql.parquet.writeLegacyFormat"
+    spark.conf.set(ts_type, "INT96")
+    spark.conf.set(legacy, "true")
+    try:
+        plain, typed = str(tmp_path / "plain"), str(tmp_path / "typed")
+        write(spark.range(0, 10).selectExpr("id", "CAST(id AS STRING) AS s"), plain, "native")
+        assert DeltaTable(plain).count() == 10
+        df = spark.createDataFrame([(dt.datetime(2020, 1, 1, 1, 2, 3), decimal.Decimal("1.50"))],
+                                   "ts timestamp, dec decimal(5,2)").coalesce(1)
+        write(df, typed, "native")
+        (add,) = adds(typed)
+        rg = pq.ParquetFile(str(Path(typed) / add["path"])).metadata.row_group(0)
+        assert [rg.column(i).physical_type for i in range(2)] == ["INT64", "INT32"]
+        assert json.loads(add["stats"])["minValues"]["ts"].startswith("2020-01-01T01:02:03")
+        assert (spark.conf.get(ts_type), spark.conf.get(legacy)) == ("INT96", "true")
+    finally:
+        spark.conf.unset(ts_type)
+        spark.conf.unset(legacy)
+
+
+def test_connect_append_reads_its_confs_in_one_request(connect_spark, tmp_path, monkeypatch):
+    """Issue 32: every conf request is a round trip on Connect. An append of columns no Parquet conf affects
+    reads the session confs it needs (write options, write path, the Parquet job's) in one request and sets
+    none; with a timestamp column the job's one conf is set and unset around the job."""
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")  # pyspark's functions build Connect Columns
+    client_type = type(connect_spark.client)
+    calls: list[str] = []
+    original = client_type.config
+
+    def counted(self, operation):
+        calls.append(operation.WhichOneof("op_type"))
+        return original(self, operation)
+
+    path = str(tmp_path / "t")
+    frame = connect_spark.range(0, 100).selectExpr("id", "CAST(id AS STRING) AS s")
+    frame.write.format("delta").save(path)  # the table exists: the counted append is an append
+    monkeypatch.setattr(client_type, "config", counted)
+    frame.write.format("delta").mode("append").save(path)
+    assert calls == ["get_with_default"]
+    calls.clear()
+    stamped = str(tmp_path / "ts")
+    connect_spark.range(0, 100).selectExpr("id", "TIMESTAMP'2020-01-01 00:00:00' AS ts").write.format("delta") \
+        .save(stamped)
+    assert calls == ["get_with_default", "set", "unset"]
+    monkeypatch.setattr(client_type, "config", original)
+    assert DeltaTable(path).count() == 200 and DeltaTable(stamped).count() == 100
+    assert connect_spark.conf.get("spark.sql.parquet.outputTimestampType", None) is None
+
+
 def test_native_is_the_default_and_keeps_scans_exact(spark, tmp_path):
     path = str(tmp_path / "t")
     spark.range(0, 1000, numPartitions=4).withColumn("v", F.col("id") * 2).write.format("delta").save(path)

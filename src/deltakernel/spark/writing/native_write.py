@@ -24,6 +24,8 @@ them).
 
 Session settings the job needs (set for the job, then restored): INT64 microsecond timestamps (INT96 has
 no footer statistics), proleptic-Gregorian dates (no legacy rebase), Parquet field ids (column mapping).
+Only those the table's columns need and the session does not already have are set (`job_confs`): on
+Connect every conf request is a round trip.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -66,13 +68,18 @@ WRITE_PATH_CONF = "spark.deltakernel.writePath"
 _PRIMITIVES = {"byte", "short", "integer", "long", "float", "double", "string", "binary", "boolean", "date",
                "timestamp", "timestamp_ntz"}
 _PARTITION_TYPES = {"string", "byte", "short", "integer", "long", "boolean", "date"}
-_JOB_CONFS = {
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
-    "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
-    "spark.sql.parquet.fieldId.write.enabled": "true",
-    "spark.sql.parquet.writeLegacyFormat": "false",
-}
+_TS_TYPE = "spark.sql.parquet.outputTimestampType"
+_DATETIME_REBASE = "spark.sql.parquet.datetimeRebaseModeInWrite"
+_INT96_REBASE = "spark.sql.parquet.int96RebaseModeInWrite"
+_FIELD_IDS = "spark.sql.parquet.fieldId.write.enabled"
+_LEGACY_FORMAT = "spark.sql.parquet.writeLegacyFormat"
+_JOB_CONFS = {_TS_TYPE: "TIMESTAMP_MICROS", _DATETIME_REBASE: "CORRECTED", _INT96_REBASE: "CORRECTED",
+              _FIELD_IDS: "true", _LEGACY_FORMAT: "false"}
+#: Spark 4's defaults of those confs: an unset conf already equal to what the job needs is left alone
+_SPARK_DEFAULTS = {_TS_TYPE: "INT96", _DATETIME_REBASE: "CORRECTED", _INT96_REBASE: "CORRECTED",
+                   _FIELD_IDS: "true", _LEGACY_FORMAT: "false"}
+#: every conf the job may need, for callers that read them with their own confs (one round trip on Connect)
+JOB_CONF_KEYS = tuple(_JOB_CONFS)
 _FOOTER_THREADS = 8
 
 
@@ -154,10 +161,12 @@ def native_frame(df: Any, metadata: Metadata, protocol: Protocol, predicate: str
     return df.select(*cols)
 
 
-def write_path_choice(spark: Any, options: Any) -> str:
-    """auto / native / arrow from the writer option or the session conf."""
+def write_path_choice(spark: Any, options: Any, known: Mapping[str, str | None] | None = None) -> str:
+    """auto / native / arrow from the writer option or the session conf (`known`: confs already read)."""
     raw = options.get(WRITE_PATH_OPTION)
-    if raw is None:
+    if raw is None and known is not None and WRITE_PATH_CONF in known:
+        raw = known[WRITE_PATH_CONF]
+    elif raw is None:
         try:
             raw = spark.conf.get(WRITE_PATH_CONF, None)
         except Exception:
@@ -189,23 +198,71 @@ def native_or_fallback(spark: Any, df: Any, storage: Storage, metadata: Metadata
 
 
 # ----------------------------------------------------------------------------- the job
+def job_confs(metadata: Metadata) -> dict[str, str]:
+    """The confs of `_JOB_CONFS` that change how this table's data columns are written (issue 32: each conf
+    read, set and restored is a round trip on Connect, most of what a Connect append cost over a classic one):
+    the timestamp type and INT96 rebase for `timestamp` columns, the datetime rebase for dates and timestamps,
+    the legacy format for decimals (the only eligible type it changes), field ids under column mapping."""
+    parts = {p.lower() for p in metadata.partition_columns}
+    names: set[str] = set()
+
+    def walk(t: DataType) -> None:
+        if isinstance(t, StructType):
+            for f in t.fields:
+                walk(f.type)
+        elif isinstance(t, DecimalType):
+            names.add("decimal")
+        elif isinstance(t, PrimitiveType):
+            names.add(t.name)
+
+    for f in metadata.schema.fields:
+        if f.name.lower() not in parts:  # partition values are directory names, not Parquet columns
+            walk(f.type)
+    keys: list[str] = []
+    if "timestamp" in names:
+        keys += [_TS_TYPE, _INT96_REBASE]
+    if names & {"timestamp", "timestamp_ntz", "date"}:
+        keys.append(_DATETIME_REBASE)
+    if "decimal" in names:
+        keys.append(_LEGACY_FORMAT)
+    if (metadata.configuration.get("delta.columnMapping.mode", "none") or "none") != "none":
+        keys.append(_FIELD_IDS)
+    return {k: _JOB_CONFS[k] for k in keys}
+
+
+def _effective(key: str, value: str | None) -> str | None:
+    return (value if value is not None else _SPARK_DEFAULTS.get(key) or "").strip().lower() or None
+
+
 @contextlib.contextmanager
-def session_confs(spark: Any, confs: dict[str, str]) -> Iterator[None]:
+def session_confs(spark: Any, confs: dict[str, str],
+                  known: Mapping[str, str | None] | None = None) -> Iterator[None]:
     """Set session confs for one job and restore the previous values (unset ones are unset again); in bulk
-    (`common/confs.py`: on Connect one call to read, at most two to set and two to restore)."""
+    (`common/confs.py`: on Connect one call to read, at most two to set and two to restore). Only confs whose
+    value (or Spark's default, when unset) differs are set; `known`: their current values, already read by
+    the caller (no read then). No confs to change: no call at all."""
     from ..common.confs import get_confs, set_confs
 
-    old = get_confs(spark, confs)
-    set_confs(spark, confs)
+    if not confs:
+        yield
+        return
+    old = dict(known) if known is not None and all(k in known for k in confs) else get_confs(spark, confs)
+    change = {k: v for k, v in confs.items() if _effective(k, old.get(k)) != _effective(k, v)}
+    if not change:
+        yield
+        return
+    set_confs(spark, change)
     try:
         yield
     finally:
-        set_confs(spark, old)
+        set_confs(spark, {k: old.get(k) for k in change})
 
 
 def write_native(frame: Any, path: str, uri: str, storage_options: dict[str, str] | None, metadata: Metadata,
-                 max_rows_per_file: int | None) -> tuple[list[dict[str, Any]], int]:
-    """Run the Spark Parquet job for `frame` (from `native_frame`); the add actions and rows written."""
+                 max_rows_per_file: int | None,
+                 known_confs: Mapping[str, str | None] | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Run the Spark Parquet job for `frame` (from `native_frame`); the add actions and rows written.
+    `known_confs`: the session's values of `JOB_CONF_KEYS` when the caller already read them."""
     storage = storage_for_uri(uri, storage_options)
     if getattr(storage, "catalog", None) is not None:  # a catalog's table name (uc://c.s.t): Spark writes where
         path = spark_path(storage, "")                  # the catalog put the table
@@ -223,7 +280,7 @@ def write_native(frame: Any, path: str, uri: str, storage_options: dict[str, str
     moved: list[str] = []
     targets: set[str] = set()
     try:
-        with session_confs(frame.sparkSession, _JOB_CONFS):
+        with session_confs(frame.sparkSession, job_confs(metadata), known_confs):
             writer.parquet(f"{path.rstrip('/')}/{stage}")
         files = [m for m in storage.list_from(stage + "/", recursive=True) if _is_data(m.key[len(stage) + 1:])]
         plan = FooterStats(metadata.schema, parts, mode, metadata.configuration)
@@ -338,5 +395,5 @@ def _partition_value(text: str, dtype: DataType) -> str | None:
     raise DeltaError(f"partition type {dtype} is not written by the native path")
 
 
-__all__ = ["WRITE_PATH_CONF", "WRITE_PATH_OPTION", "Ineligible", "native_frame", "session_confs",
-           "write_native", "write_path_choice"]
+__all__ = ["JOB_CONF_KEYS", "WRITE_PATH_CONF", "WRITE_PATH_OPTION", "Ineligible", "job_confs", "native_frame",
+           "session_confs", "write_native", "write_path_choice"]
