@@ -28,8 +28,6 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.json as pajson
 
-from ..arrow_build import np_to_arrow
-
 #: the exact prefixes of file-action lines as every writer emits them (anything else: the general path)
 _PREFIXES = {b'{"add":': 1, b'{"remove":': 2, b'{"cdc":': 3}
 _WIDTH = max(len(p) for p in _PREFIXES)
