@@ -428,7 +428,11 @@ class Scan:
 def read_in_order(
     read: Callable[[dict[str, Any]], pa.Table], tasks: Sequence[dict[str, Any]], in_flight: int
 ) -> Iterator[pa.Table]:
-    """Read files on a small thread pool, yielding in task order with at most `in_flight` files held."""
+    """Read files on a small thread pool, yielding in task order with at most `in_flight` files held (one file:
+    read on the caller's thread, no pool to start - a selective read often keeps one file)."""
+    if len(tasks) == 1:
+        yield read(tasks[0])
+        return
     in_flight = max(1, min(in_flight, len(tasks)))
     with ThreadPoolExecutor(max_workers=in_flight) as pool:
         queue: deque[Future[pa.Table]] = deque()
