@@ -1,6 +1,7 @@
-"""Row-group pruning (kernel/scan/row_groups.py): a filtered read of files with many row groups returns exactly
-the rows the same read returns with pruning switched off, on random data, row-group sizes and predicates (nulls,
-NaN, strings, timestamps, partitions, IN lists), and with deletion vectors and row ids (physical row offsets)."""
+"""Row-group and page-index pruning (kernel/scan/row_groups.py, page_index.py): a filtered read of files with many
+row groups and pages returns exactly the rows the same read returns with pruning switched off, on random data,
+row-group and page sizes and predicates (nulls, NaN, strings, timestamps, partitions, IN lists), and with deletion
+vectors and row ids (physical row offsets)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pathlib
 import tempfile
 from typing import Any
 
+import deltalake
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +26,7 @@ def _read_unpruned(monkeypatch: pytest.MonkeyPatch, path: str, filters: Any, **k
     """The same read with every row group read (the reference)."""
     with monkeypatch.context() as m:
         m.setattr(scan_module, "row_groups_to_read", lambda *a, **k: None)
+        m.setattr(scan_module, "read_pruned", lambda *a, **k: None)
         table, skipped = _read(path, filters, **kw)
     assert skipped == 0
     return table
@@ -48,7 +51,7 @@ stamps = st.one_of(st.none(), st.integers(0, 50).map(lambda s: _T0 + dt.timedelt
 
 
 @st.composite
-def _case(draw: st.DrawFn) -> tuple[pa.Table, int, list[str], list[Any]]:
+def _case(draw: st.DrawFn) -> tuple[pa.Table, int, list[str], list[Any], bool]:
     n = draw(st.integers(0, 40))
     table = pa.table({
         "i": pa.array(draw(st.lists(ints, min_size=n, max_size=n)), pa.int64()),
@@ -68,18 +71,25 @@ def _case(draw: st.DrawFn) -> tuple[pa.Table, int, list[str], list[Any]]:
         value = draw(st.lists(values[col], min_size=1, max_size=3)) if "in" in op else draw(values[col])
         conjunct.append((col, op, value))
     filters: list[Any] = conjunct if draw(st.booleans()) else [conjunct, [draw(st.sampled_from(conjunct))]]
-    return table, draw(st.integers(1, 6)), partitions, filters
+    return table, draw(st.integers(1, 6)), partitions, filters, draw(st.booleans())
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(_case())
 def test_pruned_reads_equal_unpruned_reads(monkeypatch: pytest.MonkeyPatch,
-                                           case: tuple[pa.Table, int, list[str], list[Any]]) -> None:
-    table, rg_rows, partitions, filters = case
+                                           case: tuple[pa.Table, int, list[str], list[Any], bool]) -> None:
+    """deltakernel's writer (no page index) and delta-rs's with pages of 1-3 rows in row groups of up to 18 (the
+    page index: page pruning inside the row groups)."""
+    table, rg_rows, partitions, filters, pages = case
     with tempfile.TemporaryDirectory() as d:
-        write_deltalake(d, table, partition_by=partitions or None,
-                        writer_properties=WriterProperties(max_row_group_size=rg_rows))
+        if pages:
+            props = deltalake.WriterProperties(max_row_group_size=rg_rows * 3, data_page_row_count_limit=rg_rows % 3 + 1,
+                                               write_batch_size=rg_rows % 3 + 1)
+            deltalake.write_deltalake(d, table, partition_by=partitions or None, writer_properties=props)
+        else:
+            write_deltalake(d, table, partition_by=partitions or None,
+                            writer_properties=WriterProperties(max_row_group_size=rg_rows))
         pruned, _ = _read(d, filters)
         full = _read_unpruned(monkeypatch, d, filters)
         assert pruned.schema == full.schema

@@ -30,13 +30,12 @@ from ..stats.parse import FileStats, StatsLeaf, stats_leaf_columns
 from .skipping import skipping_mask
 
 
-def _bounds(values: list[Any], file_type: pa.DataType, leaf: StatsLeaf) -> pa.Array | None:
-    """Footer min or max values (None = unknown) as an array of the leaf's type, or None when they do not
-    convert exactly."""
+def convert_bounds(arr: pa.Array, leaf: StatsLeaf) -> pa.Array | None:
+    """Bounds read from a file (footer or page index) as the leaf's type with NaN made unknown, or None when they
+    do not convert exactly (a safe cast: a lossy conversion raises, and the leaf stays unknown)."""
     try:
-        arr = pa.array(values, type=file_type)
         if arr.type != leaf.arrow:
-            arr = arr.cast(leaf.arrow)  # safe cast: a lossy conversion raises, and the leaf stays unknown
+            arr = arr.cast(leaf.arrow)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
         return None
     if pa.types.is_floating(arr.type) and len(arr):
@@ -44,6 +43,15 @@ def _bounds(values: list[Any], file_type: pa.DataType, leaf: StatsLeaf) -> pa.Ar
         if pc.any(nan).as_py():
             arr = pc.if_else(nan, pa.scalar(None, arr.type), arr)
     return arr
+
+
+def _bounds(values: list[Any], file_type: pa.DataType, leaf: StatsLeaf) -> pa.Array | None:
+    """Footer min or max values (None = unknown) as an array of the leaf's type, or None."""
+    try:
+        arr = pa.array(values, type=file_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return None
+    return convert_bounds(arr, leaf)
 
 
 def row_group_stats(metadata: pq.FileMetaData, file_schema: pa.Schema, schema: StructType, mode: str,
@@ -116,4 +124,4 @@ def row_groups_to_read(pf: pq.ParquetFile, predicate: Expr | None, schema: Struc
     return out
 
 
-__all__ = ["row_group_stats", "row_groups_to_read"]
+__all__ = ["convert_bounds", "row_group_stats", "row_groups_to_read"]

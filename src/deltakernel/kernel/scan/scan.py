@@ -33,6 +33,7 @@ from ..schema.geospatial import parse_geo_type
 from ..schema.reconcile import conform_table
 from ..schema.types import StructField, StructType
 from ..snapshot import Snapshot
+from .page_index import read_pruned
 from .row_groups import row_groups_to_read
 
 DEFAULT_BATCH_SIZE = 131_072
@@ -61,6 +62,7 @@ class _OpenFile:
     hidden: list[str]
     data_fields: list[StructField]
     deleted: npt.NDArray[np.uint64] | None
+    source: Any = None  # the opened file (page_index.py reads byte ranges of it)
 
 
 @dataclass
@@ -234,7 +236,7 @@ class Scan:
             if deleted.size and int(deleted[-1]) >= num_rows:
                 raise DeltaError(f"deletion vector of {uri} deletes row {int(deleted[-1])} but the file has "
                                  f"{num_rows} rows")
-        return _OpenFile(pf, uri, file_cols + hidden, hidden, data_fields, deleted)
+        return _OpenFile(pf, uri, file_cols + hidden, hidden, data_fields, deleted, source)
 
     def read_file(self, task: dict[str, Any]) -> pa.Table:
         """One file as logical Arrow data, deletion vector applied, filter applied. With a predicate, only the
@@ -243,9 +245,14 @@ class Scan:
         groups = row_groups_to_read(f.pf, self.predicate, self.schema, self.mode, self._partition_set)
         if groups is not None:
             self.metrics.row_groups_skipped += f.pf.metadata.num_row_groups - len(groups)
-        if groups is not None and (f.deleted is not None or self.row_tracking):
-            # deletion vectors and row ids count physical rows: each run of adjacent row groups at its offset
-            return self._read_runs(f, task, groups)
+        if f.deleted is not None or self.row_tracking:
+            if groups is not None:  # deletion vectors and row ids count physical rows: runs of row groups
+                return self._read_runs(f, task, groups)
+        elif self.predicate is not None and groups != []:
+            pruned = read_pruned(f.pf, f.source, f.columns, groups, self.predicate, self.schema, self.mode,
+                                 self._partition_set)
+            if pruned is not None:  # only the pages that may match (page_index.py)
+                return self._piece(f, task, pruned, 0)
         try:
             if groups is None:
                 table = f.pf.read(columns=f.columns, use_threads=_threaded(task))
