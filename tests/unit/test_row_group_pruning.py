@@ -120,3 +120,31 @@ def test_row_groups_are_skipped_and_deletion_vectors_count_physical_rows(tmp_pat
             assert pruned.column("_row_id").to_pylist() == pruned.column("id").to_pylist()
     empty, skipped = _read(path, [("id", ">", 5000)])
     assert empty.num_rows == 0 and skipped == 0  # (the file itself is skipped by its log statistics)
+
+
+def test_page_index_reads_only_the_matching_pages(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One row group of 1,000 rows in pages of 50 (delta-rs writes the page index): a 50-row range decodes two
+    pages of every column, not the row group, and the rows are those of the unpruned read."""
+    path = str(tmp_path / "t")
+    data = pa.table({"id": pa.array(range(1000), pa.int64()), "s": pa.array([f"v{i % 13}" for i in range(1000)]),
+                     "t": pa.array([_T0 + dt.timedelta(seconds=i) for i in range(1000)], pa.timestamp("us", tz="UTC"))})
+    props = deltalake.WriterProperties(max_row_group_size=1000, data_page_row_count_limit=50, write_batch_size=50)
+    deltalake.write_deltalake(path, data, writer_properties=props)
+    decoded: list[int] = []
+    real = scan_module.read_pruned
+
+    def spy(*args: Any, **kwargs: Any) -> pa.Table | None:
+        out = real(*args, **kwargs)
+        decoded.append(-1 if out is None else out.num_rows)
+        return out
+
+    monkeypatch.setattr(scan_module, "read_pruned", spy)
+    for filters, rows in (([("id", ">=", 120), ("id", "<", 170)], list(range(120, 170))),
+                          ([("t", ">", _T0 + dt.timedelta(seconds=949.5))], list(range(950, 1000)))):
+        decoded.clear()
+        table, _ = _read(path, filters)
+        assert decoded == [100 if rows[0] == 120 else 50]
+        assert sorted(table.column("id").to_pylist()) == rows
+        with monkeypatch.context() as m:
+            m.setattr(scan_module, "read_pruned", real)
+            assert _rows(table) == _rows(_read_unpruned(monkeypatch, path, filters))

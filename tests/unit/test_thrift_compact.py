@@ -31,7 +31,8 @@ def test_footer_and_page_indexes_round_trip(tmp_path: pathlib.Path) -> None:
         index, stop = tc.read_struct(data[start : start + size])
         assert stop == size and tc.write_struct(index) == data[start : start + size]
     pages = tc.read_struct(data[chunk[4][1] : chunk[4][1] + chunk[5][1]])[0][1][1][1]
-    assert [p[3][1] for p in pages][0] == 0 and len(pages) > 1  # first_row_index of each page
+    first_rows = [p[3][1] for p in pages]  # first_row_index of each page
+    assert first_rows[0] == 0 and len(pages) > 1 and first_rows == sorted(first_rows)
 
 
 def test_every_wire_type_round_trips() -> None:

@@ -194,10 +194,17 @@ def _one_column_file(meta: Struct, rg: Struct, j: int, chunk: _Chunk, pages: np.
     prefix = read(chunk_start, data_start - chunk_start) if data_start > chunk_start else b""
     body = bytearray(b"PAR1")
     body += prefix
-    rows = 0
-    for p in pages.tolist():
-        body += read(int(chunk.offsets[p]), int(chunk.sizes[p]))
-        rows += int(chunk.ends[p] - chunk.first[p])
+    rows = int(np.sum(chunk.ends[pages] - chunk.first[pages]))
+    run_start = run_end = -1
+    for p in pages.tolist():  # adjacent pages in one read
+        start, size = int(chunk.offsets[p]), int(chunk.sizes[p])
+        if start != run_end:
+            if run_end > run_start:
+                body += read(run_start, run_end - run_start)
+            run_start = start
+        run_end = start + size
+    if run_end > run_start:
+        body += read(run_start, run_end - run_start)
     new_md = {k: v for k, v in md.items() if k in (1, 2, 3, 4, 6, 8, 13)}
     new_md[5] = (I64, rows)
     new_md[7] = (I64, len(body) - 4)
