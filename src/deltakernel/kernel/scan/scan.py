@@ -248,7 +248,7 @@ class Scan:
         if f.deleted is not None or self.row_tracking:
             if groups is not None:  # deletion vectors and row ids count physical rows: runs of row groups
                 return self._read_runs(f, task, groups)
-        elif self.predicate is not None and groups != []:
+        elif self.predicate is not None and groups != [] and self._local_reads(task):
             pruned = read_pruned(f.pf, f.source, f.columns, groups, self.predicate, self.schema, self.mode,
                                  self._partition_set)
             if pruned is not None:  # only the pages that may match (page_index.py)
@@ -263,6 +263,12 @@ class Scan:
         except (pa.ArrowInvalid, OSError) as e:
             raise CorruptLogError(f"data file {f.uri} could not be read: {e}") from e
         return self._piece(f, task, table, 0)
+
+    def _local_reads(self, task: dict[str, Any]) -> bool:
+        """Page-index pruning reads a few byte ranges per column: cheap on a local disk, a request each on an object
+        store (where one pre-buffered read of the row group costs less latency); local files only, for now."""
+        storage, _ = resolve_file(self.snapshot.storage, task["path"])
+        return bool(storage.sequential_reads)
 
     def _read_runs(self, f: _OpenFile, task: dict[str, Any], groups: list[int]) -> pa.Table:
         """The kept row groups of a file, each run of adjacent ones read and made logical at its first physical
