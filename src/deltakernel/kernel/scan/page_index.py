@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..expressions.predicate import Expr, referenced_columns
+from ..schema.geospatial import parse_geo_type
 from ..schema.types import StructType
 from ..stats.parse import FileStats, stats_leaf_columns
 from .row_groups import convert_bounds
@@ -134,7 +135,7 @@ def kept_ranges(
             by_name[path[0].decode("utf-8", "replace")] = j
     leaves = [leaf for leaf in stats_leaf_columns(schema, mode, {c for c in referenced_columns(predicate)})
               if leaf.logical[0].lower() not in partition_names and leaf.minmax and len(leaf.physical) == 1
-              and leaf.physical[0] in by_name]
+              and leaf.physical[0] in by_name and parse_geo_type(leaf.dtype) is None]
     if not leaves:
         return None
     chunks: dict[int, _Chunk] = {}

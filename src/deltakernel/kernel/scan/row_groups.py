@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..expressions.predicate import Expr, referenced_columns
+from ..schema.geospatial import parse_geo_type
 from ..schema.types import StructType
 from ..stats.parse import FileStats, StatsLeaf, stats_leaf_columns
 from .skipping import skipping_mask
@@ -65,8 +66,8 @@ def row_group_stats(metadata: pq.FileMetaData, file_schema: pa.Schema, schema: S
     first = metadata.row_group(0)
     by_path = {first.column(j).path_in_schema: j for j in range(first.num_columns)}
     for leaf in stats_leaf_columns(schema, mode, columns):
-        if leaf.logical[0].lower() in partition_names:
-            continue
+        if leaf.logical[0].lower() in partition_names or parse_geo_type(leaf.dtype) is not None:
+            continue  # (geo leaves are bounded by bounding boxes, not the footer's byte-wise min / max)
         j = by_path.get(".".join(leaf.physical))
         if j is None:
             continue
