@@ -191,8 +191,12 @@ def _one_column_file(meta: Struct, rg: Struct, j: int, chunk: _Chunk, pages: np.
     """A Parquet file holding column `j`'s dictionary page (if any) and the data `pages` of this row group."""
     md = chunk.meta
     data_start = int(chunk.offsets[0])
-    chunk_start = md[11][1] if 11 in md else md[9][1]
-    prefix = read(chunk_start, data_start - chunk_start) if data_start > chunk_start else b""
+    if md[9][1] != data_start:  # the first data page is not where the offset index says: not a shape we copy
+        raise ThriftError("data_page_offset differs from the first page location")
+    dictionary = md[11][1] if 11 in md else None
+    if dictionary is not None and not 4 <= dictionary < data_start:
+        raise ThriftError("unexpected dictionary_page_offset")
+    prefix = read(dictionary, data_start - dictionary) if dictionary is not None else b""
     body = bytearray(b"PAR1")
     body += prefix
     rows = int(np.sum(chunk.ends[pages] - chunk.first[pages]))
@@ -210,7 +214,7 @@ def _one_column_file(meta: Struct, rg: Struct, j: int, chunk: _Chunk, pages: np.
     new_md[5] = (I64, rows)
     new_md[7] = (I64, len(body) - 4)
     new_md[9] = (I64, 4 + len(prefix))
-    if 11 in md and prefix:
+    if prefix:
         new_md[11] = (I64, 4)
     cc: Struct = {2: (I64, 4), 3: (STRUCT, new_md)}
     new_rg: Struct = {1: (LIST, (STRUCT, [cc])), 2: (I64, len(body) - 4), 3: (I64, rows)}
