@@ -259,24 +259,22 @@ def read_pruned(pf: pq.ParquetFile, source: Any, columns: list[str], groups: lis
 
         row_groups = meta[4][1][1]
         wanted = list(range(len(row_groups))) if groups is None else groups
-        pieces: list[pa.Table] = []
-        pruned_any = False
+        plans = []  # per row group: its kept ranges and chunks, or None (read it whole)
         for g in wanted:
             rg = row_groups[g]
             found = kept_ranges(rg, read, file_schema, predicate, schema, mode, partition_names)
-            num_rows = rg[3][1]
-            if found is not None and sum(e - s for s, e in found[0]) > _MAX_KEPT * num_rows:
+            if found is not None and sum(e - s for s, e in found[0]) > _MAX_KEPT * rg[3][1]:
                 found = None
+            plans.append(found)
+        if all(p is None for p in plans):  # decided on the page indexes alone, before any data is read
+            return None
+        pieces: list[pa.Table] = []
+        for g, found in zip(wanted, plans):
             if found is None:
                 pieces.append(pf.read_row_group(g, columns=columns, use_threads=False))
-                continue
-            pruned_any = True
-            ranges, chunks = found
-            if not ranges:
-                continue
-            pieces.append(_read_ranges(pf, meta, rg, ranges, chunks, columns, read, num_rows))
-        if not pruned_any:
-            return None
+            elif found[0]:
+                pieces.append(_read_ranges(pf, meta, row_groups[g], found[0], found[1], columns, read,
+                                           row_groups[g][3][1]))
         if not pieces:
             return file_schema.empty_table().select(columns)
         return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
@@ -314,7 +312,7 @@ def _read_ranges(pf: pq.ParquetFile, meta: Struct, rg: Struct, ranges: list[tupl
         merged = pa.chunked_array([c for p in parts for c in p.chunks], col.type)
         target = file_schema.field(name).type
         arrays.append(merged if merged.type == target else pc.cast(merged, target))
-    return pa.Table.from_arrays(arrays, names=columns)
+    return pa.Table.from_arrays(arrays, schema=pa.schema([file_schema.field(n) for n in columns]))
 
 
 __all__ = ["kept_ranges", "read_pruned"]
