@@ -74,7 +74,7 @@ def _case(draw: st.DrawFn) -> tuple[pa.Table, int, list[str], list[Any], bool]:
     return table, draw(st.integers(1, 6)), partitions, filters, draw(st.booleans())
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(_case())
 def test_pruned_reads_equal_unpruned_reads(monkeypatch: pytest.MonkeyPatch,
