@@ -26,8 +26,9 @@ import pyarrow.compute as pc
 from ...kernel.schema.geospatial import GeoType, parse_geo_type
 from ...kernel.schema.types import DataType, StructType
 
-#: Spark's switch for its geospatial types and ST functions
+#: Spark's switch for its geospatial types and ST functions, and its value when unset (Spark 4.3's default)
 GEOSPATIAL_CONF = "spark.sql.geospatial.enabled"
+GEOSPATIAL_DEFAULT = "true"
 #: the first pyspark whose Spark reads and writes geospatial columns end to end (4.1 has the types, its Parquet
 #: writer none; delta-spark enables its own geospatial support on 4.2+; 4.3 is the release tested here)
 MIN_PYSPARK = (4, 3)
@@ -83,7 +84,7 @@ def top_level_geo(schema: StructType) -> dict[str, GeoType]:
 def session_geo_types(spark: Any, schema: StructType) -> dict[str, GeoType]:
     """The columns a read of `schema` in `spark` shows as Spark geospatial types: none unless the table has such
     columns (no conf is asked otherwise: no round trip on Connect) and the session enables Spark's geospatial
-    types (`spark.sql.geospatial.enabled`, default false in Spark 4.3)."""
+    types (`spark.sql.geospatial.enabled`, on by default in Spark 4.3)."""
     if not any(parse_geo_type(f.type) is not None for f in schema.fields):
         return {}
     cols = top_level_geo(schema)
@@ -92,7 +93,7 @@ def session_geo_types(spark: Any, schema: StructType) -> dict[str, GeoType]:
     from .confs import get_confs
 
     value = get_confs(spark, [GEOSPATIAL_CONF])[GEOSPATIAL_CONF]
-    return cols if (value or "false").strip().lower() == "true" else {}
+    return cols if (value or GEOSPATIAL_DEFAULT).strip().lower() == "true" else {}
 
 
 def from_wkb(col: Any, geo: GeoType) -> Any:

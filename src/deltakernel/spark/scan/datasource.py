@@ -288,8 +288,9 @@ def python_source_frame(spark: Any, path: str, options: dict[str, str], snapshot
     if geo:  # the source yields WKB; Spark's geometry/geography types where the session has them
         from pyspark.sql import functions as F
 
+        names = [f.name for f in snapshot.schema.fields]  # the source's columns (no schema round trip)
         frame = frame.select(*[from_wkb(F.col(quote(n)), geo[n]).alias(n) if n in geo else F.col(quote(n))
-                               for n in frame.columns])
+                               for n in names])
     return frame
 
 
