@@ -97,7 +97,10 @@ def test_geospatial_reads_as_spark_types(geo_on, tables):
     # collected values are pyspark's Geometry objects over the same WKB and the column's SRID
     one = next(r["geom"] for r in rows if r["id"] == 1)
     assert bytes(one.getBytes()) == _pt(1, 2) and one.getSrid() == 4326
-    # SQL over the path and DESCRIBE show the same types
+    # a temporary view (on Connect: over the Python data source) and SQL over the path show the same types
+    df.createOrReplaceTempView("dk_geo_view")
+    (v,) = spark.sql("SELECT geom, st_asbinary(geom) AS g FROM dk_geo_view WHERE id = 3").collect()
+    assert v["geom"].getSrid() == 4326 and _b(v["g"]) == _pt(-179.5, 10)
     assert spark.sql(f"SELECT * FROM delta.`{geo}`").schema["geog"].dataType.simpleString() == "geography(4326)"
     described = {r["col_name"]: r["data_type"] for r in spark.sql(f"DESCRIBE delta.`{geo}`").collect()}
     assert described["geom"] == "geometry(4326)" and described["utm"] == "binary"
