@@ -105,15 +105,27 @@ def test_time_travel_reads_the_pinned_files(tmp_path: Path) -> None:
     assert _same(path, "SELECT id FROM t") == [str({"id": 9})]
 
 
-def test_deletion_vectors_keep_the_dataset_provider(tmp_path: Path) -> None:
+def test_deletion_vectors_only_their_files_on_the_dataset_provider(tmp_path: Path) -> None:
     path = str(tmp_path / "dv")
-    write_deltalake(path, pa.table({"id": pa.array(range(10), pa.int64())}),
-                    configuration={"delta.enableDeletionVectors": "true"})
-    DeltaTable(path).delete("id % 3 = 0")
-    assert DeltaTable(path).snapshot.files.column("deletion_vector").null_count == 0
-    rows, ds, _ = _rows(path, "SELECT id FROM t")
-    assert ds.scan_path == "dataset" and listing.plan(ds) is None
-    assert rows == sorted(str({"id": i}) for i in range(10) if i % 3)
+    for k in range(3):
+        write_deltalake(path, pa.table({"id": pa.array(range(k * 10, k * 10 + 10), pa.int64())}), mode="append",
+                        configuration={"delta.enableDeletionVectors": "true"} if k == 0 else None)
+    DeltaTable(path).delete("id >= 10 AND id < 20 AND id % 3 = 0")  # a DV on the second file only
+    assert DeltaTable(path).snapshot.files.column("deletion_vector").null_count == 2
+    live = [i for i in range(30) if not (10 <= i < 20 and i % 3 == 0)]
+    assert _same(path, "SELECT id FROM t") == sorted(str({"id": i}) for i in live)
+    assert _same(path, "SELECT id FROM t WHERE id > 8 AND id < 22") == sorted(str({"id": i}) for i in live
+                                                                             if 8 < i < 22)
+    rows, ds, ctx = _rows(path, "SELECT count(*) AS n FROM t")
+    assert ds.scan_path == "listing" and rows == [str({"n": 27})]
+    plan = _plan(ctx, "SELECT id FROM t")
+    # the two files without a DV: DataFusion's scan; the one with a DV: the kernel through the dataset provider
+    assert plan.count("DataSourceExec") == 1 and plan.count(".parquet") == 2 and "DatasetExec" in plan
+    assert ds.metrics.files_total == 1 and ds.metrics.files_kernel_path == 1
+    # every live file with a DV: the dataset provider for the whole table
+    DeltaTable(path).delete("id % 10 = 1")
+    rows, ds, _ = _rows(path, "SELECT count(*) AS n FROM t")
+    assert ds.scan_path == "dataset" and listing.plan(ds) is None and rows == [str({"n": 24})]
 
 
 def test_dml_repins_through_the_listing_path(tmp_path: Path) -> None:
@@ -145,6 +157,30 @@ def test_dataset_provider_parses_stats_once_per_snapshot(ranges: str, monkeypatc
     assert len(calls) == 1
     ctx.sql("SELECT id FROM t WHERE x = 1").to_pylist()  # another column: parsed once more
     assert len(calls) == 2
+
+
+def test_more_than_128_files_one_scan(tmp_path: Path) -> None:
+    path = str(tmp_path / "many")
+    write_deltalake(path, pa.table({"id": pa.array(range(1500), pa.int64())}), max_rows_per_file=10)
+    write_deltalake(path, pa.table({"id": pa.array(range(1500, 1510), pa.int64())}), mode="append")
+    assert DeltaTable(path).snapshot.files.num_rows == 151
+    rows, ds, ctx = _rows(path, "SELECT count(*) AS n, sum(id) AS s FROM t")
+    assert ds.scan_path == "listing" and rows == [str({"n": 1510, "s": sum(range(1510))})]
+    plan = _plan(ctx, "SELECT id FROM t WHERE id = 1505")
+    assert plan.count("DataSourceExec") == 1 and "file_groups={2 groups" in plan and "DatasetExec" not in plan
+    assert _same(path, "SELECT id FROM t WHERE id % 97 = 3") == sorted(str({"id": i}) for i in range(1510)
+                                                                       if i % 97 == 3)
+    # time travel to the first version: its 150 files only (another directory of links)
+    assert _same(path, "SELECT count(*) AS n FROM t", version=0) == [str({"n": 1500})]
+
+
+def test_many_partition_groups_keep_the_dataset_provider(tmp_path: Path, parts_table: Callable[[str], str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = parts_table(str(tmp_path / "parts"))  # 12 (p, q) groups
+    monkeypatch.setattr(listing, "MAX_GROUPS", 11)
+    assert _rows(path, "SELECT 1")[1].scan_path == "dataset"
+    monkeypatch.setattr(listing, "MAX_GROUPS", 12)
+    assert _rows(path, "SELECT 1")[1].scan_path == "listing"
 
 
 def test_many_files_keep_the_dataset_provider(ranges: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -114,10 +114,15 @@ def plan(dataset: Any) -> Any | None:
         return None
     if not native.available(dataset._fs):
         return None
-    files = snap.files
-    n = files.num_rows
-    if n == 0 or n > MAX_FILES or files.column("deletion_vector").null_count != n:
+    all_files = snap.files
+    if all_files.num_rows == 0 or all_files.num_rows > MAX_FILES:
         return None
+    with_dv = all_files.column("deletion_vector").is_valid()
+    files = all_files.filter(pc.invert(with_dv))  # the files DataFusion reads; the rest: the dataset provider
+    n = files.num_rows
+    if n == 0:
+        return None
+    dv_part = None if n == all_files.num_rows else dataset.restricted_to(all_files.filter(with_dv))
     data_fields = dataset._data_fields
     if mode == "name" and any(_nested(f.type) for f in data_fields):
         return None
@@ -125,7 +130,8 @@ def plan(dataset: Any) -> Any | None:
     if not all(dataset.own_store(p) for p in paths):
         return None
     local = [os.path.abspath(dataset.local_path(p)) for p in paths]  # link targets: any characters
-    if len(_groups(dataset, n)) > MAX_GROUPS:
+    groups = _groups(dataset, files)
+    if len(groups) > MAX_GROUPS:
         return None
     logical_by_name = {f.name: f for f in snap.schema.fields}
     physical = {f.name: (physical_name(logical_by_name[f.name], mode) if mode != "none" else f.name)
@@ -136,7 +142,7 @@ def plan(dataset: Any) -> Any | None:
         ensure_usable()
     except ForkedProcessError:
         return None
-    return _on_helper_thread(lambda: _frame(dataset, local, physical))
+    return _on_helper_thread(lambda: _frame(dataset, local, physical, groups, dv_part))
 
 
 def _on_helper_thread(build: Any) -> Any | None:
@@ -192,16 +198,17 @@ def _files_ok(dataset: Any, paths: list[str], sizes: list[int | None], physical:
     return all(check(i) for i in range(len(paths)))
 
 
-def _frame(dataset: Any, local: list[str], physical: dict[str, str]) -> Any:
+def _frame(dataset: Any, local: list[str], physical: dict[str, str],
+           groups: list[tuple[dict[str, Any], list[int]]], dv_part: Any | None) -> Any:
     """One ListingTable per partition-value group over a directory of links to its files (`links.py`), each
     renaming physical to logical columns and adding the group's partition values as typed literals; the
-    `UNION ALL` of the groups (an unpartitioned table is one group, one scan)."""
+    `UNION ALL` of the groups (an unpartitioned table is one group, one scan) and of `dv_part` (the dataset
+    provider over the files with deletion vectors, which only the kernel's reader applies)."""
     from datafusion import col, lit
 
     out_schema: pa.Schema = dataset.schema  # DataFusion sees the dataset's schema (view types or not)
     data_schema = pa.schema([pa.field(physical[f.name], out_schema.field(f.name).type, f.nullable)
                              for f in dataset._data_fields])
-    groups = _groups(dataset, len(local))
     builder = _builder_context()
     df = None
     for values, members in groups:
@@ -215,17 +222,20 @@ def _frame(dataset: Any, local: list[str], physical: dict[str, str]) -> Any:
                 exprs.append(col(native.quote(physical[f.name])).alias(f.name))
         one = one.select(*exprs)
         df = one if df is None else df.union(one)
+    if dv_part is not None:
+        df = df.union(builder.read_table(dv_part))
     return df
 
 
-def _groups(dataset: Any, n: int) -> list[tuple[dict[str, Any], list[int]]]:
-    """The files' indices grouped by their partition values (typed as the view's columns), in first-seen order."""
+def _groups(dataset: Any, files: pa.Table) -> list[tuple[dict[str, Any], list[int]]]:
+    """Indices of `files` grouped by their partition values (typed as the view's columns), in first-seen order."""
     snap = dataset.snapshot
     part_fields = snap.partition_fields
+    n = files.num_rows
     if not part_fields:
         return [({}, list(range(n)))]
     out_schema: pa.Schema = dataset.schema
-    cols = partition_columns_table(snap.files.column("partition_values"), part_fields, snap.column_mapping_mode)
+    cols = partition_columns_table(files.column("partition_values"), part_fields, snap.column_mapping_mode)
     typed = {f.name: cols[f.name].cast(out_schema.field(f.name).type).to_pylist() for f in part_fields}
     names = [f.name for f in part_fields]
     by_key: dict[tuple[Any, ...], list[int]] = {}
