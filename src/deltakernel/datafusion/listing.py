@@ -210,7 +210,7 @@ def _frame(dataset: Any, local: list[str], physical: dict[str, str],
     data_schema = pa.schema([pa.field(physical[f.name], out_schema.field(f.name).type, f.nullable)
                              for f in dataset._data_fields])
     builder = _builder_context()
-    df = None
+    df: Any = None
     for values, members in groups:
         one = builder.read_parquet(links.link_dir([local[i] for i in members]), schema=data_schema,
                                    file_extension=".parquet")
