@@ -188,3 +188,18 @@ def test_many_files_keep_the_dataset_provider(ranges: str, monkeypatch: pytest.M
     rows, ds, _ = _rows(ranges, "SELECT count(*) AS n FROM t")
     assert ds.scan_path == "dataset" and rows == [str({"n": 6000})]
     assert _rows(ranges, "SELECT 1", provider="dataset")[1].scan_path == "dataset"
+
+
+def test_link_directories_hold_exactly_the_targets(tmp_path: Path) -> None:
+    from deltakernel.datafusion import links
+
+    targets = []
+    for name in ("a b%20.parquet", "c.parquet", "d=1.parquet"):  # any characters: DataFusion opens the links
+        (tmp_path / name).write_bytes(name.encode())
+        targets.append(str(tmp_path / name))
+    d = links.link_dir(targets)
+    assert d.endswith(os.sep) and links.link_dir(list(targets)) == d  # same files: the same directory
+    entries = sorted(os.listdir(d))
+    assert entries == ["part-0.parquet", "part-1.parquet", "part-2.parquet"]
+    assert [os.readlink(os.path.join(d, e)) for e in entries] == targets
+    assert links.link_dir(targets[:2]) != d and sorted(os.listdir(links.link_dir(targets[:2]))) == entries[:2]
