@@ -26,9 +26,11 @@ caller registers the `DeltaDataset`, decided per table):
   nulls, as the protocol says); checked from the footers once per snapshot;
 - at most `MAX_FILES` files and `MAX_GROUPS` partition-value groups (a union of 1,000 branches took 8-9 s to
   plan per query; 100 took ~0.05 s).
-What it does not do: skip files by the Delta statistics of the log. DataFusion prunes by the footers'
-statistics instead (row groups and pages, cached per table across queries); partition values prune at plan
-time as above.
+Files with a deletion vector are left to the dataset provider (`DeltaDataset.restricted_to`: the kernel applies
+the DVs), unioned with the scans of the others; a table whose every file has one keeps the dataset provider.
+What it does not do: skip files by the Delta statistics of the log (a view receives no predicate). DataFusion
+prunes whole files, row groups and pages by the footers' statistics instead (footers cached in the session's
+runtime after the first query); partition values prune at plan time as above.
 """
 
 from __future__ import annotations
