@@ -302,3 +302,26 @@ def test_other_readers_refuse_a_table_deltakernel_shredded(tmp_path: Path) -> No
 
     with pytest.raises(Exception, match="variantShredding"):
         helpers.duckdb_connection().execute(f"SELECT count(*) FROM delta_scan('{path}')").fetchall()
+
+
+def test_variants_in_structs_shred_under_column_mapping(tmp_path: Path) -> None:
+    # Spark shreds variants at the top level and inside structs (not in arrays or maps); a null struct row too
+    v = variants(ROWS)
+    n = len(ROWS)
+    s = pa.StructArray.from_arrays([pa.array(range(n), pa.int32()), v],
+                                   fields=[pa.field("n", pa.int32()), pa.field("sv", v.type, metadata=VARIANT_META)],
+                                   mask=pa.array([i == 3 for i in range(n)]))
+    arr = pa.ListArray.from_arrays(pa.array(range(0, n + 1), pa.int32()), v,
+                                   type=pa.list_(pa.field("element", v.type, metadata=VARIANT_META)))
+    data = pa.Table.from_arrays([pa.array(range(n), pa.int64()), s, arr], schema=pa.schema(
+        [pa.field("id", pa.int64()), pa.field("s", s.type), pa.field("arr", arr.type)]))
+    path = str(tmp_path / "t")
+    write_deltalake(path, data, configuration={"delta.enableVariantShredding": "true",
+                                               "delta.columnMapping.mode": "name"})
+    file_schema = pq.ParquetFile(next(Path(path).rglob("*.parquet"))).schema_arrow
+    struct_type, list_type = file_schema.field(1).type, file_schema.field(2).type
+    assert struct_type.field(1).type.get_field_index("typed_value") >= 0
+    assert list_type.value_type.num_fields == 2  # array elements stay unshredded
+    got = DeltaTable(path).to_pyarrow_table().sort_by("id")
+    assert got.column("s").to_pylist() == data.column("s").to_pylist()
+    assert got.column("arr").to_pylist() == data.column("arr").to_pylist()

@@ -129,7 +129,7 @@ class _OpenFile:
         self.pending_bytes = 0  # uncompressed bytes of that row group
         self.encoded_size = 0  # bytes in the sink after the last finished row group (set by the encoder)
         self.schema: pa.Schema | None = None  # the file's Parquet (Arrow) schema when it differs from the layout's
-        self.shapes: dict[int, Any] = {}  # variant column index -> shredding shape (shredded files only)
+        self.shapes: dict[tuple[int, ...], Any] = {}  # variant path -> shredding shape (shredded files only)
 
     def estimated_size(self, ratio: float) -> float:
         """The file's size once pending and buffered rows are encoded, without waiting for the encoder."""
@@ -481,7 +481,7 @@ def write_data_files(
     partition, taken as given instead of read from the rows (OPTIMIZE keeps a bin's values as logged).
     `one_file_per_partition`: each partition's rows go to one file in input order (no second encoding lane, no
     rolling at `target_file_size`; `max_rows_per_file` still applies) — OPTIMIZE's one file per bin.
-    `variant_shredding`: write top-level variant columns shredded (the caller checked the table allows it:
+    `variant_shredding`: write variant columns shredded (the caller checked the table allows it:
     `shredding.shredding_enabled`), with `variant_shapes` (`shredding.parse_shapes`) or else Spark's inference.
     Nothing is committed; on error the files written so far are deleted and the error re-raised.
     """

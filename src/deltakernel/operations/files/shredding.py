@@ -5,8 +5,8 @@ rules live here. PROTOCOL.md "Variant Shredding": a writer may shred only when t
 `variantShredding` (or `-preview`) feature *and* `delta.enableVariantShredding=true`; with the property false
 variants must be written unshredded. Shredding is never required, so every other writer path stays unshredded.
 
-Which columns: top-level variant columns. Spark also shreds variants nested in structs; variants in structs,
-arrays and maps are written unshredded here (always valid, read by everyone).
+Which columns: variants at the top level and inside structs, as Spark 4.3 chooses; variants in arrays and maps
+are written unshredded (as Spark writes them; always valid, read by everyone).
 """
 
 from __future__ import annotations
@@ -58,45 +58,93 @@ def _is_variant(f: pa.Field) -> bool:
         and pa.types.is_struct(f.type)
 
 
-class VariantShredder:
-    """Per-file shredding of a layout's top-level variant columns."""
+Path = tuple[int, ...]  # field indexes from a top-level column down to a variant (through structs only)
 
-    def __init__(self, columns: list[int], names: list[str], forced: Shape | dict[str, Shape] | None) -> None:
-        self.columns = columns  # indexes in the layout's (logical and physical) data schema
-        self.names = names  # logical names, for a per-column forced schema
+
+def _variant_paths(fields: list[pa.Field], prefix: Path = ()) -> list[Path]:
+    out: list[Path] = []
+    for i, f in enumerate(fields):
+        if _is_variant(f):
+            out.append((*prefix, i))
+        elif pa.types.is_struct(f.type):
+            out += _variant_paths(list(f.type), (*prefix, i))
+    return out
+
+
+def _name(schema: pa.Schema, path: Path) -> str:
+    f = schema.field(path[0])
+    names = [f.name]
+    for j in path[1:]:
+        f = f.type.field(j)
+        names.append(f.name)
+    return ".".join(names)
+
+
+def _with_type(f: pa.Field, path: Path, t: pa.DataType) -> pa.Field:
+    if not path:
+        return pa.field(f.name, t, nullable=f.nullable, metadata=f.metadata)
+    kids = list(f.type)
+    kids[path[0]] = _with_type(kids[path[0]], path[1:], t)
+    return pa.field(f.name, pa.struct(kids), nullable=f.nullable, metadata=f.metadata)
+
+
+def _value_at(arr: pa.Array, path: Path) -> pa.Array:
+    """The variant at `path` below a struct column, null where any parent struct is null."""
+    for j in path:
+        arr = arr.flatten()[j]
+    return arr
+
+
+def _rebuild(arr: pa.Array, t: pa.DataType, shapes: dict[Path, Shape]) -> pa.Array:
+    if () in shapes:
+        return shred(arr, shapes[()])
+    kids = [arr.field(j) for j in range(arr.type.num_fields)]
+    for j in {p[0] for p in shapes}:
+        kids[j] = _rebuild(kids[j], t.field(j).type, {p[1:]: s for p, s in shapes.items() if p[0] == j})
+    return pa.StructArray.from_arrays(kids, fields=list(t), mask=arr.is_null() if arr.null_count else None)
+
+
+class VariantShredder:
+    """Per-file shredding of a layout's variant columns: top level and inside structs (Spark's reach; variants
+    in arrays and maps stay unshredded, as Spark leaves them)."""
+
+    def __init__(self, paths: list[Path], names: list[str], forced: Shape | dict[str, Shape] | None) -> None:
+        self.paths = paths  # index paths in the layout's (logical and physical) data schema
+        self.names = names  # dotted logical names, for a per-column forced schema
         self.forced = forced
 
     @classmethod
     def for_layout(cls, layout: Layout, forced: Any = None) -> VariantShredder | None:
-        cols = [i for i, f in enumerate(layout.physical_arrow) if _is_variant(f)]
-        if not cols:
+        paths = _variant_paths(list(layout.physical_arrow))
+        if not paths:
             return None
         if isinstance(forced, (str, Mapping)):
             forced = parse_shapes(forced)
-        return cls(cols, [layout.logical_arrow.field(i).name for i in cols], forced)
+        return cls(paths, [_name(layout.logical_arrow, p) for p in paths], forced)
 
-    def plan(self, table: pa.Table, layout: Layout) -> tuple[dict[int, Shape], pa.Schema | None]:
+    def plan(self, table: pa.Table, layout: Layout) -> tuple[dict[Path, Shape], pa.Schema | None]:
         """The shapes of a new file (from its first rows unless forced) and its Parquet schema (None: no column
         is shredded, the layout's schema stays)."""
         if isinstance(self.forced, Shape):
-            shapes = [self.forced] * len(self.columns)
+            shapes = [self.forced] * len(self.paths)
         elif isinstance(self.forced, dict):
             shapes = [self.forced.get(n.lower(), Shape("variant")) for n in self.names]
         else:
-            shapes = infer_shapes([table.column(i).combine_chunks() for i in self.columns])
-        chosen = {i: s for i, s in zip(self.columns, shapes) if s.kind != "variant"}
+            shapes = infer_shapes([_value_at(table.column(p[0]).combine_chunks(), p[1:]) for p in self.paths])
+        chosen = {p: s for p, s in zip(self.paths, shapes) if s.kind != "variant"}
         if not chosen:
             return {}, None
         fields = list(layout.physical_arrow)
-        for i, s in chosen.items():
-            f = fields[i]
-            fields[i] = pa.field(f.name, file_type(s), nullable=f.nullable, metadata=f.metadata)
+        for p, s in chosen.items():
+            fields[p[0]] = _with_type(fields[p[0]], p[1:], file_type(s))
         return chosen, pa.schema(fields, metadata=layout.physical_arrow.metadata)
 
-    def apply(self, physical: pa.Table, shapes: dict[int, Shape], schema: pa.Schema) -> pa.Table:
+    def apply(self, physical: pa.Table, shapes: dict[Path, Shape], schema: pa.Schema) -> pa.Table:
         cols = list(physical.columns)
-        for i, s in shapes.items():
-            cols[i] = pa.chunked_array([shred(c, s) for c in cols[i].chunks], type=schema.field(i).type)
+        for i in {p[0] for p in shapes}:
+            sub = {p[1:]: s for p, s in shapes.items() if p[0] == i}
+            t = schema.field(i).type
+            cols[i] = pa.chunked_array([_rebuild(c, t, sub) for c in cols[i].chunks], type=t)
         return pa.Table.from_arrays(cols, schema=schema)
 
     @staticmethod
