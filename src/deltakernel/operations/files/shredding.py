@@ -11,6 +11,7 @@ are written unshredded (as Spark writes them; always valid, read by everyone).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +19,7 @@ import pyarrow as pa
 
 from ...errors import DeltaError
 from ...kernel.log.actions import Protocol
-from ...kernel.schema.arrow import VARIANT_EXTENSION
+from ...kernel.schema.arrow import VARIANT_EXTENSION, from_arrow_schema
 from ...kernel.variant.shred import shred
 from ...kernel.variant.shred_schema import Shape, file_type, infer_shapes, parse_shape
 from .layout import Layout, parquet_column_paths
@@ -104,6 +105,28 @@ def _rebuild(arr: pa.Array, t: pa.DataType, shapes: dict[Path, Shape]) -> pa.Arr
     return pa.StructArray.from_arrays(kids, fields=list(t), mask=arr.is_null() if arr.null_count else None)
 
 
+SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"
+
+
+def _plain(node: Any) -> Any:
+    """A Delta schema JSON node without field metadata (column mapping ids, comments: not Spark's concern)."""
+    if isinstance(node, dict):
+        return {k: ({} if k == "metadata" else _plain(v)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    return node
+
+
+def spark_row_metadata(layout: Layout) -> dict[bytes, bytes]:
+    """The footer key Spark writes with its row schema: `spark.read.parquet` of a shredded file then sees the
+    columns as VARIANT (Spark 4.3 reads the shredded layout under that type), as for a file Spark wrote. The
+    physical names are the file's; types Spark may not parse (geospatial) leave the key out."""
+    text = json.dumps(_plain(from_arrow_schema(layout.physical_arrow).to_json()), separators=(",", ":"))
+    if '"geometry' in text or '"geography' in text:
+        return {}
+    return {SPARK_ROW_METADATA: text.encode()}
+
+
 class VariantShredder:
     """Per-file shredding of a layout's variant columns: top level and inside structs (Spark's reach; variants
     in arrays and maps stay unshredded, as Spark leaves them)."""
@@ -137,7 +160,8 @@ class VariantShredder:
         fields = list(layout.physical_arrow)
         for p, s in chosen.items():
             fields[p[0]] = _with_type(fields[p[0]], p[1:], file_type(s))
-        return chosen, pa.schema(fields, metadata=layout.physical_arrow.metadata)
+        return chosen, pa.schema(fields, metadata={**(layout.physical_arrow.metadata or {}),
+                                                   **spark_row_metadata(layout)})
 
     def apply(self, physical: pa.Table, shapes: dict[Path, Shape], schema: pa.Schema) -> pa.Table:
         cols = list(physical.columns)
