@@ -237,8 +237,11 @@ def test_embedded_write_shreds_when_the_table_asks(tmp_path: Path) -> None:
     (proto,) = [a["protocol"] for a in _log(on) if "protocol" in a]
     assert "variantShredding" in proto["readerFeatures"] and "variantShredding" in proto["writerFeatures"]
     assert all("variantShredding" not in json.dumps(a) for a in _log(off) if "protocol" in a)
-    shredded = pq.ParquetFile(next(Path(on).glob("*.parquet"))).schema_arrow.field("v").type
-    assert shredded.get_field_index("typed_value") >= 0
+    shredded_file = pq.ParquetFile(next(Path(on).glob("*.parquet")))
+    assert shredded_file.schema_arrow.field("v").type.get_field_index("typed_value") >= 0
+    # Spark's row-schema footer key: spark.read.parquet of the file sees a VARIANT column (tests/spark)
+    row_schema = json.loads(shredded_file.metadata.metadata[b"org.apache.spark.sql.parquet.row.metadata"])
+    assert [(f["name"], f["type"]) for f in row_schema["fields"]] == [("id", "long"), ("v", "variant")]
     assert pq.ParquetFile(next(Path(off).glob("*.parquet"))).schema_arrow.field("v").type.num_fields == 2
     got = DeltaTable(on).to_pyarrow_table().sort_by("id")
     assert got.column("v").to_pylist() == data.column("v").to_pylist()
