@@ -247,6 +247,24 @@ def _residual(col: _Column, n: int, eslot: I64, eid: I64, estart: I64, other: np
         if not other.any():
             return _nulls(n, pa.binary())
         return _binary(buf, s, np.where(other, _sizes(buf, s), 0), other)
+    keep = np.flatnonzero(has | other)
+    if len(keep) == n:
+        data, offsets = _residual_bytes(buf, n, eslot, eid, estart, other, s, has)
+        return _from_parts(pa.binary(), data, offsets, has | other)
+    # usually few rows have a residual: assemble those rows only, then place them
+    where = np.full(n, -1, np.int64)
+    where[keep] = np.arange(len(keep), dtype=np.int64)
+    data, part = _residual_bytes(buf, len(keep), where[eslot], eid, estart, other[keep], s[keep], has[keep])
+    lens = np.zeros(n, np.int64)
+    lens[keep] = np.diff(part)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    return _from_parts(pa.binary(), data, offsets, has | other)
+
+
+def _residual_bytes(buf: U8, n: int, eslot: I64, eid: I64, estart: I64, other: np.ndarray, s: I64,
+                    has: np.ndarray) -> tuple[U8, I64]:
+    """(data, offsets) of `_residual`'s values for `n` slots that each have a residual or are not objects."""
     count = np.bincount(eslot, minlength=n).astype(np.int64)
     elen = _sizes(buf, estart)
     total = np.bincount(eslot, weights=elen, minlength=n).astype(np.int64)
@@ -272,7 +290,7 @@ def _residual(col: _Column, n: int, eslot: I64, eid: I64, estart: I64, other: np
 
     header = (large.astype(np.int64) << 6) | ((isize - 1) << 4) | ((osize - 1) << 2) | vb.OBJECT
     whole = np.where(other, _sizes(buf, s), 0)
-    objs, offsets = concat_rows([
+    return concat_rows([
         Piece(header_piece(header).buf, np.arange(n, dtype=np.int64), has.astype(np.int64)),
         fixed(le_bytes(count, 4), np.where(has, np.where(large, 4, 1), 0)),
         per_slot(ids), per_slot(offs),
@@ -280,7 +298,6 @@ def _residual(col: _Column, n: int, eslot: I64, eid: I64, estart: I64, other: np
         per_slot(data),
         Piece(buf, s, whole),  # non-object slots: the variant as it is
     ])
-    return _from_parts(pa.binary(), objs, offsets, has | other)
 
 
 def _array(col: _Column, s: I64, present: np.ndarray, rows: I64, shape: Shape) -> tuple[pa.Array, pa.Array]:
