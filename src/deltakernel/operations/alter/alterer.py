@@ -37,6 +37,7 @@ from ...kernel.snapshot import Snapshot
 from ...sqleval import evaluate
 from ..commit_options import CommitProperties, PostCommitHookProperties
 from ..write.enforcement import CONSTRAINT_PREFIX, GENERATION_EXPRESSION, check_constraints, sample_row
+from ..write.plan import keep_preview_shredding
 from .metadata import AlterBase, CommitOptions, commit_options, resolve_path
 from .table_properties import PROPERTY_FEATURES, feature_name, validate_properties
 
@@ -246,6 +247,7 @@ class TableAlterer(AlterBase):
             feat = PROPERTY_FEATURES.get(key)
             if feat is not None and feat[1](value):
                 needed.add(feat[0])
+        needed = keep_preview_shredding(needed, proto)
         have = features_in_effect(proto)
         if explicit and not explicit <= have:
             new_proto: Protocol | None = table_features_protocol(needed | have, proto)

@@ -55,6 +55,7 @@ KNOWN_PROPERTIES: dict[str, Callable[[str], bool]] = {
     "delta.enableRowTracking": _is_bool,
     "delta.enableInCommitTimestamps": _is_bool,
     "delta.enableTypeWidening": _is_bool,
+    "delta.enableVariantShredding": _is_bool,
     "delta.enableExpiredLogCleanup": _is_bool,
     "delta.columnMapping.mode": _one_of("none", "name", "id"),
     "delta.checkpointInterval": _is_int(1),
@@ -91,6 +92,8 @@ PROPERTY_FEATURES: dict[str, tuple[str, Callable[[str], bool]]] = {
     "delta.enableRowTracking": ("rowTracking", lambda v: v.lower() == "true"),
     "delta.enableInCommitTimestamps": ("inCommitTimestamp", lambda v: v.lower() == "true"),
     "delta.enableTypeWidening": ("typeWidening", lambda v: v.lower() == "true"),
+    # the stable name; a table that has the -preview feature keeps it (`plan.protocol_for`, the alterer)
+    "delta.enableVariantShredding": ("variantShredding", lambda v: v.lower() == "true"),
     "delta.columnMapping.mode": ("columnMapping", lambda v: v.lower() in ("name", "id")),
     "delta.checkpointPolicy": ("v2Checkpoint", lambda v: v.lower() == "v2"),
 }
@@ -99,7 +102,8 @@ PROPERTY_FEATURES: dict[str, tuple[str, Callable[[str], bool]]] = {
 #: feature names as deltalake's `TableFeatures` enum spells them -> protocol names
 _FEATURE_NAMES = {n.lower(): n for n in SUPPORTED_WRITER_FEATURES | set(LEGACY_FEATURES)}
 _FEATURE_NAMES.update({"timestampwithouttimezone": "timestampNtz", "varianttypepreview": "variantType-preview",
-                       "typewideningpreview": "typeWidening-preview", "icebergcompatv1": "icebergCompatV1",
+                       "typewideningpreview": "typeWidening-preview",
+                       "variantshreddingpreview": "variantShredding-preview", "icebergcompatv1": "icebergCompatV1",
                        "timestampnanos": "timestampNanos"})
 
 

@@ -23,6 +23,7 @@ from ...kernel.paths import resolve_key
 from ...kernel.schema.types import PrimitiveType, StructField, StructType
 from ...kernel.snapshot import Snapshot
 from ...storage import Storage
+from .shredding import shredding_enabled
 from .writer_options import WriterProperties
 
 #: row-group rows of DML output when the caller sets no writer properties: pyarrow takes a row group as one
@@ -56,6 +57,8 @@ class DataFileOutput:
         self.hidden = rt.columns_to_write(snapshot.protocol, snapshot.configuration, self.configuration,
                                           storage.root_uri)
         self.row_tracking = self.hidden is not None
+        #: rewritten files are shredded like appended ones where the table allows it (files/shredding.py)
+        self.shred_variants = shredding_enabled(self.configuration, snapshot.protocol)
         self.adds: list[AddAction] = []
 
     # ------------------------------------------------------------------ rows
@@ -83,7 +86,8 @@ class DataFileOutput:
         from .parquet_writer import write_data_files
         written = write_data_files(self.storage, batches, schema=self.write_schema(),
                                    partition_columns=self.partition_columns, column_mapping_mode=self.mode,
-                                   configuration=self.configuration, writer_properties=self.writer_properties)
+                                   configuration=self.configuration, writer_properties=self.writer_properties,
+                                   variant_shredding=self.shred_variants)
         adds = written
         if self.hidden is not None:
             adds = [without_stats_of(a, self.hidden) for a in adds]

@@ -19,6 +19,9 @@ Why it looks like this:
 - one writer for every data file: appends, overwrites, DML rewrites and OPTIMIZE (`one_file_per_partition` and
   `partition_values` give OPTIMIZE one file per bin, in the bin's row order, under the bin's logged partition
   values), so row groups, encodings and stats are the same whichever operation wrote a file.
+- shredded variants (`variant_shredding`, only where the table allows it: `shredding.py`): each file's Parquet
+  schema is fixed at its first flush, from the shredding schema inferred on that row group's first rows (or the
+  one the caller forces); every row group of the file is shredded to it.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from .layout import (
     to_physical,
     uri_encode_path,
 )
+from .shredding import VariantShredder
 from .writer_options import COMPRESSION_EXTENSIONS, WriterProperties
 
 log = logging.getLogger(__name__)
@@ -124,6 +128,8 @@ class _OpenFile:
         self.pending: Future[None] | None = None  # the row group being encoded on the encode pool
         self.pending_bytes = 0  # uncompressed bytes of that row group
         self.encoded_size = 0  # bytes in the sink after the last finished row group (set by the encoder)
+        self.schema: pa.Schema | None = None  # the file's Parquet (Arrow) schema when it differs from the layout's
+        self.shapes: dict[tuple[int, ...], Any] = {}  # variant path -> shredding shape (shredded files only)
 
     def estimated_size(self, ratio: float) -> float:
         """The file's size once pending and buffered rows are encoded, without waiting for the encoder."""
@@ -178,8 +184,9 @@ class _FileWriter:
     def __init__(self, storage: Storage, layout: Layout, mode: str, configuration: Mapping[str, str],
                  props: WriterProperties, target_file_size: int, max_rows_per_file: int | None,
                  data_change: bool, path_prefix: str, tight_bounds: bool | None,
-                 one_file_per_partition: bool = False) -> None:
+                 one_file_per_partition: bool = False, shredder: VariantShredder | None = None) -> None:
         self.storage = storage
+        self.shredder = shredder
         self.fs, self.base = storage.arrow_filesystem()
         self.layout = layout
         self.mode = mode
@@ -266,7 +273,8 @@ class _FileWriter:
         except (OSError, AttributeError, NotImplementedError, pa.ArrowNotImplementedError):
             sink = _CountingFile(sink)
         f.sink = sink
-        f.writer = pq.ParquetWriter(sink, self.layout.physical_arrow, **self.options)
+        options = self.options if f.schema is None else VariantShredder.file_options(self.options, f.schema)
+        f.writer = pq.ParquetWriter(sink, f.schema or self.layout.physical_arrow, **options)
 
     def _flush(self, f: _OpenFile) -> None:
         """Hand the buffered rows of `f` to the encode pool as one row group (stats from the logical columns).
@@ -278,8 +286,13 @@ class _FileWriter:
             return
         f.wait()
         table = pa.Table.from_batches(f.buffer, schema=self.layout.logical_arrow)
+        if f.writer is None and self.shredder is not None:
+            f.shapes, f.schema = self.shredder.plan(table, self.layout)
         physical = pa.Table.from_batches([to_physical(b, self.layout) for b in f.buffer],
                                          schema=self.layout.physical_arrow)
+        if f.shapes:
+            assert self.shredder is not None and f.schema is not None
+            physical = self.shredder.apply(physical, f.shapes, f.schema)
         if f.writer is None:
             self._start(f, physical)
         buffered_bytes, buffered_rows = f.buffered_bytes, f.buffered_rows
@@ -455,6 +468,8 @@ def write_data_files(
     progress: Callable[[int, int], None] | None = None,
     partition_values: Mapping[str, str | None] | None = None,
     one_file_per_partition: bool = False,
+    variant_shredding: bool = False,
+    variant_shapes: Any = None,
 ) -> list[AddAction]:
     """Write `batches` (logical schema, table types) as Parquet data files; return their `add` actions.
 
@@ -466,6 +481,8 @@ def write_data_files(
     partition, taken as given instead of read from the rows (OPTIMIZE keeps a bin's values as logged).
     `one_file_per_partition`: each partition's rows go to one file in input order (no second encoding lane, no
     rolling at `target_file_size`; `max_rows_per_file` still applies) — OPTIMIZE's one file per bin.
+    `variant_shredding`: write variant columns shredded (the caller checked the table allows it:
+    `shredding.shredding_enabled`), with `variant_shapes` (`shredding.parse_shapes`) or else Spark's inference.
     Nothing is committed; on error the files written so far are deleted and the error re-raised.
     """
     mode = column_mapping_mode or "none"
@@ -475,7 +492,8 @@ def write_data_files(
         target_file_size = int(raw) if raw is not None and str(raw).strip().isdigit() else DEFAULT_TARGET_FILE_SIZE
     writer = _FileWriter(storage, layout, mode, configuration or {}, WriterProperties.coerce(writer_properties),
                          target_file_size, max_rows_per_file, data_change, path_prefix, tight_bounds,
-                         one_file_per_partition)
+                         one_file_per_partition,
+                         VariantShredder.for_layout(layout, variant_shapes) if variant_shredding else None)
     fixed = None if partition_values is None else tuple(partition_values.get(p) for p in layout.partition_physical)
     splitter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltakernel-split") \
         if layout.partition_fields and fixed is None else None

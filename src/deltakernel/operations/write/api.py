@@ -45,11 +45,15 @@ def write_deltalake(
     max_rows_per_file: int | None = None,
     engine_info: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    variant_shredding_schema: str | dict[str, str] | None = None,
 ) -> None:
     """Write Arrow data to a Delta table (deltalake's `write_deltalake`).
 
     `progress(rows, files)`: called after every input batch with the rows consumed and data files completed
     so far (a hook for progress bars; logger `deltakernel.operations.files.parquet_writer` logs each file at DEBUG).
+    `variant_shredding_schema`: on a table with `delta.enableVariantShredding=true`, shred variant columns to this
+    schema (Spark DDL such as `"a long, b string"`, one for all variant columns or a dict by column) instead of
+    the schema inferred from each file's rows; a table without shredding refuses it.
     """
     check_write_arguments(target_file_size, configuration, storage_options)
     request = WriteRequest.of(
@@ -58,7 +62,7 @@ def write_deltalake(
         description=description, target_file_size=target_file_size, writer_properties=writer_properties,
         storage_options=storage_options, commit_properties=commit_properties,
         post_commithook_properties=post_commithook_properties, max_rows_per_file=max_rows_per_file,
-        engine_info=engine_info, progress=progress,
+        engine_info=engine_info, progress=progress, variant_shredding_schema=variant_shredding_schema,
     )
     execute_write(table_or_uri, data, request, schema=schema)
 

@@ -21,10 +21,12 @@ from ...kernel.expressions.sql import SqlExpr, parse_sql
 from ...kernel.log.action_types import AddAction
 from ...kernel.log.actions import Metadata, Protocol
 from ...kernel.schema.arrow import to_arrow_schema
+from ...kernel.schema.evolution import schema_has_type
 from ...kernel.schema.types import StructType
 from ...sqleval import evaluate
 from ...storage import Storage
 from ..files import parquet_writer
+from ..files.shredding import check_forced, shredding_enabled
 from .enforcement import Enforcer
 
 
@@ -111,12 +113,17 @@ def conform_batches(batches: Iterator[pa.RecordBatch], metadata: Metadata, proto
 def write_data(storage: Storage, batches: Iterator[pa.RecordBatch], metadata: Metadata, protocol: Protocol, *,
                predicate: str | None = None, target_file_size: int | None = None, writer_properties: Any = None,
                max_rows_per_file: int | None = None, progress: Callable[[int, int], None] | None = None,
-               evolve_hint: str = "pass schema_mode='merge'") -> tuple[list[AddAction], int, dict[str, int]]:
+               evolve_hint: str = "pass schema_mode='merge'", variant_shredding_schema: Any = None,
+               shred_variants: bool = True) -> tuple[list[AddAction], int, dict[str, int]]:
     """Conform `batches` and write them as data files: (add actions, rows written, identity high-water marks).
     The embedded write and Spark's write tasks both come here. `target_file_size` None: `delta.targetFileSize`,
-    else the writer's default (resolved by the writer)."""
+    else the writer's default (resolved by the writer). Variants are shredded when the table allows it
+    (`files/shredding.py`) and `shred_variants` (the engine's own switch) is on, to `variant_shredding_schema`
+    (Spark DDL) when given, else to the schema inferred per file."""
     conformed = conform_batches(batches, metadata, protocol, predicate, evolve_hint=evolve_hint)
     conf = metadata.configuration
+    if schema_has_type(metadata.schema, "variant"):
+        check_forced(variant_shredding_schema, conf, protocol)
     adds = parquet_writer.write_data_files(
         storage,
         conformed.batches,
@@ -128,6 +135,8 @@ def write_data(storage: Storage, batches: Iterator[pa.RecordBatch], metadata: Me
         writer_properties=writer_properties,
         max_rows_per_file=max_rows_per_file,
         progress=progress,
+        variant_shredding=shred_variants and shredding_enabled(conf, protocol),
+        variant_shapes=variant_shredding_schema,
     )
     enforcer = conformed.enforcer
     marks = enforcer.identity_updates() if enforcer is not None else {}

@@ -145,7 +145,8 @@ def execute_write(table_or_uri: Any, data: Any, request: WriteRequest, *, schema
         adds, rows, marks = write_data(
             storage, iter(reader), metadata, protocol, predicate=request.predicate,
             target_file_size=request.target_file_size, writer_properties=request.writer_properties,
-            max_rows_per_file=request.max_rows_per_file, progress=request.progress)
+            max_rows_per_file=request.max_rows_per_file, progress=request.progress,
+            variant_shredding_schema=request.variant_shredding_schema)
     try:
         commit_write(txn, storage, snapshot, metadata, request, adds, rows, marks)
     finally:

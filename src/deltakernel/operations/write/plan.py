@@ -85,6 +85,8 @@ def required_features(schema: StructType, configuration: dict[str, str]) -> set[
         feats.add("v2Checkpoint")
     if configuration.get("delta.enableTypeWidening", "").lower() == "true":
         feats.add("typeWidening")
+    if str(configuration.get("delta.enableVariantShredding", "")).lower() == "true":
+        feats.add("variantShredding")  # as delta-spark: the property alone adds it (shredded files need it)
     if schema_has_type(schema, "timestamp_ntz"):
         feats.add("timestampNtz")
     if schema_has_type(schema, "variant"):
@@ -117,7 +119,17 @@ def protocol_for(features: set[str], current: Protocol | None = None) -> Protoco
             and not current.has_feature("typeWidening"):
         # a table that enabled type widening during its preview keeps that feature (same spec, as delta-spark)
         features = (set(features) - {"typeWidening"}) | {"typeWidening-preview"}
+    features = keep_preview_shredding(features, current)
     return minimal_protocol(features, current)
+
+
+def keep_preview_shredding(features: set[str], current: Protocol | None) -> set[str]:
+    """A table with `variantShredding-preview` keeps it when shredding is asked for again (same layout; delta-spark
+    adds the stable feature only to tables that have neither)."""
+    if "variantShredding" in features and current is not None and current.has_feature("variantShredding-preview") \
+            and not current.has_feature("variantShredding"):
+        return (set(features) - {"variantShredding"}) | {"variantShredding-preview"}
+    return features
 
 
 def schema_merge_options(configuration: dict[str, str]) -> dict[str, bool]:
@@ -272,5 +284,5 @@ def with_identity_high_water_marks(md: Metadata, updates: dict[str, int]) -> Met
                     md.name, md.description, md.format, md.created_time)
 
 
-__all__ = ["normalize_arrow_schema", "plan_metadata", "protocol_for", "required_features", "schema_merge_options",
-           "with_identity_high_water_marks"]
+__all__ = ["keep_preview_shredding", "normalize_arrow_schema", "plan_metadata", "protocol_for", "required_features",
+           "schema_merge_options", "with_identity_high_water_marks"]

@@ -42,6 +42,8 @@ class WriteRequest:
     max_rows_per_file: int | None = None
     engine_info: str | None = None
     progress: Callable[[int, int], None] | None = None
+    #: shredding schema (Spark DDL, or column -> DDL) for variant columns of a table with shredding on
+    variant_shredding_schema: str | dict[str, str] | None = None
     # ---- engine extras (not deltalake's API)
     #: commitInfo operation ("WRITE", "CREATE TABLE", "CREATE TABLE AS SELECT", ...)
     operation: str = "WRITE"

@@ -59,6 +59,9 @@ class WritePlan:
     predicate: str | None
     max_rows_per_file: int | None
     target_file_size: int | None
+    #: Spark's variant shredding confs (`spark.sql.variant.*`, read on the driver; `shredding_confs`)
+    shred_variants: bool = True
+    variant_shredding_schema: str | None = None
 
 
 def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[list[dict[str, Any]], int]:
@@ -69,8 +72,19 @@ def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[l
     batches = wkb_batches(batches, plan.metadata.schema)  # Spark geometry/geography values -> their WKB
     adds, rows, _ = write_data(storage, batches, plan.metadata, plan.protocol, predicate=plan.predicate or None,
                                target_file_size=plan.target_file_size, max_rows_per_file=plan.max_rows_per_file,
-                               evolve_hint="use mergeSchema")
+                               evolve_hint="use mergeSchema", shred_variants=plan.shred_variants,
+                               variant_shredding_schema=plan.variant_shredding_schema)
     return adds, rows
+
+
+def shredding_confs(spark: Any) -> tuple[bool, str | None]:
+    """(shred variants?, forced shredding schema) from Spark's confs, as Spark's own Parquet writer reads them:
+    `spark.sql.variant.writeShredding.enabled` and `inferShreddingSchema` (both true by default in Spark 4.1+)
+    and `forceShreddingSchemaForTest`. The table still decides (`delta.enableVariantShredding`)."""
+    forced = (_conf(spark, "spark.sql.variant.forceShreddingSchemaForTest") or "").strip() or None
+    enabled = (_conf(spark, "spark.sql.variant.writeShredding.enabled") or "true").strip().lower() == "true"
+    infer = (_conf(spark, "spark.sql.variant.inferShreddingSchema") or "true").strip().lower() == "true"
+    return enabled and (infer or forced is not None), forced if enabled else None
 
 
 def _task(plan: WritePlan) -> Any:
@@ -181,6 +195,7 @@ _PROPERTY_CASE = {p.lower(): p for p in (
     "delta.dataSkippingNumIndexedCols", "delta.dataSkippingStatsColumns", "delta.minReaderVersion",
     "delta.minWriterVersion", "delta.isolationLevel", "delta.checkpoint.writeStatsAsJson",
     "delta.checkpoint.writeStatsAsStruct", "delta.enableExpiredLogCleanup", "delta.randomizeFilePrefixes",
+    "delta.enableVariantShredding",
 )}
 
 
@@ -251,8 +266,9 @@ def _write_job(df: Any, path: str, uri: str, kwargs: dict[str, Any], choice: str
                                    choice, "write")
         if frame is not None:
             return write_native(frame, path, uri, options, metadata, kwargs.get("max_rows_per_file"), confs)
+    shred, forced = shredding_confs(df.sparkSession)
     plan = WritePlan(uri, options, metadata, protocol, kwargs.get("predicate"),
-                     kwargs.get("max_rows_per_file"), _target_size(metadata))
+                     kwargs.get("max_rows_per_file"), _target_size(metadata), shred, forced)
     with arrow_batch_rows(df.sparkSession, ARROW_BATCH_ROWS), task_errors():
         rows = df.mapInArrow(_task(plan), _ADD_SCHEMA).collect()
     adds = [json.loads(r["add"]) for r in rows if r["add"] is not None]

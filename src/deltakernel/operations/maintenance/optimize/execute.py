@@ -151,7 +151,8 @@ class BinWriter:
         adds = write_data_files(self.storage, self._batches(tables), schema=self.schema,
                                 partition_columns=self.partition_columns, column_mapping_mode=self.mode,
                                 configuration=self.configuration, writer_properties=self.properties,
-                                data_change=False, partition_values=partition, one_file_per_partition=True)
+                                data_change=False, partition_values=partition, one_file_per_partition=True,
+                                variant_shredding=self.output.shred_variants)
         with self._lock:
             self.written.extend(a["path"] for a in adds)
         if not adds:
