@@ -8,19 +8,27 @@ of the last run. Classic sessions only (the SQL status store is read through py4
 bench_spark_merge.py's (``dml_5m_dv`` + the 50,000-row Parquet source). The machine's load average is printed
 beside every run: timings under load are not the quiet-machine numbers; the job counts are.
 
-Usage: ``.venv/bin/python benchmarks/profile_spark_merge.py [--runs 3] [--profile]``
+``--ab`` alternates, run by run in the one session, the MERGE as it runs now and as it ran before the cuts of
+issue 32 item 3 (helper "mergecut": the pairs kept on the executors and joined in the write, the source stats
+from an aggregate job: `merge.COLLECT_SOURCE_ROWS = 0` and no observed stats), and prints per variant the
+median wall time, the driver process's CPU time and the job count (paired, alternating: the load drifts).
+
+Usage: ``.venv/bin/python benchmarks/profile_spark_merge.py [--runs 3] [--profile] [--ab]``
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import os
 import pstats
 import shutil
+import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +38,29 @@ from bench_dml import TMP_DIR, WITH_DV
 from bench_spark_merge import SOURCE, prepared_session
 
 
+@contextlib.contextmanager
+def before_cuts() -> Iterator[None]:
+    """The MERGE path as before issue 32 item 3's cuts: pairs kept and joined, stats from an aggregate job."""
+    import deltakernel.spark.dml.merge as merge_module
+    from deltakernel.spark.dml.merge_plan import MergePlan
+
+    limit, observable = merge_module.COLLECT_SOURCE_ROWS, MergePlan._observable
+    merge_module.COLLECT_SOURCE_ROWS = 0
+    MergePlan._observable = lambda self, keys: False  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        merge_module.COLLECT_SOURCE_ROWS = limit
+        MergePlan._observable = observable  # type: ignore[method-assign]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3, help="MERGEs (the first warms the JVM up)")
     ap.add_argument("--profile", action="store_true", help="cProfile the last run's driver")
+    ap.add_argument("--ab", action="store_true", help="alternate the MERGE before / after the cuts, run by run")
     args = ap.parse_args()
+    measured: dict[str, list[tuple[float, float, int]]] = {"after": [], "before": []}
     spark = prepared_session()
     from deltakernel.spark import DeltaTable
 
@@ -62,18 +88,24 @@ def main() -> None:
         new_jobs()
         new_executions()
         prof = cProfile.Profile() if args.profile and run == args.runs - 1 else None
-        start = time.perf_counter()
-        if prof is not None:
-            prof.enable()
-        (DeltaTable.forPath(spark, str(table)).alias("t").merge(source.alias("s"), "t.id = s.id")  # type: ignore[attr-defined]
-         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-        if prof is not None:
-            prof.disable()
-        seconds = time.perf_counter() - start
+        # --ab: warm-up runs 0 and 1 (one per variant), then before / after alternate (after first on odd pairs)
+        variant = "after" if not args.ab or (run % 2 == 0) == ((run // 2) % 2 == 0) else "before"
+        with before_cuts() if variant == "before" else contextlib.nullcontext():
+            start, cpu = time.perf_counter(), time.process_time()
+            if prof is not None:
+                prof.enable()
+            (DeltaTable.forPath(spark, str(table)).alias("t").merge(source.alias("s"), "t.id = s.id")  # type: ignore[attr-defined]
+             .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+            if prof is not None:
+                prof.disable()
+            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         jobs = new_jobs()
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-        print(f"run {run}{' (warm-up)' if run == 0 else ''}: {seconds:.2f} s, {len(jobs)} Spark jobs, "
-              f"load average {load}")
+        warm = run == 0 or (args.ab and run == 1)
+        if not warm:
+            measured[variant].append((seconds, cpu, len(jobs)))
+        print(f"run {run}{' (warm-up)' if warm else ''}{f' [{variant}]' if args.ab else ''}: {seconds:.2f} s, "
+              f"driver CPU {cpu:.2f} s, {len(jobs)} Spark jobs, load average {load}")
         for j in jobs:
             info = tracker.getJobInfo(j)
             stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
@@ -89,6 +121,15 @@ def main() -> None:
             print(text.getvalue())
     shutil.rmtree(TMP_DIR / "profile_spark_merge", ignore_errors=True)
     spark.stop()
+    for variant, rows in measured.items():
+        if rows:
+            print(f"{variant}: {len(rows)} runs, median {statistics.median(r[0] for r in rows):.3f} s, driver CPU "
+                  f"median {statistics.median(r[1] for r in rows):.3f} s, jobs {sorted({r[2] for r in rows})}")
+    pairs = list(zip(measured["after"], measured["before"]))
+    if args.ab and pairs:
+        ratios = [a[0] / b[0] for a, b in pairs]
+        print(f"after / before, paired: median {statistics.median(ratios):.2f}x "
+              f"(range {min(ratios):.2f}-{max(ratios):.2f}x over {len(ratios)} pairs)")
 
 
 if __name__ == "__main__":

@@ -332,8 +332,16 @@ def _record_collects(monkeypatch, spark) -> list[int]:
     return seen
 
 
-@pytest.mark.parametrize("mode", ["dv", "cow"])
-def test_driver_collects_small_results_only(spark, tmp_path, mode, monkeypatch):
+@pytest.mark.parametrize("mode,pairs", [("dv", False), ("cow", False), ("dv", True)])
+def test_driver_collects_small_results_only(spark, tmp_path, mode, pairs, monkeypatch):
+    """The driver collects one row per file (touched, written, DV task) and the source stats; with deletion
+    vectors and a source of at most COLLECT_SOURCE_ROWS rows, also each matched pair's (source row id,
+    clause), 12 bytes: the write looks them up instead of joining them (pair_clauses.py). Larger sources
+    (`pairs` False: the limit set to 0) keep them on the executors."""
+    import deltakernel.spark.dml.merge as merge_module
+
+    if not pairs:
+        monkeypatch.setattr(merge_module, "COLLECT_SOURCE_ROWS", 0)
     path = str(tmp_path / "t")
     n = 20_000
     for i in range(4):
@@ -349,9 +357,49 @@ def test_driver_collects_small_results_only(spark, tmp_path, mode, monkeypatch):
     row = result.collect()[0]
     expected_inserts = len([i for i in range(0, 4 * n + 5_000, 7) if i >= 4 * n])
     assert (row.num_updated_rows, row.num_inserted_rows) == (expected_updates, expected_inserts)
-    assert sum(seen) <= 16, seen  # source stats (1 row), one row per touched file, per file written / DV task
+    # source stats (1 row), one row per touched file, per file written / DV task; with `pairs`, one per pair
+    assert sum(seen) <= 16 + (expected_updates if pairs else 0), seen
+    if pairs:
+        assert any(n >= expected_updates for n in seen), seen  # the DV job's result carried the pairs
     assert KernelTable(path).to_pyarrow_table(filters=[("s", "=", "new")]).num_rows == \
         row.num_updated_rows + row.num_inserted_rows
+
+
+def test_pairs_over_the_limit_are_joined_again(spark, tmp_path, monkeypatch):
+    """A DV task with more pairs than its share returns none (an overflow marker): the write joins the pairs,
+    computed again, and the MERGE is the embedded engine's all the same."""
+    import deltakernel.spark.dml.touched as touched
+
+    monkeypatch.setattr(touched, "PAIRS_LIMIT", 1)
+    monkeypatch.setattr(touched, "PAIRS_PER_TASK_MIN", 1)
+    ours, theirs = _copies(tmp_path, "unpartitioned", DV)
+    ids, spark_clauses, kernel_clauses = CASES["upsert"]
+    _run_both(spark, ours, theirs, _source(ids, "keep"), spark_clauses, kernel_clauses)
+    _assert_same_commit(ours, theirs, "overflow")
+    _assert_same_table(spark, ours, theirs, "overflow", duckdb=False)
+
+
+def _jobs_so_far(classic_spark) -> int:
+    """Spark jobs submitted in the JVM so far (the DAG scheduler's next job id: exact at any moment, while the
+    status store fills from the listener bus later; the Connect session runs its jobs in the same JVM)."""
+    counter = classic_spark._jsc.sc().dagScheduler().nextJobId()  # an AtomicInteger (py4j may hand its value)
+    return int(counter if isinstance(counter, int) else counter.get())
+
+
+def test_dv_upsert_runs_five_spark_jobs(spark, classic_spark, tmp_path):
+    """A MERGE with deletion vectors whose written rows come from the source (`UPDATE SET *`, `INSERT *`) runs
+    5 Spark jobs (issue 32 item 3; 9 before): the source materialized with its stats observed (1); the DV
+    job's broadcast of the source (1), the target scan + join + shuffle by file (1, the pairs are not kept),
+    the DV tasks returning the pairs (1); the write looking up each source row's pairs (1)."""
+    ours, theirs = _copies(tmp_path, "unpartitioned", DV)
+    src = spark.createDataFrame(_source([1, 2, 3, 40, 41, 100, 101], "keep")).alias("s")
+    before = _jobs_so_far(classic_spark)
+    DeltaTable.forPath(spark, ours).alias("t").merge(src, "t.id = s.id").whenMatchedUpdateAll() \
+        .whenNotMatchedInsertAll().execute()
+    jobs = _jobs_so_far(classic_spark) - before
+    metrics = _last(ours)["operationMetrics"]
+    assert (int(metrics["numTargetRowsUpdated"]), int(metrics["numTargetRowsInserted"])) == (5, 2)
+    assert jobs == 5, jobs
 
 
 @pytest.mark.parametrize("mode", ["dv", "cow"])

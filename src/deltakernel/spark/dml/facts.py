@@ -10,6 +10,7 @@ per session kind (`kinds.kind_of`), never by branching in the jobs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,6 +47,12 @@ class ExpressionFacts(Protocol):
     def merge_analysis(self, joined: Any, condition: Any, target_names: list[str], target_alias: str | None,
                        source: Any, target_types: dict[str, str]) -> Analysis:
         """Keys and target-only conjuncts of the MERGE condition (`joined`: the empty target-source join)."""
+        ...
+
+    def observed_metrics(self, df: Any, metrics: list[Any], probe: Callable[[Any], Any]) -> dict[str, Any] | None:
+        """The aggregate Columns `metrics` (aliased) observed on `df` (`DataFrame.observe`) while the frame
+        `probe(observed)` is collected (it should return no row): their values as `collect()` gives them; None
+        when no metrics came back. Spark refusing them as metrics raises its AnalysisException."""
         ...
 
 

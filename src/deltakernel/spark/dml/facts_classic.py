@@ -9,6 +9,7 @@ by expression id (aliases, case and unqualified names resolve exactly as Spark r
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from .facts import Analysis
@@ -106,6 +107,23 @@ class ClassicFacts:
     def merge_analysis(self, joined: Any, condition: Any, target_names: list[str], target_alias: str | None,
                        source: Any, target_types: dict[str, str]) -> Analysis:
         return analyze_condition(joined)
+
+    def observed_metrics(self, df: Any, metrics: list[Any], probe: Callable[[Any], Any]) -> dict[str, Any] | None:
+        """Read off the probe's own query execution once it ran (not `Observation.get`, which waits forever
+        for metrics a plan never produces)."""
+        import uuid
+
+        from pyspark.serializers import CPickleSerializer
+
+        name = f"__dk_observed_{uuid.uuid4().hex}"
+        frame = probe(df.observe(name, *metrics))
+        frame.toArrow()
+        found = frame._jdf.queryExecution().observedMetrics().get(name)
+        if found.isEmpty():
+            return None
+        utils = getattr(df.sparkSession._jvm, "org.apache.spark.sql.api.python.PythonSQLUtils")
+        row = CPickleSerializer().loads(utils.toPyRow(found.get()))  # type: ignore[no-untyped-call]
+        return dict(row.asDict(recursive=False))
 
 
 FACTS = ClassicFacts()

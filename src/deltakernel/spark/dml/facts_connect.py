@@ -15,6 +15,7 @@ client, only an analyze round trip for schemas).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from .facts import Analysis
@@ -114,6 +115,17 @@ class ConnectFacts:
                        source: Any, target_types: dict[str, str]) -> Analysis:
         keys, preds, text = merge_analysis(condition, target_names, target_alias, source, target_types)
         return Analysis(keys, [], text, preds)
+
+    def observed_metrics(self, df: Any, metrics: list[Any], probe: Callable[[Any], Any]) -> dict[str, Any] | None:
+        """Connect's `Observation`: the client fills it from the probe's response (`get` does not wait)."""
+        import uuid
+
+        from pyspark.sql.connect.observation import Observation
+
+        observation = Observation(f"__dk_observed_{uuid.uuid4().hex}")
+        probe(df.observe(observation, *metrics)).toArrow()
+        row = observation.get
+        return dict(row) if row else None
 
 
 FACTS = ConnectFacts()

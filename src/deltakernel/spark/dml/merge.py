@@ -16,7 +16,8 @@
    clauses; never a right / full outer join, so Spark broadcasts a small source and the target is not
    shuffled - and gives each row its clause (`CASE WHEN`, first match wins). The matched pairs and the
    target rows a NOT MATCHED BY SOURCE clause changes are kept on the executors (persisted; with deletion
-   vectors, when a written value needs the target row, with their new values). A target row matched by
+   vectors, when a written value needs the target row, with their new values) - except when the DV job
+   returns them (below). A target row matched by
    several source rows raises `MergeDuplicateMatchError` (unless the only WHEN MATCHED clause is an
    unconditional DELETE), and nothing is committed.
 4. Deletion vectors: ONE job (`touched.py`: pairs grouped per file, one DV file per task) computes and
@@ -24,7 +25,11 @@
    one target row; the write's plan is built meanwhile. Updated rows come from the kept pairs or - when
    every written value comes from the source row (`UPDATE SET *`, or values Spark's analyzer resolves on
    the source alone) - from the source left-joined with the pairs' clauses, inserted rows in the same pass
-   (`MergePlan.source_rows`). Copy-on-write: a classification job (one row per touched file to the driver),
+   (`MergePlan.source_rows`). In that case, for a source of at most `COLLECT_SOURCE_ROWS` rows, the pairs
+   are not kept: the DV job returns every pair's `(source row id, clause)` with its result and the write
+   looks a source row's clauses up in its own tasks (`pair_clauses.py`), so the target scan, the join and
+   the DV job's shuffle are one stage and the write is one job (no broadcast of the pairs).
+   Copy-on-write: a classification job (one row per touched file to the driver),
    then the touched files are joined with the source again and rewritten (copied + updated rows) together
    with the inserted rows (source rows whose id is in no pair: an anti-join on ids, no target scan).
    Inserted rows are counted from what was written (copy-on-write subtracts the copied rows, known from
@@ -80,9 +85,19 @@ from .frame import FID, ROW, Target
 from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
 from .merge_write import ClauseRules, MergeRowsPlan, write_merge_rows
 from .output import RowsPlan, Written, update_rules, write_rows
-from .touched import FILE_ROW_COLUMNS, commit_deletion_vectors, to_arrow, write_deletion_vectors
+from .pair_clauses import pair_clauses_column
+from .touched import (
+    FILE_ROW_COLUMNS,
+    commit_deletion_vectors,
+    to_arrow,
+    write_deletion_vectors,
+    write_deletion_vectors_and_pairs,
+)
 
 AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
+# sources of at most this many rows get their pairs back from the DV job (pair_clauses.py); larger ones keep them
+# on the executors and join them in the write
+COLLECT_SOURCE_ROWS = 1_000_000
 _log = logging.getLogger(__name__)
 
 
@@ -159,16 +174,25 @@ class SparkMerge(SparkDml):
             files, pairs = snapshot.files, everything  # the same candidate set
         else:
             pairs = self._pairs(files, carried)
+        # the pairs come back with the DV job's result when the written rows come from the source alone and the
+        # source is small: then they are not kept on the executors (the scan, the join and the DV job's shuffle
+        # are one stage) and the write looks them up instead of joining them (pair_clauses.py)
+        collect = from_source is not None and n_source <= COLLECT_SOURCE_ROWS
+        if not collect:
+            pairs = plan.persist(pairs)  # computed by the first job that reads them, read again by the write
         prebuilt = None
         if use_dv:
             with ThreadPoolExecutor(max_workers=1) as pool:
-                dv_job = pool.submit(internal_plans()(self._dv_job), files, pairs) if files.num_rows else None
+                dv_job = pool.submit(internal_plans()(self._dv_job), files, pairs, collect) \
+                    if files.num_rows else None
                 try:  # the write's plan is analyzed while the DV job runs
-                    if from_source is not None:
+                    if from_source is not None and not collect:
                         prebuilt = plan.source_rows(pairs.where("matched"), from_source)
                 finally:
-                    result = dv_job.result() if dv_job is not None else None
+                    result, collected = dv_job.result() if dv_job is not None else (None, None)
             touched, counts, duplicates = self._dv_counts(files, result)
+            if from_source is not None and collect:
+                prebuilt = self._source_rows(pairs, collected, from_source, files.num_rows > 0)
         else:
             touched, counts, duplicates = self._classify(pairs)
         self.step()
@@ -230,8 +254,8 @@ class SparkMerge(SparkDml):
 
     # ------------------------------------------------------------------ classification
     def _pairs(self, files: pa.Table, out: _Outputs | None) -> Any:
-        """The candidate files joined with the source, kept on the executors (persisted, computed by the first
-        job that reads it): matched pairs and the target rows a NOT MATCHED BY SOURCE clause changes, as
+        """The candidate files joined with the source (`_run` keeps it on the executors unless the DV job
+        returns the pairs): matched pairs and the target rows a NOT MATCHED BY SOURCE clause changes, as
         `fid, row, sid, a` (the row's clause), `matched`. With `out` (deletion vectors), the kept rows carry
         their new values too: the write reads them there, the target is scanned once."""
         from pyspark.sql import functions as F
@@ -241,8 +265,8 @@ class SparkMerge(SparkDml):
         j = plan.joined(files, hidden=hidden, keep_target=bool(plan.by_source), copies=out is not None)
         s, act = F.col(S_MARK).isNotNull(), F.col(ACTION)
         carried = [v for v, n in zip(out.values, out.names) if n != ACTION] if out is not None else []
-        return plan.persist(j.where(s | (act >= 0)).select(FID, ROW, F.col(SID), act.alias("a"), s.alias("matched"),
-                                                            act.alias(ACTION), *carried))
+        return j.where(s | (act >= 0)).select(FID, ROW, F.col(SID), act.alias("a"), s.alias("matched"),
+                                              act.alias(ACTION), *carried)
 
     def _classify(self, pairs: Any) -> tuple[np.ndarray, pa.Table, bool]:
         """Copy-on-write: one pass over the candidate files joined with the source (`pairs`, kept by this job);
@@ -268,13 +292,31 @@ class SparkMerge(SparkDml):
         duplicates = self._check_duplicates(counts)
         return self._touched(counts), counts, duplicates
 
-    def _dv_job(self, files: pa.Table, pairs: Any) -> pa.Table:
-        """Deletion vectors: the DV job reads the pairs (computed and kept by this job), writes the touched
-        files' new DVs and counts, per file, the rows updated and deleted and the most pairs of one target
-        row (`touched.write_deletion_vectors`)."""
-        return write_deletion_vectors(self.target, files, pairs.select(FID, ROW, "a"),
-                                      self.txn.metadata.configuration,
-                                      (tuple(self.plan.updates), tuple(self.plan.deletes)))
+    def _dv_job(self, files: pa.Table, pairs: Any, collect: bool) -> tuple[pa.Table, pa.Table | None]:
+        """Deletion vectors: the DV job reads the pairs (computed and kept by this job unless `collect`), writes
+        the touched files' new DVs and counts, per file, the rows updated and deleted and the most pairs of one
+        target row (`touched.write_deletion_vectors`); with `collect`, also returns every pair's `(sid, a)`
+        (None: too many)."""
+        clauses = (tuple(self.plan.updates), tuple(self.plan.deletes))
+        conf = self.txn.metadata.configuration
+        if collect:
+            return write_deletion_vectors_and_pairs(self.target, files, pairs.select(FID, ROW, "a", SID), conf,
+                                                    clauses)
+        return write_deletion_vectors(self.target, files, pairs.select(FID, ROW, "a"), conf, clauses), None
+
+    def _source_rows(self, pairs: Any, collected: pa.Table | None, values: list[Any], scanned: bool) -> Any:
+        """The written rows (`MergePlan.source_rows`) from the pairs the DV job returned: their clauses looked
+        up per source row (none when no file was scanned or nothing matched); when a DV task had too many,
+        joined with the pairs, computed again (a second target scan, rare: see `touched.PAIRS_LIMIT`)."""
+        plan = self.plan
+        if not scanned or (collected is not None and collected.num_rows == 0):
+            return plan.source_rows(None, values)
+        if collected is None:
+            _log.info("deltakernel: MERGE pairs too many to return to the driver; the write joins them again")
+            return plan.source_rows(pairs.where("matched"), values)
+        column, shared = pair_clauses_column(self.target.spark, collected, SID)
+        plan.keep_shared(shared)
+        return plan.source_rows(None, values, column)
 
     def _dv_counts(self, files: pa.Table, result: pa.Table | None) -> tuple[np.ndarray, pa.Table, bool]:
         """The DV job's result recorded in the transaction (so a failure from here on deletes the DV files)

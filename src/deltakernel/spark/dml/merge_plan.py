@@ -158,6 +158,7 @@ class MergePlan:
             self.values.append(vals)
         self.analysis = Analysis()
         self._persisted: list[Any] = []
+        self._shared: list[Any] = []
         self._values_cache: dict[tuple[int, ...] | None, list[Any]] = {}
         self._source_side: tuple[Any, Any] | None = None
 
@@ -230,6 +231,10 @@ class MergePlan:
         self._persisted.append(df)
         return df
 
+    def keep_shared(self, shared: Any) -> None:
+        """A task value (`Shared`) the MERGE's jobs read: destroyed with the persisted frames."""
+        self._shared.append(shared)
+
     def release(self) -> None:
         for df in self._persisted:
             try:
@@ -237,6 +242,9 @@ class MergePlan:
             except Exception:  # the session is gone: nothing to free
                 pass
         self._persisted = []
+        for shared in self._shared:
+            shared.destroy()
+        self._shared = []
 
     def joined(self, files: pa.Table | None, fids: Any = None, *, hidden: tuple[str, str] | None = None,
                keep_target: bool = False, matched_sids: Any = None, copies: bool = True) -> Any:
@@ -285,16 +293,22 @@ class MergePlan:
         return F.when(t & s, self._chain(self.matched, True)).when(s, self._chain(self.inserts, False)) \
             .when(t, self._chain(self.by_source, False)).otherwise(F.lit(-1)).cast("int")
 
-    def source_rows(self, pairs: Any, values: list[Any]) -> Any:
+    def source_rows(self, pairs: Any, values: list[Any], pair_clauses: Any = None) -> Any:
         """The rows a MERGE writes when every written value comes from the source row (`values`, see
         `source_update_values`): the source left-joined with the matched pairs' `(source id, clause)` - a
         source row in no pair takes its NOT MATCHED clause, one in k pairs is written once per target row it
-        updates. One pass over the materialized source, no target scan."""
+        updates. One pass over the materialized source, no target scan. With `pairs` None, `pair_clauses`
+        (an `array<int>` Column over the source: the clauses of the row's pairs, `pair_clauses.py`; None: no
+        pair at all) gives each source row its pairs' clauses instead of the join."""
         from pyspark.sql import functions as F
 
         pair_clause = "__dk_pair_clause"
-        matched = pairs.select(F.col(SID), F.col("a").alias(pair_clause))
-        joined = self.source_side().join(matched, SID, "left")
+        if pairs is not None:
+            matched = pairs.select(F.col(SID), F.col("a").alias(pair_clause))
+            joined = self.source_side().join(matched, SID, "left")
+        else:
+            clause = F.explode_outer(pair_clauses) if pair_clauses is not None else F.lit(None).cast("int")
+            joined = self.source_side().select("*", clause.alias(pair_clause))
         act = F.when(F.col(pair_clause).isNull(), self._chain(self.inserts, False)) \
             .otherwise(F.col(pair_clause)).cast("int")
         return joined.select("*", act.alias(ACTION)).where(F.col(ACTION).isin(self.updates + self.inserts)) \
@@ -379,8 +393,9 @@ class MergePlan:
     # ------------------------------------------------------------------ pruning
     def source_stats(self) -> tuple[int, dict[str, Any]]:
         """(source rows, per key: min / max / distinct values cast to the target's type, and the number of
-        rows with every key non-NULL) from one aggregate job on the source; no key bounds with NOT MATCHED
-        BY SOURCE clauses (every target file is a candidate)."""
+        rows with every key non-NULL) from one job on the source - the job that materializes it
+        (`observed_stats`), else an aggregate; no key bounds with NOT MATCHED BY SOURCE clauses (every target
+        file is a candidate)."""
         from pyspark.sql import functions as F
 
         aggs = [F.count(F.lit(1)).alias("n")]
@@ -395,9 +410,36 @@ class MergePlan:
             valid = c.isNotNull() if valid is None else valid & c.isNotNull()
         if valid is not None:
             aggs.append(F.count(F.when(valid, F.lit(1))).alias("valid"))
-        row = to_arrow(self.source.agg(*aggs)).to_pylist()[0]
+        row = self._observed_stats(aggs) if self._observable(keys) else None
+        if row is None:
+            row = to_arrow(self.source.agg(*aggs)).to_pylist()[0]
         row["keys"] = keys
         return int(row["n"]), row
+
+    def _observable(self, keys: list[tuple[str, str]]) -> bool:
+        """Whether the observed metrics give the stats as the aggregate's Arrow result does: Python values of
+        the same types (a `timestamp` comes back as the driver's local time there, as a UTC instant here)."""
+        schema = self.target.snapshot.schema
+        return all(getattr(schema.field(t).type, "name", None) != "timestamp" for t, _ in keys)
+
+    def _observed_stats(self, aggs: list[Any]) -> dict[str, Any] | None:
+        """The stats as observed metrics (`DataFrame.observe`) of the job that materializes the source: a
+        query without an exchange reads the persisted source (AQE leaves it alone, so the cache is built in
+        this query's own tasks, not in a cache stage of its own) and returns no row; the metrics are Spark's
+        own aggregates over exactly the rows cached, so a non-deterministic source is pruned by the rows it
+        is merged with. One job instead of three (cache stage, the aggregate's two stages). None when Spark
+        refuses the aggregates as metrics or none came back: the caller runs the aggregate."""
+        from pyspark.sql import functions as F
+
+        def probe(observed: Any) -> Any:  # SID >= 0 (monotonically_increasing_id): no row, every row observed
+            return observed.where(F.col(SID) < 0).select(SID)
+
+        try:
+            row = facts_of(self.spark).observed_metrics(self.source, aggs, probe)
+        except analysis_error() as e:
+            _log.debug("deltakernel MERGE: source stats as observed metrics refused (%s): an aggregate job", e)
+            return None
+        return row if row is not None and "n" in row else None
 
     def _prunable_keys(self) -> list[tuple[str, str]]:
         out = []

@@ -12,6 +12,10 @@ is now deleted come back marked `full` (the driver removes them, no bitmap writt
 file's row indexes plus the serialized bitmaps of its files. MERGE hands in its pairs with their clause:
 the task deletes the rows of updating / deleting clauses and also returns, per file, the rows updated and
 deleted and the most pairs of one target row (a duplicate match), so no separate classification job runs.
+`write_deletion_vectors_and_pairs` (MERGE whose written rows come from the source alone) also returns every
+pair's `(source row id, clause)`: the write looks them up in its own tasks (`pair_clauses.py`) instead of
+joining the pairs again, so the pairs are neither kept on the executors nor broadcast in a job of their own.
+A task with more than `PAIRS_LIMIT` pairs returns an overflow marker instead (the caller recomputes them).
 
 Why on executors: the matched rows of a large DELETE do not fit the driver, and a bitmap per file is
 exactly the unit a task can finish alone. A retried task writes a new DV file under a new UUID; only the
@@ -41,6 +45,11 @@ from .frame import FID, ROW, Target, executor_storage, existing_deleted
 DV_RESULT = "fid int, deleted long, full boolean, dv string, upd long, del long, n long"
 _DV_SCHEMA = pa.schema([("fid", pa.int32()), ("deleted", pa.int64()), ("full", pa.bool_()), ("dv", pa.string()),
                         ("upd", pa.int64()), ("del", pa.int64()), ("n", pa.int64())])
+# with the pairs: file rows have sid / a NULL, pair rows fid NULL; an overflow marker has fid and sid NULL
+DV_PAIRS_RESULT = DV_RESULT + ", sid long, a int"
+_DV_PAIRS_SCHEMA = _DV_SCHEMA.append(pa.field("sid", pa.int64())).append(pa.field("a", pa.int32()))
+PAIRS_LIMIT = 2_000_000  # pairs the DV tasks return to the driver (12 bytes each), split evenly between them
+PAIRS_PER_TASK_MIN = 10_000  # ... but never fewer per task
 FILE_ROW_COLUMNS = [*FILE_COLUMNS, "modification_time"]
 
 
@@ -93,6 +102,8 @@ class DvPlan:
     # MERGE: (updating, deleting) clause ids. The input's third column is each pair's clause; a file's rows
     # of these clauses are deleted, and the task also counts them and the most pairs of one target row
     clauses: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    # MERGE: the input's fourth column is each pair's source row id; return (sid, clause) of every pair
+    pairs_limit: int | None = None
 
 
 @dataclass
@@ -143,12 +154,26 @@ class _DvBuilder:
 
     def result(self) -> pa.RecordBatch:
         descriptors = self.writer.write()
-        cols: list[list[Any]] = [[] for _ in _DV_SCHEMA]
+        schema = _DV_SCHEMA if self.plan.pairs_limit is None else _DV_PAIRS_SCHEMA
+        cols: list[list[Any]] = [[] for _ in schema]
         for fid, n, is_full, index, (upd, dele, most) in self.found:
             dv = None if index < 0 else json.dumps(descriptors[index].to_dict(), separators=(",", ":"))
-            for col, v in zip(cols, (fid, n, is_full, dv, upd, dele, most)):
+            for col, v in zip(cols, (fid, n, is_full, dv, upd, dele, most, None, None)):
                 col.append(v)
-        return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, _DV_SCHEMA)], schema=_DV_SCHEMA)
+        return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema)], schema=schema)
+
+
+def _pairs_batch(sids: list[np.ndarray], clauses: list[np.ndarray], limit: int) -> pa.RecordBatch:
+    """The task's pairs as `(sid, a)` rows (the other columns NULL), or one overflow marker row."""
+    sid = np.concatenate(sids) if sids else np.empty(0, np.int64)
+    a = np.concatenate(clauses) if clauses else np.empty(0, np.int32)
+    if sid.size > limit:
+        sid, a = np.empty(0, np.int64), np.empty(0, np.int32)
+        arrays = [pa.nulls(1, f.type) for f in _DV_PAIRS_SCHEMA]  # fid and sid NULL: overflow
+    else:
+        arrays = [pa.nulls(sid.size, f.type) for f in _DV_SCHEMA]
+        arrays += [pa.array(sid.astype(np.int64, copy=False)), pa.array(a.astype(np.int32, copy=False))]
+    return pa.RecordBatch.from_arrays(arrays, schema=_DV_PAIRS_SCHEMA)
 
 
 def _dv_task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -161,12 +186,17 @@ def _dv_task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.Record
             merge = plan.clauses is not None
             parts: list[np.ndarray] = []
             clauses: list[np.ndarray] = []
+            pair_sids: list[np.ndarray] = []
+            pair_clauses: list[np.ndarray] = []
             for batch in batches:  # sorted by file id: a file's rows are contiguous
                 if batch.num_rows == 0:
                     continue
                 fids = batch.column(0).to_numpy(zero_copy_only=False)
                 rows = batch.column(1).to_numpy(zero_copy_only=False)
                 which = batch.column(2).to_numpy(zero_copy_only=False) if merge else None
+                if plan.pairs_limit is not None and which is not None:
+                    pair_sids.append(batch.column(3).to_numpy(zero_copy_only=False))
+                    pair_clauses.append(which)
                 cuts = np.flatnonzero(fids[1:] != fids[:-1]) + 1
                 for start, end in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(fids)]))):
                     fid = int(fids[start])
@@ -180,7 +210,11 @@ def _dv_task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.Record
             if current is not None:
                 builder.finish(current, parts, clauses if merge else None)
             out = builder.result()
+            pairs = _pairs_batch(pair_sids, pair_clauses, plan.pairs_limit) if plan.pairs_limit is not None \
+                else None
         yield out
+        if pairs is not None:
+            yield pairs
     return run
 
 
@@ -191,20 +225,41 @@ def write_deletion_vectors(target: Target, files: pa.Table, matched: Any, config
     MERGE passes its pairs `(fid, row, clause)` and `clauses` (updating, deleting clause ids): the rows of
     those clauses are deleted, `upd` / `del` count them per file and `n` is the most pairs of one target row
     (files whose only news is n > 1 come back too, with nothing deleted)."""
+    out = _dv_job(target, files, matched, configuration, clauses, None)
+    return out.sort_by("fid") if out.num_rows else out
+
+
+def write_deletion_vectors_and_pairs(
+        target: Target, files: pa.Table, matched: Any, configuration: dict[str, str],
+        clauses: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple[pa.Table, pa.Table | None]:
+    """`write_deletion_vectors` for MERGE pairs `(fid, row, clause, sid)`, returning also every pair's
+    `(sid, a)` (None when a task had more than its share of `PAIRS_LIMIT` pairs: the caller computes them
+    again)."""
+    out = _dv_job(target, files, matched, configuration, clauses, PAIRS_LIMIT)
+    fid, sid = out.column("fid"), out.column("sid")
+    rows = out.filter(pc.is_valid(fid)).select(_DV_SCHEMA.names)
+    overflow = bool(pc.any(pc.and_(pc.is_null(fid), pc.is_null(sid))).as_py()) if out.num_rows else False
+    pairs = None if overflow else out.filter(pc.is_valid(sid)).select(["sid", "a"])
+    return (rows.sort_by("fid") if rows.num_rows else rows), pairs
+
+
+def _dv_job(target: Target, files: pa.Table, matched: Any, configuration: dict[str, str],
+            clauses: tuple[tuple[int, ...], tuple[int, ...]] | None, pairs_limit: int | None) -> pa.Table:
     spark = target.spark
     info = pa.table({"path": files.column("path"), "deletion_vector": files.column("deletion_vector"),
                      "num_records": num_records(files)})
-    plan = DvPlan(target.uri, target.storage_options, dict(configuration), info.combine_chunks(), clauses)
+    tasks = shuffle_partitions(spark, files.num_rows)
+    per_task = None if pairs_limit is None else max(PAIRS_PER_TASK_MIN, pairs_limit // tasks)
+    plan = DvPlan(target.uri, target.storage_options, dict(configuration), info.combine_chunks(), clauses, per_task)
     bc = Shared(spark, plan)
     try:
-        cols = [FID, ROW] if clauses is None else [FID, ROW, matched.columns[2]]
-        pairs = matched.select(*cols).repartition(shuffle_partitions(spark, files.num_rows), FID) \
-            .sortWithinPartitions(FID)
+        cols = [FID, ROW] if clauses is None else [FID, ROW, *matched.columns[2:4 if pairs_limit is not None else 3]]
+        pairs = matched.select(*cols).repartition(tasks, FID).sortWithinPartitions(FID)
         with task_errors():
-            out = to_arrow(pairs.mapInArrow(_dv_task(bc), DV_RESULT))
+            out = to_arrow(pairs.mapInArrow(_dv_task(bc), DV_RESULT if pairs_limit is None else DV_PAIRS_RESULT))
     finally:
         bc.destroy()
-    return out.sort_by("fid") if out.num_rows else out
+    return out
 
 
 @dataclass
@@ -247,5 +302,5 @@ def commit_deletion_vectors(txn: Any, files: pa.Table, result: pa.Table, now: in
     return out
 
 
-__all__ = ["DvOutcome", "commit_deletion_vectors", "match_counts", "num_records", "shuffle_partitions",
-           "to_arrow", "write_deletion_vectors"]
+__all__ = ["PAIRS_LIMIT", "DvOutcome", "commit_deletion_vectors", "match_counts", "num_records",
+           "shuffle_partitions", "to_arrow", "write_deletion_vectors", "write_deletion_vectors_and_pairs"]
