@@ -65,6 +65,11 @@ READ_ONLY_COMMANDS = frozenset({"register_function", "register_table_function", 
                                 "remove_cached_remote_relation_command", "merge_into_table_command", "ml_command",
                                 "path_write", "global_view"})
 
+#: session confs that do not change how Spark analyses a statement, which deltakernel sets around its own work
+#: (`scan/report.py`: plan text with whole paths; `scan/public_plan.py`: file listing on the driver)
+ANALYSIS_NEUTRAL_CONFS = frozenset({"spark.sql.maxMetadataStringLength",
+                                    "spark.sql.sources.parallelPartitionDiscovery.threshold"})
+
 _MISSING = object()
 _LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.S)
 _WORD = re.compile(r"[A-Za-z_]+")
@@ -248,7 +253,9 @@ def client_config_hook(original: Callable[..., Any]) -> Callable[..., Any]:
             if cache is not None:
                 from .connect_internals import config_changes
 
-                if config_changes(operation):
+                keys = config_changes(operation)
+                if keys is not None and not all(k in ANALYSIS_NEUTRAL_CONFS or k.startswith("spark.deltakernel.")
+                                                for k in keys):
                     cache.forget_statements()
 
     return config
@@ -329,7 +336,8 @@ def _catalog_cache(catalog: Any) -> CatalogCache | None:
     return _CACHES.get(client) if client is not None else None
 
 
-__all__ = ["CAPACITY", "DEFAULT_LIFETIME_S", "LIFETIME_CONF", "MISSING", "READ_ONLY_CATALOG", "READ_ONLY_COMMANDS",
+__all__ = ["ANALYSIS_NEUTRAL_CONFS",
+           "CAPACITY", "DEFAULT_LIFETIME_S", "LIFETIME_CONF", "MISSING", "READ_ONLY_CATALOG", "READ_ONLY_COMMANDS",
            "READ_ONLY_SQL", "CatalogCache", "cache_for", "catalog_call_hook", "client_command_hook",
            "client_config_hook",
            "client_command_iterator_hook", "first_keyword"]
