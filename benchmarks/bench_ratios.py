@@ -28,8 +28,11 @@ Workloads (tables built once under `benchmarks/data/`, gitignored):
 * ``selective`` — 1 % of scan_10m (``id`` in [5,000,000, 5,100,000), columns id, value, name): deltakernel
   ``to_pyarrow_table(columns, filters)`` vs a hand-written pyarrow read of the one file whose stats match
   (``pq.read_table(file, columns, filters)``: row-group pruning by statistics). Target <= 1.1x.
+* ``selective_rg`` — the same on ``scan_10m_rg``: scan_10m's rows written by deltalake with row groups of 50,000
+  rows (10 per file), so both readers can skip row groups inside the matching file (the 1 % range spans 2 of
+  its 10). Target <= 1.1x.
 
-Usage: ``.venv/bin/python benchmarks/bench_ratios.py [--pairs N] [--only tt,vacuum,...] [--dk-src DIR]``
+Usage: ``.venv/bin/python benchmarks/bench_ratios.py [--pairs N] [--only tt,vacuum,...,selective_rg] [--dk-src DIR]``
 (``--dk-src``: import deltakernel from another source tree, e.g. a baseline checkout, for a before/after.)
 """
 
@@ -58,6 +61,8 @@ TT_COMMITS, TT_CHECKPOINT, TT_VERSION, TT_ADDS, TT_REMOVES = 1000, 600, 500, 100
 VAC = DATA / "vacuum_20k"
 VAC_LIVE, VAC_REMOVED = 10_000, 10_000
 OPEN100 = DATA / "open_100"
+SCAN_RG = DATA / "scan_10m_rg"
+SCAN_RG_ROWS = 50_000
 BASE_MS = 1_704_067_200_000
 
 Prepare = Callable[[int], dict[str, Any]]
@@ -368,14 +373,33 @@ SELECT_COLS = ["id", "value", "name"]
 SELECT_FILTER = [("id", ">=", 5_000_000), ("id", "<", 5_100_000)]
 
 
-def run_selective(pairs: int, dk_src: str | None) -> dict[str, Any]:
+def make_scan_rg() -> Path:
+    """scan_10m's 20 batches written by deltalake with row groups of SCAN_RG_ROWS rows (one file per batch)."""
+    if (SCAN_RG / "_delta_log" / f"{19:020d}.json").exists():
+        return SCAN_RG
+    import deltalake
+    from make_tables import SCAN_FILES, _scan_batch
+
+    shutil.rmtree(SCAN_RG, ignore_errors=True)
+    props = deltalake.WriterProperties(max_row_group_size=SCAN_RG_ROWS)
+    for k in range(SCAN_FILES):
+        deltalake.write_deltalake(str(SCAN_RG), _scan_batch(k), mode="append", writer_properties=props)
+    return SCAN_RG
+
+
+def run_selective(pairs: int, dk_src: str | None, row_groups: bool = False) -> dict[str, Any]:
     import deltalake
     import pyarrow as pa
+    import pyarrow.parquet as pq
     from make_tables import SCAN_TABLE, make_scan_table
 
-    make_scan_table()
+    if row_groups:
+        table = make_scan_rg()
+    else:
+        make_scan_table()
+        table = SCAN_TABLE
     # the one file whose stats overlap the range: chosen by the parent (what a user who knows the layout writes)
-    adds = pa.table(deltalake.DeltaTable(str(SCAN_TABLE)).get_add_actions(flatten=True)).to_pydict()
+    adds = pa.table(deltalake.DeltaTable(str(table)).get_add_actions(flatten=True)).to_pydict()
     hits = [p for p, lo, hi in zip(adds["path"], adds["min.id"], adds["max.id"])
             if hi >= 5_000_000 and lo < 5_100_000]
     assert len(hits) == 1, hits
@@ -387,8 +411,10 @@ def run_selective(pairs: int, dk_src: str | None) -> dict[str, Any]:
     pa_ = Contender("pyarrow", "import pandas\nimport pyarrow.parquet as pq\n",
                     f"tbl = pq.read_table(PARAMS['file'], columns={SELECT_COLS!r}, filters={SELECT_FILTER!r})",
                     check)
-    return paired("1 % selective scan vs pyarrow on the one file", dk, pa_,
-                  {"path": str(SCAN_TABLE), "file": str(SCAN_TABLE / hits[0])}, pairs, check=_equal)
+    groups = pq.ParquetFile(table / hits[0]).metadata.num_row_groups
+    label = "1 % selective scan vs pyarrow on the one file" + (
+        f" ({groups} row groups of {SCAN_RG_ROWS:,} rows per file)" if row_groups else "")
+    return paired(label, dk, pa_, {"path": str(table), "file": str(table / hits[0])}, pairs, check=_equal)
 
 
 _OPEN_WORKER = """
@@ -445,7 +471,7 @@ def _fmt_s(s: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=9)
-    ap.add_argument("--only", default="tt,vacuum,vacuum10k,restore,scan,open100,selective")
+    ap.add_argument("--only", default="tt,vacuum,vacuum10k,restore,scan,open100,selective,selective_rg")
     ap.add_argument("--dk-src", default=None, help="deltakernel source tree to import (a baseline checkout)")
     ap.add_argument("--json", default=None, help="also write the summaries to this file")
     args = ap.parse_args()
@@ -465,6 +491,8 @@ def main() -> None:
             rows.append(run_scan(args.pairs, dk_src))
         elif what == "selective":
             rows.append(run_selective(args.pairs, dk_src))
+        elif what == "selective_rg":
+            rows.append(run_selective(args.pairs, dk_src, row_groups=True))
         elif what == "open100":
             rows.extend(run_open100(args.pairs, dk_src))
         else:

@@ -47,6 +47,7 @@ TITLES = {
     "connect_vs_classic": "Spark Connect vs classic: operations",
     "connect_shapes": "Spark Connect vs classic: point query per shape",
     "long_sessions": "Long sessions",
+    "tpch": "TPC-H: Delta / Parquet, geometric mean of 22 queries",
 }
 
 

@@ -593,6 +593,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--profile", default="", help="Spark classic: per-phase breakdown for these queries")
     ap.add_argument("--json", default=None, help="write all results (times, rows counts, plans) here")
     ap.add_argument("--driver-memory", default="3g")
+    ap.add_argument("--sail-python", default=os.environ.get("TPCH_SAIL_PYTHON"),
+                    help="interpreter for the sail worker: a venv with pysail and the pyspark client version it "
+                         "supports (pysail 0.7.2: pyspark-client 4.2.0; it refuses the 4.3 client this repository "
+                         "tests with); default: this interpreter")
     ap.add_argument("--keep-rows", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
@@ -616,7 +620,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def worker_argv(args: argparse.Namespace, engine: str, out: str) -> list[str]:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--worker", engine, "--worker-out", out,
+    python = args.sail_python if engine == "sail" and args.sail_python else sys.executable
+    argv = [python, str(Path(__file__).resolve()), "--worker", engine, "--worker-out", out,
             "--sf", str(args.sf), "--data-dir", args.data_dir, "--runs", str(args.runs),
             "--queries", ",".join(map(str, args.queries)), "--variants", ",".join(args.variants),
             "--driver-memory", args.driver_memory]

@@ -8,6 +8,7 @@ scans of the snapshot's live files must give exactly the rows of the pyarrow-Dat
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,44 +44,27 @@ def _plan(ctx: Any, sql: str) -> str:
     return str(next(r["plan"] for r in rows if r["plan_type"] == "physical_plan"))
 
 
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("listing") / "plain")
-    for k in range(3):
-        ids = list(range(k * 100, (k + 1) * 100))
-        write_deltalake(path, pa.table({
-            "id": pa.array(ids, pa.int64()),
-            "x": pa.array([None if i % 7 == 0 else i % 5 for i in ids], pa.int32()),
-            "s": pa.array([None if i % 11 == 0 else f"s{i % 13}" for i in ids]),
-            "d": pa.array([f"{i}.25" for i in ids]).cast(pa.decimal128(10, 2)),
-        }), mode="append")
-    return path
-
-
-def test_listing_rows_and_pushdown(plain: str) -> None:
+def test_listing_rows_and_pushdown(ranges: str) -> None:
     for sql in ["SELECT * FROM t", "SELECT id, x FROM t WHERE x <> 2", "SELECT id FROM t WHERE x IS NULL OR s = 's3'",
-                "SELECT id FROM t WHERE x NOT IN (1, 3)", "SELECT id, d FROM t WHERE d > 150.25",
+                "SELECT id FROM t WHERE x NOT IN (1, 3)", "SELECT id, d FROM t WHERE d > 4000.125",
                 "SELECT s, count(*) AS n, sum(x) AS sx FROM t GROUP BY s"]:
-        _same(plain, sql)
-    rows, ds, ctx = _rows(plain, "SELECT id FROM t WHERE id >= 120 AND id < 125")
-    assert rows == sorted(str({"id": i}) for i in range(120, 125))
-    plan = _plan(ctx, "SELECT id FROM t WHERE id >= 120 AND id < 125")
-    # DataFusion's own Parquet scan with the filter inside the reader; no Python dataset in the plan
-    assert "DatasetExec" not in plan and plan.count("DataSourceExec") == 3 and "predicate=id@" in plan
+        _same(ranges, sql)
+    rows, ds, ctx = _rows(ranges, "SELECT id FROM t WHERE id >= 1020 AND id < 1025")
+    assert rows == sorted(str({"id": i}) for i in range(1020, 1025))
+    plan = _plan(ctx, "SELECT id FROM t WHERE id >= 1020 AND id < 1025")
+    # one DataFusion Parquet scan over the 6 live files (links), grouped into scan partitions, with the filter
+    # inside the reader; no Python dataset in the plan
+    assert "DatasetExec" not in plan and plan.count("DataSourceExec") == 1 and "predicate=id@" in plan
+    assert "file_groups={2 groups" in plan and plan.count(".parquet") == 6
     assert ds.metrics.plans == 0  # the dataset provider was never asked
     assert ctx.sql("SELECT s FROM t LIMIT 1").to_arrow_table().schema.field("s").type == pa.string_view()
-    _, plain_types, ctx2 = _rows(plain, "SELECT 1", view_types=False)
+    _, plain_types, ctx2 = _rows(ranges, "SELECT 1", view_types=False)
     assert plain_types.scan_path == "listing"
     assert ctx2.sql("SELECT s FROM t LIMIT 1").to_arrow_table().schema.field("s").type == pa.string()
 
 
-def test_partitions_pruned_at_plan_time(tmp_path: Path) -> None:
-    path = str(tmp_path / "parts")
-    write_deltalake(path, pa.table({
-        "v": pa.array(range(12), pa.int64()),
-        "p": pa.array(["a", "b", None] * 4),
-        "q": pa.array([1, 2, 3, None] * 3, pa.int32()),
-    }), partition_by=["p", "q"])
+def test_partitions_pruned_at_plan_time(tmp_path: Path, parts_table: Callable[[str], str]) -> None:
+    path = parts_table(str(tmp_path / "parts"))
     for sql in ["SELECT * FROM t", "SELECT v, p FROM t WHERE p = 'b'", "SELECT v FROM t WHERE p IS NULL",
                 "SELECT v, q FROM t WHERE q > 1 OR p IS NULL", "SELECT p, q, count(*) AS n FROM t GROUP BY p, q"]:
         _same(path, sql)
@@ -111,7 +95,7 @@ def test_column_mapping_name(tmp_path: Path) -> None:
     _same(path, "SELECT a FROM t WHERE \"renamed b\" >= 'y' AND p = 'v'")
 
 
-def test_time_travel_reads_the_pinned_files(plain: str, tmp_path: Path) -> None:
+def test_time_travel_reads_the_pinned_files(tmp_path: Path) -> None:
     path = str(tmp_path / "tt")
     write_deltalake(path, pa.table({"id": pa.array([1, 2], pa.int64())}))
     write_deltalake(path, pa.table({"id": pa.array([3], pa.int64())}), mode="append")
@@ -121,18 +105,30 @@ def test_time_travel_reads_the_pinned_files(plain: str, tmp_path: Path) -> None:
     assert _same(path, "SELECT id FROM t") == [str({"id": 9})]
 
 
-def test_deletion_vectors_keep_the_dataset_provider(tmp_path: Path) -> None:
+def test_deletion_vectors_only_their_files_on_the_dataset_provider(tmp_path: Path) -> None:
     path = str(tmp_path / "dv")
-    write_deltalake(path, pa.table({"id": pa.array(range(10), pa.int64())}),
-                    configuration={"delta.enableDeletionVectors": "true"})
-    DeltaTable(path).delete("id % 3 = 0")
-    assert DeltaTable(path).snapshot.files.column("deletion_vector").null_count == 0
-    rows, ds, _ = _rows(path, "SELECT id FROM t")
-    assert ds.scan_path == "dataset" and listing.plan(ds) is None
-    assert rows == sorted(str({"id": i}) for i in range(10) if i % 3)
+    for k in range(3):
+        write_deltalake(path, pa.table({"id": pa.array(range(k * 10, k * 10 + 10), pa.int64())}), mode="append",
+                        configuration={"delta.enableDeletionVectors": "true"} if k == 0 else None)
+    DeltaTable(path).delete("id >= 10 AND id < 20 AND id % 3 = 0")  # a DV on the second file only
+    assert DeltaTable(path).snapshot.files.column("deletion_vector").null_count == 2
+    live = [i for i in range(30) if not (10 <= i < 20 and i % 3 == 0)]
+    assert _same(path, "SELECT id FROM t") == sorted(str({"id": i}) for i in live)
+    assert _same(path, "SELECT id FROM t WHERE id > 8 AND id < 22") == sorted(str({"id": i}) for i in live
+                                                                             if 8 < i < 22)
+    rows, ds, ctx = _rows(path, "SELECT count(*) AS n FROM t")
+    assert ds.scan_path == "listing" and rows == [str({"n": 27})]
+    plan = _plan(ctx, "SELECT id FROM t")
+    # the two files without a DV: DataFusion's scan; the one with a DV: the kernel through the dataset provider
+    assert plan.count("DataSourceExec") == 1 and plan.count(".parquet") == 2 and "DatasetExec" in plan
+    assert ds.metrics.files_total == 1 and ds.metrics.files_kernel_path == 1
+    # every live file with a DV: the dataset provider for the whole table
+    DeltaTable(path).delete("id % 10 = 1")
+    rows, ds, _ = _rows(path, "SELECT count(*) AS n FROM t")
+    assert ds.scan_path == "dataset" and listing.plan(ds) is None and rows == [str({"n": 24})]
 
 
-def test_dml_repins_through_the_listing_path(plain: str, tmp_path: Path) -> None:
+def test_dml_repins_through_the_listing_path(tmp_path: Path) -> None:
     path = str(tmp_path / "dml")
     write_deltalake(path, pa.table({"id": pa.array(range(5), pa.int64())}))
     ctx = datafusion.SessionContext()
@@ -142,7 +138,7 @@ def test_dml_repins_through_the_listing_path(plain: str, tmp_path: Path) -> None
     assert next(iter(dkdf.delta_tables(ctx).values())).scan_path == "listing"
 
 
-def test_dataset_provider_parses_stats_once_per_snapshot(plain: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dataset_provider_parses_stats_once_per_snapshot(ranges: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from deltakernel.kernel.scan import skipping
 
     calls: list[int] = []
@@ -154,17 +150,56 @@ def test_dataset_provider_parses_stats_once_per_snapshot(plain: str, monkeypatch
 
     monkeypatch.setattr(skipping, "parse_stats", counting)
     ctx = datafusion.SessionContext()
-    ds = dkdf.register(ctx, "t", plain, provider="dataset")
-    for lo in (10, 150, 250):  # three queries on the same column: one parse
+    ds = dkdf.register(ctx, "t", ranges, provider="dataset")
+    for lo in (10, 1500, 2500):  # three queries on the same column: one parse
         assert len(ctx.sql(f"SELECT id FROM t WHERE id >= {lo} AND id < {lo + 5}").to_pylist()) == 5
-        assert ds.metrics.files_skipped == 2
+        assert ds.metrics.files_skipped == 5
     assert len(calls) == 1
     ctx.sql("SELECT id FROM t WHERE x = 1").to_pylist()  # another column: parsed once more
     assert len(calls) == 2
 
 
-def test_many_files_keep_the_dataset_provider(plain: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(listing, "MAX_FILES", 2)  # `plain` has 3 files
-    rows, ds, _ = _rows(plain, "SELECT count(*) AS n FROM t")
-    assert ds.scan_path == "dataset" and rows == [str({"n": 300})]
-    assert _rows(plain, "SELECT 1", provider="dataset")[1].scan_path == "dataset"
+def test_more_than_128_files_one_scan(tmp_path: Path) -> None:
+    path = str(tmp_path / "many")
+    write_deltalake(path, pa.table({"id": pa.array(range(1500), pa.int64())}), max_rows_per_file=10)
+    write_deltalake(path, pa.table({"id": pa.array(range(1500, 1510), pa.int64())}), mode="append")
+    assert DeltaTable(path).snapshot.files.num_rows == 151
+    rows, ds, ctx = _rows(path, "SELECT count(*) AS n, sum(id) AS s FROM t")
+    assert ds.scan_path == "listing" and rows == [str({"n": 1510, "s": sum(range(1510))})]
+    plan = _plan(ctx, "SELECT id FROM t WHERE id = 1505")
+    assert plan.count("DataSourceExec") == 1 and "file_groups={2 groups" in plan and "DatasetExec" not in plan
+    assert _same(path, "SELECT id FROM t WHERE id % 97 = 3") == sorted(str({"id": i}) for i in range(1510)
+                                                                       if i % 97 == 3)
+    # time travel to the first version: its 150 files only (another directory of links)
+    assert _same(path, "SELECT count(*) AS n FROM t", version=0) == [str({"n": 1500})]
+
+
+def test_many_partition_groups_keep_the_dataset_provider(tmp_path: Path, parts_table: Callable[[str], str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    path = parts_table(str(tmp_path / "parts"))  # 12 (p, q) groups
+    monkeypatch.setattr(listing, "MAX_GROUPS", 11)
+    assert _rows(path, "SELECT 1")[1].scan_path == "dataset"
+    monkeypatch.setattr(listing, "MAX_GROUPS", 12)
+    assert _rows(path, "SELECT 1")[1].scan_path == "listing"
+
+
+def test_many_files_keep_the_dataset_provider(ranges: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(listing, "MAX_FILES", 5)  # `ranges` has 6 files
+    rows, ds, _ = _rows(ranges, "SELECT count(*) AS n FROM t")
+    assert ds.scan_path == "dataset" and rows == [str({"n": 6000})]
+    assert _rows(ranges, "SELECT 1", provider="dataset")[1].scan_path == "dataset"
+
+
+def test_link_directories_hold_exactly_the_targets(tmp_path: Path) -> None:
+    from deltakernel.datafusion import links
+
+    targets = []
+    for name in ("a b%20.parquet", "c.parquet", "d=1.parquet"):  # any characters: DataFusion opens the links
+        (tmp_path / name).write_bytes(name.encode())
+        targets.append(str(tmp_path / name))
+    d = links.link_dir(targets)
+    assert d.endswith(os.sep) and links.link_dir(list(targets)) == d  # same files: the same directory
+    entries = sorted(os.listdir(d))
+    assert entries == ["part-0.parquet", "part-1.parquet", "part-2.parquet"]
+    assert [os.readlink(os.path.join(d, e)) for e in entries] == targets
+    assert links.link_dir(targets[:2]) != d and sorted(os.listdir(links.link_dir(targets[:2]))) == entries[:2]

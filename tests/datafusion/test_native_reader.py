@@ -11,6 +11,7 @@ filter inside `DatasetExec`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,22 +51,6 @@ def explain(ctx: Any, sql: str) -> str:
     return next(r["plan"] for r in rows if r["plan_type"] == "physical_plan")
 
 
-@pytest.fixture(scope="module")
-def ranges(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """6 unpartitioned files, disjoint id ranges, with NULLs in `x` and `s`."""
-    path = str(tmp_path_factory.mktemp("native") / "ranges")
-    for k in range(6):
-        ids = list(range(k * 1000, (k + 1) * 1000))
-        write_deltalake(path, pa.table({
-            "id": pa.array(ids, pa.int64()),
-            "x": pa.array([None if i % 7 == 0 else i % 5 for i in ids], pa.int32()),
-            "s": pa.array([None if i % 11 == 0 else f"s{i % 13}" for i in ids]),
-            "ts": pa.array([i * 1_000_000 for i in ids], pa.timestamp("us", tz="UTC")),
-            "d": pa.array([f"{i}.125" for i in ids]).cast(pa.decimal128(10, 3)),
-        }), mode="append")
-    return path
-
-
 def test_native_reader_chosen_after_kernel_skipping(ranges: str) -> None:
     ctx = datafusion.SessionContext()
     ds = dkdf.register(ctx, "t", ranges, provider="dataset")
@@ -102,13 +87,8 @@ def test_native_matches_pyarrow_path_with_null_semantics(ranges: str) -> None:
     assert len(rows) == expected
 
 
-def test_partitioned_table_typed_and_null_partitions(tmp_path: Path) -> None:
-    path = str(tmp_path / "parts")
-    write_deltalake(path, pa.table({
-        "v": pa.array(range(12), pa.int64()),
-        "p": pa.array(["a", "b", None] * 4),
-        "q": pa.array([1, 2, 3, None] * 3, pa.int32()),
-    }), partition_by=["p", "q"])
+def test_partitioned_table_typed_and_null_partitions(tmp_path: Path, parts_table: Callable[[str], str]) -> None:
+    path = parts_table(str(tmp_path / "parts"))
     for sql in ["SELECT * FROM t", "SELECT v, p FROM t WHERE p = 'b'", "SELECT v FROM t WHERE p IS NULL",
                 "SELECT v, q FROM t WHERE q > 1 OR p IS NULL", "SELECT p, q, count(*) AS n FROM t GROUP BY p, q"]:
         _, ds_native, _ = _both(path, sql)

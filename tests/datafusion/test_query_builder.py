@@ -9,6 +9,7 @@ data), filters against a scalar subquery, aggregates, and a join of two register
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,24 @@ def both(path: str, sql: str, name: str = "t") -> tuple[list[tuple[Any, ...]], l
     return rows(mine), rows(theirs)
 
 
+def same_rows(mine: list[tuple[Any, ...]], theirs: list[tuple[Any, ...]]) -> bool:
+    """Equal rows, floats to 1e-12 relative: a float sum's last bit depends on the order DataFusion merges the
+    partitions' partial aggregates, which varies from run to run (sum(a_float) of basic_partitioned: 23.1, and
+    23.099999999999998 or 23.100000000000005 in 1 of 30 runs before the link scans, 3 of 30 after)."""
+    if len(mine) != len(theirs):
+        return False
+    for a, b in zip(mine, theirs, strict=True):
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            if isinstance(x, float) and isinstance(y, float):
+                if not math.isclose(x, y, rel_tol=1e-12) and not (math.isnan(x) and math.isnan(y)):
+                    return False
+            elif x != y:
+                return False
+    return True
+
+
 def q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -87,7 +106,7 @@ def test_same_rows_as_deltalake(table: str) -> None:
     checked = 0
     for sql in queries(path):
         mine, theirs = both(path, sql)
-        assert mine == theirs, sql
+        assert same_rows(mine, theirs), (sql, mine, theirs)
         checked += 1
     assert checked >= 3
 

@@ -154,10 +154,15 @@ def test_threaded_parse_of_many_blocks_keeps_line_order(tmp_path: pathlib.Path, 
     blobs = storage.read_many([m.key for m in metas])
     index = commit_buffer.index_commits(blobs)
     assert index is not None
-    parsed = index.parse(replay._file_action_type([]), threads=threads)
-    assert parsed is not None and parsed.num_rows == len(index.starts)
-    paths = [r["path"] for r in parsed.column("add").to_pylist() if r is not None]
+    typ = replay._file_action_type([])
+    parsed = index.parse_kind(1, "add", typ.field("add").type, threads=threads)
+    assert parsed is not None and len(parsed[0]) == len(parsed[1]) == 30 * 400
+    paths = [r["path"] for r in parsed[0].to_pylist()]
     assert paths == [f"f-{v}-{i}.parquet" for v in range(30) for i in range(400)]
+    removes = index.parse_kind(2, "remove", typ.field("remove").type, threads=threads)
+    assert removes is not None
+    assert [r["path"] for r in removes[0].to_pylist()] == [
+        f"f-{v - 1}-{i}.parquet" for v in range(1, 30) for i in range(0, 400, 7)]
     fast, general = _both(storage)
     _same(fast, general)
 

@@ -135,3 +135,34 @@ def test_page_statistics_write_page_index() -> None:
                             ).parquet_options(layout)
     assert opts["write_page_index"] is True
     assert opts["write_statistics"] == ["id", "cat"]  # a struct name covers its leaves
+
+
+def test_decimals_are_stored_as_integers_like_spark(tmp_path: Path) -> None:
+    """Decimals of precision <= 9 / <= 18 are INT32 / INT64 in the files (as Spark and parquet-rs write them; Arrow's
+    default FIXED_LEN_BYTE_ARRAY decodes slower), wider ones FIXED_LEN_BYTE_ARRAY; values, statistics and the
+    other readers are unchanged."""
+    import decimal
+
+    from deltalake import DeltaTable as RsTable
+
+    from tests.helpers import duckdb_table
+
+    if not getattr(pq.ParquetWriter.__init__, "__code__", None) or "store_decimal_as_integer" not in \
+            pq.ParquetWriter.__init__.__code__.co_varnames:
+        pytest.skip("this pyarrow cannot store decimals as integers (pyarrow < 18)")
+    d = decimal.Decimal
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()),
+                     "p5": pa.array([d("-1.5"), None, d("3.1")], pa.decimal128(5, 1)),
+                     "p15": pa.array([d("-250.00"), d("1.10"), None], pa.decimal128(15, 2)),
+                     "p38": pa.array([d(10**30), d(-(10**30)), d(7)], pa.decimal128(38, 0))})
+    deltakernel.write_deltalake(str(tmp_path), data)
+    cols = _columns(tmp_path)
+    assert (cols["p5"].physical_type, cols["p15"].physical_type, cols["p38"].physical_type) == \
+        ("INT32", "INT64", "FIXED_LEN_BYTE_ARRAY")
+    t = DeltaTable(str(tmp_path))
+    assert t.to_pyarrow_table().sort_by("id").equals(data)
+    stats = t.get_add_actions(flatten=True).to_pylist()[0]
+    assert (stats["min.p5"], stats["max.p5"], stats["min.p15"], stats["max.p15"]) == \
+        (d("-1.5"), d("3.1"), d("-250.00"), d("1.10"))
+    assert RsTable(str(tmp_path)).to_pyarrow_table().sort_by("id").equals(data)
+    assert duckdb_table(tmp_path).sort_by("id").to_pylist() == data.to_pylist()

@@ -185,6 +185,17 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
         # (columns, filter) of the last `scanner()` call on this thread: DataFusion's DatasetExec calls
         # scanner(columns, filter) then get_fragments(filter), and the native streams need the projection
         self._pending = threading.local()
+        # the live files this provider scans: all (None) or the subset `restricted_to` gave it
+        self._only_files: pa.Table | None = None
+
+    def restricted_to(self, files: pa.Table) -> DeltaDataset:
+        """This dataset (same snapshot, options, caches and metrics) over `files` only, a subset of its live
+        files: the listing path (`listing.py`) scans the other files itself and leaves these - the ones with
+        deletion vectors, which only the kernel's reader applies - to this provider."""
+        sub: DeltaDataset = DeltaDataset.__new__(DeltaDataset)
+        sub.__dict__.update(self.__dict__)
+        sub._only_files, sub._pending, sub.provider, sub.scan_path = files, threading.local(), "dataset", "dataset"
+        return sub
 
     # ------------------------------------------------------------------ what DataFusion calls
     @property
@@ -209,7 +220,7 @@ class DeltaDataset(ds.Dataset):  # type: ignore[misc]
             return self._fragments(filter)
 
     def _fragments(self, filter: pc.Expression | None) -> list[DeltaFragment]:
-        files = self.snapshot.files
+        files = self.snapshot.files if self._only_files is None else self._only_files
         total = files.num_rows
         pred = self._kernel_predicate(filter)
         if pred is not None and total:

@@ -6,26 +6,31 @@ join planner, and a file DataFusion could read natively is still planned through
 TPC-H at SF1 spent ~90 % of its time there (docs/decisions.md, "Embedded TPC-H: the listing path").
 
 datafusion-python (55) cannot build a ListingTable over an explicit file list, and a Python TableProvider
-does not exist; what it can do is `read_parquet(one file, schema=...)` (a ListingTable over that file: its
-reader with projection, filter pushdown, row-group / page-index pruning, byte-range splitting into
-`target_partitions`, statistics from the footer) and a view over any DataFrame. So the table is the
-`UNION ALL` of one scan per live file; each branch renames physical columns to logical ones (column
-mapping "name") and adds the file's partition values as typed literals. DataFusion's optimizer pushes a
-query's filters into every branch, folds `<literal> = <value>` and drops the branches whose partition
-values rule them out (partition pruning at plan time, no file opened).
+does not exist; what it can do is `read_parquet(directory, schema=...)` (a ListingTable: its reader with
+projection, filter pushdown, row-group / page-index pruning, the files grouped into `target_partitions`
+balanced scan partitions, statistics from the footers) and a view over any DataFrame. The directory is one of
+links to the snapshot's live files (`links.py`), one per partition-value group; each group's scan renames
+physical columns to logical ones (column mapping "name") and adds the group's partition values as typed
+literals, and the table is the `UNION ALL` of the groups. DataFusion's optimizer pushes a query's filters into
+every branch, folds `<literal> = <value>` and drops the branches whose partition values rule them out
+(partition pruning at plan time, no file opened). (Before: one `read_parquet` per file under the union - its
+planning grew faster than linearly with the files, and each file was split into byte ranges on its own.)
 
 Only tables DataFusion reads exactly as the kernel would use it (`plan()` returns None otherwise and the
 caller registers the `DeltaDataset`, decided per table):
-- local files (DataFusion opens the paths itself), no deletion vector on any live file, no row tracking
+- local files (DataFusion opens them through the links), no deletion vector on any live file, no row tracking
   columns, column mapping "none" or "name" without nested types (nested physical names cannot be renamed by
   a projection; "id" matches by field id, which DataFusion does not);
 - every file's columns present under their physical name with the logical type (or a string / binary
   flavour, or a lossless integer / float widening), or absent (a column added later: DataFusion fills
   nulls, as the protocol says); checked from the footers once per snapshot;
-- at most `MAX_FILES` files (a union of 1,000 branches took 8-9 s to plan per query; 100 took ~0.05 s).
-What it does not do: skip files by the Delta statistics of the log. DataFusion prunes by the footers'
-statistics instead (row groups and pages, cached per table across queries); partition values prune at plan
-time as above.
+- at most `MAX_FILES` files and `MAX_GROUPS` partition-value groups (a union of 1,000 branches took 8-9 s to
+  plan per query; 100 took ~0.05 s).
+Files with a deletion vector are left to the dataset provider (`DeltaDataset.restricted_to`: the kernel applies
+the DVs), unioned with the scans of the others; a table whose every file has one keeps the dataset provider.
+What it does not do: skip files by the Delta statistics of the log (a view receives no predicate). DataFusion
+prunes whole files, row groups and pages by the footers' statistics instead (footers cached in the session's
+runtime after the first query); partition values prune at plan time as above.
 """
 
 from __future__ import annotations
@@ -39,11 +44,14 @@ import pyarrow.compute as pc
 
 from ..kernel.scan.partition_values import partition_columns_table
 from ..kernel.schema.column_mapping import physical_name
-from . import native
+from . import links, native
 
-#: more live files than this: the DeltaDataset provider. DataFusion's planning of the union grows faster than
-#: linearly: 100 files plan in ~0.05 s, 1,000 files cost 8-9 s per query (docs/decisions.md)
-MAX_FILES = 128
+#: more live files than this: the DeltaDataset provider (its skipping by the log's statistics pays most there, and
+#: the first registration reads every footer to check its schema)
+MAX_FILES = 4096
+#: more partition-value groups than this: the DeltaDataset provider. Each group is one branch of a UNION ALL, and
+#: DataFusion's planning of a union grows faster than linearly (100 branches ~0.05 s, 1,000 branches 8-9 s per query)
+MAX_GROUPS = 128
 _FOOTER_WORKERS = 8
 
 #: Parquet options of the per-file tables (a ListingTable keeps the options of the context that made it):
@@ -108,18 +116,24 @@ def plan(dataset: Any) -> Any | None:
         return None
     if not native.available(dataset._fs):
         return None
-    files = snap.files
-    n = files.num_rows
-    if n == 0 or n > MAX_FILES or files.column("deletion_vector").null_count != n:
+    all_files = snap.files
+    if all_files.num_rows == 0 or all_files.num_rows > MAX_FILES:
         return None
+    with_dv = all_files.column("deletion_vector").is_valid()
+    files = all_files.filter(pc.invert(with_dv))  # the files DataFusion reads; the rest: the dataset provider
+    n = files.num_rows
+    if n == 0:
+        return None
+    dv_part = None if n == all_files.num_rows else dataset.restricted_to(all_files.filter(with_dv))
     data_fields = dataset._data_fields
     if mode == "name" and any(_nested(f.type) for f in data_fields):
         return None
     paths = files.column("path").to_pylist()
     if not all(dataset.own_store(p) for p in paths):
         return None
-    local = [os.path.abspath(dataset.local_path(p)) for p in paths]
-    if not all(native.safe_path(p) for p in local):
+    local = [os.path.abspath(dataset.local_path(p)) for p in paths]  # link targets: any characters
+    groups = _groups(dataset, files)
+    if len(groups) > MAX_GROUPS:
         return None
     logical_by_name = {f.name: f for f in snap.schema.fields}
     physical = {f.name: (physical_name(logical_by_name[f.name], mode) if mode != "none" else f.name)
@@ -130,7 +144,7 @@ def plan(dataset: Any) -> Any | None:
         ensure_usable()
     except ForkedProcessError:
         return None
-    return _on_helper_thread(lambda: _frame(dataset, local, physical))
+    return _on_helper_thread(lambda: _frame(dataset, local, physical, groups, dv_part))
 
 
 def _on_helper_thread(build: Any) -> Any | None:
@@ -186,31 +200,50 @@ def _files_ok(dataset: Any, paths: list[str], sizes: list[int | None], physical:
     return all(check(i) for i in range(len(paths)))
 
 
-def _frame(dataset: Any, local: list[str], physical: dict[str, str]) -> Any:
+def _frame(dataset: Any, local: list[str], physical: dict[str, str],
+           groups: list[tuple[dict[str, Any], list[int]]], dv_part: Any | None) -> Any:
+    """One ListingTable per partition-value group over a directory of links to its files (`links.py`), each
+    renaming physical to logical columns and adding the group's partition values as typed literals; the
+    `UNION ALL` of the groups (an unpartitioned table is one group, one scan) and of `dv_part` (the dataset
+    provider over the files with deletion vectors, which only the kernel's reader applies)."""
     from datafusion import col, lit
 
-    snap = dataset.snapshot
     out_schema: pa.Schema = dataset.schema  # DataFusion sees the dataset's schema (view types or not)
     data_schema = pa.schema([pa.field(physical[f.name], out_schema.field(f.name).type, f.nullable)
                              for f in dataset._data_fields])
-    part_fields = snap.partition_fields
-    typed: dict[str, list[Any]] = {}
-    if part_fields:
-        cols = partition_columns_table(snap.files.column("partition_values"), part_fields, snap.column_mapping_mode)
-        typed = {f.name: cols[f.name].cast(out_schema.field(f.name).type).to_pylist() for f in part_fields}
     builder = _builder_context()
-    df = None
-    for i, path in enumerate(local):
-        one = builder.read_parquet(path, schema=data_schema, file_extension="")
+    df: Any = None
+    for values, members in groups:
+        one = builder.read_parquet(links.link_dir([local[i] for i in members]), schema=data_schema,
+                                   file_extension=".parquet")
         exprs = []
         for f in out_schema:
-            if f.name in typed:
-                exprs.append(lit(pa.scalar(typed[f.name][i], f.type)).alias(f.name))
+            if f.name in values:
+                exprs.append(lit(pa.scalar(values[f.name], f.type)).alias(f.name))
             else:
                 exprs.append(col(native.quote(physical[f.name])).alias(f.name))
         one = one.select(*exprs)
         df = one if df is None else df.union(one)
+    if dv_part is not None:
+        df = df.union(builder.read_table(dv_part))
     return df
+
+
+def _groups(dataset: Any, files: pa.Table) -> list[tuple[dict[str, Any], list[int]]]:
+    """Indices of `files` grouped by their partition values (typed as the view's columns), in first-seen order."""
+    snap = dataset.snapshot
+    part_fields = snap.partition_fields
+    n = files.num_rows
+    if not part_fields:
+        return [({}, list(range(n)))]
+    out_schema: pa.Schema = dataset.schema
+    cols = partition_columns_table(files.column("partition_values"), part_fields, snap.column_mapping_mode)
+    typed = {f.name: cols[f.name].cast(out_schema.field(f.name).type).to_pylist() for f in part_fields}
+    names = [f.name for f in part_fields]
+    by_key: dict[tuple[Any, ...], list[int]] = {}
+    for i in range(n):
+        by_key.setdefault(tuple(typed[name][i] for name in names), []).append(i)
+    return [(dict(zip(names, key, strict=True)), members) for key, members in by_key.items()]
 
 
 _TRUE = pc.scalar(True)
@@ -248,4 +281,5 @@ def same_columns(a: pa.Schema, b: pa.Schema) -> bool:
     return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]
 
 
-__all__ = ["BUILDER_OPTIONS", "MAX_FILES", "as_table", "plan", "provider_for", "register_in", "same_columns"]
+__all__ = ["BUILDER_OPTIONS", "MAX_FILES", "MAX_GROUPS", "as_table", "plan", "provider_for", "register_in",
+           "same_columns"]

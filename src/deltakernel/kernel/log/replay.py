@@ -124,21 +124,42 @@ def _read_indexed(
     # optional fields no line names are left out of the parse (a per-row null append each in the reader)
     absent = [k for k in _OPTIONAL_FIELDS if not contains(index.buffer, f'"{k}"'.encode())]
     typ = _file_action_type(pnames, absent)
-    parsed = index.parse(typ)
-    if parsed is None:
-        return None
-    order = np_to_arrow(index.row_order)
-    line_versions = np_to_arrow(np.asarray(versions, dtype=np.int64)[index.parents])
+    order = index.row_order
+    line_versions = np.asarray(versions, dtype=np.int64)[index.parents]
     tags = None
-    if parsed.num_rows and contains(index.buffer, b'"tags"'):  # only then: a regex pass and a second JSON parse
+    if len(index.starts) and contains(index.buffer, b'"tags"'):  # only then: a regex pass and a second JSON parse
         lines = index.lines()
         if pc.any(pc.match_substring(lines, '"tags"')).as_py():
             tags = extract_tags(lines)
-    adds = _tagged(parsed, "add", pnames, line_versions, order, tags)
-    removes = _tagged(parsed, "remove", pnames, line_versions, order, tags)
-    cdcs = _tagged(parsed, "cdc", pnames, line_versions, order)
+    tables = []
+    for code, kind in ((1, "add"), (2, "remove"), (3, "cdc")):
+        parsed = index.parse_kind(code, kind, typ.field(kind).type)
+        if parsed is None:
+            return None
+        col, rows = parsed
+        if not len(rows):
+            tables.append(_empty_tagged(tuple(pnames), kind))
+            continue
+        kind_tags = None if tags is None else tags.take(np_to_arrow(rows))
+        tables.append(_conformed(col, kind, pnames, line_versions[rows], order[rows], kind_tags))
+    adds, removes, cdcs = tables
     cdc_versions = sorted(set(cdcs.column("_version").to_pylist()))
     return _CommitBatch(versions, adds, removes, cdc_versions, rare, cdcs)
+
+
+def _conformed(col: pa.ChunkedArray, kind: str, pnames: Sequence[str], versions: np.ndarray, order: np.ndarray,
+               tags: pa.Array | None) -> pa.Table:
+    """The parsed structs of one kind (every row an action) as a file table tagged with `_version` / `_order`,
+    chunk by chunk: the reader's chunks are kept (combining them would copy every string once more)."""
+    parts = [conform_file_actions(chunk, pnames, kind) for chunk in col.chunks if len(chunk)]
+    table = pa.concat_tables(parts) if len(parts) != 1 else parts[0]
+    if tags is not None and "tags" in table.column_names:
+        table = table.set_column(table.schema.get_field_index("tags"), "tags", tags)
+    table = table.append_column("_version", np_to_arrow(versions))
+    table = table.append_column("_order", np_to_arrow(order))
+    if table.column("path").null_count:
+        raise CorruptLogError(f"{kind} action without a path in the Delta log")
+    return table
 
 
 def _read_general(
@@ -442,15 +463,11 @@ def _reconcile(
     if removes.num_rows == 0 and adds.num_rows <= 1:  # one add (a small append): it is the newest of its key
         touched = file_keys(adds) if adds.num_rows else None
     elif adds.num_rows or removes.num_rows:
-        both = pa.concat_tables(
-            [
-                adds.select(["_order"]).append_column("key", file_keys(adds)),
-                removes.select(["_order"]).append_column("key", file_keys(removes)),
-            ]
-        )
-        win_orders, touched = _newest_per_key(both.column("key"), both.column("_order"))
-        live_adds = adds.filter(pc.is_in(adds.column("_order"), value_set=win_orders))
-        live_removes = removes.filter(pc.is_in(removes.column("_order"), value_set=win_orders))
+        add_wins, remove_wins, touched = _newest_per_key(adds, removes, want_keys=parts is not None)
+        if not add_wins.all():  # (appends only: every add is live, nothing to copy)
+            live_adds = adds.filter(bool_to_arrow(add_wins))
+        if not remove_wins.all():
+            live_removes = removes.filter(bool_to_arrow(remove_wins))
     cp_adds, cp_removes = (
         checkpoint_file_actions(storage, parts, pnames, touched) if parts is not None else (None, None)
     )
@@ -465,18 +482,31 @@ def _reconcile(
     return files, tombstones
 
 
-def _newest_per_key(keys: pa.ChunkedArray, order: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
-    """(order of the newest action per key, distinct keys) by sorting — no hash group-by (and no Acero)."""
-    t = pa.table({"k": keys, "o": order})
-    idx = pc.sort_indices(t, sort_keys=[("k", "ascending"), ("o", "descending")])
-    k = pc.take(t.column("k"), idx).combine_chunks()
-    o = pc.take(t.column("o"), idx).combine_chunks()
-    n = len(k)
-    if n == 0:
-        return o, k
-    first = pc.not_equal(k.slice(1), k.slice(0, n - 1))
-    mask = pa.concat_arrays([bool_to_arrow([True]), first.cast(pa.bool_())])
-    return pc.filter(o, mask), pc.filter(k, mask)
+def _newest_per_key(adds: pa.Table, removes: pa.Table,
+                    want_keys: bool = True) -> tuple[np.ndarray, np.ndarray, pa.Array | None]:
+    """(per add: is it the newest action of its key; the same per remove; the distinct keys when `want_keys`).
+    The keys are hashed once (`dictionary_encode`) and the newest log position per key taken with numpy: no
+    sort of the key strings, no hash set built per `is_in`. Without any deletion vector a key is its path (the
+    `file_keys` strings are built only for the distinct keys, and only when asked for)."""
+    no_dvs = all(t.column("deletion_vector").null_count == t.num_rows for t in (adds, removes))
+    if no_dvs:
+        keys = pa.chunked_array([*adds.column("path").chunks, *removes.column("path").chunks],
+                                pa.string()).combine_chunks()
+    else:
+        keys = pa.concat_arrays([file_keys(adds), file_keys(removes)])
+    encoded = pc.dictionary_encode(keys)
+    codes = arrow_to_np(encoded.indices).astype(np.int64, copy=False)
+    orders = np.concatenate([arrow_to_np(adds.column("_order").combine_chunks()),
+                             arrow_to_np(removes.column("_order").combine_chunks())]).astype(np.int64, copy=False)
+    newest = np.full(len(encoded.dictionary), np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(newest, codes, orders)
+    wins = newest[codes] == orders
+    distinct: pa.Array | None = None
+    if want_keys:
+        distinct = encoded.dictionary
+        if no_dvs:
+            distinct = pc.binary_join_element_wise(distinct, str_scalar(""), str_scalar("\x00"))
+    return wins[: adds.num_rows], wins[adds.num_rows :], distinct
 
 
 def _select(table: pa.Table, schema: pa.Schema, keep_tags: bool = False, keep_stats_parsed: bool = False) -> pa.Table:

@@ -33,6 +33,8 @@ from ..schema.geospatial import parse_geo_type
 from ..schema.reconcile import conform_table
 from ..schema.types import StructField, StructType
 from ..snapshot import Snapshot
+from .page_index import read_pruned
+from .row_groups import row_groups_to_read
 
 DEFAULT_BATCH_SIZE = 131_072
 log = logging.getLogger("deltakernel")
@@ -60,6 +62,7 @@ class _OpenFile:
     hidden: list[str]
     data_fields: list[StructField]
     deleted: npt.NDArray[np.uint64] | None
+    source: Any = None  # the opened file (page_index.py reads byte ranges of it)
 
 
 @dataclass
@@ -68,6 +71,7 @@ class ScanMetrics:
     files_skipped: int = 0  # by partition pruning or statistics
     files_scanned: int = 0
     rows_deleted_by_dv: int = 0
+    row_groups_skipped: int = 0  # inside the files read, by their footer statistics (row_groups.py)
 
 
 def _default_workers() -> int:
@@ -232,16 +236,60 @@ class Scan:
             if deleted.size and int(deleted[-1]) >= num_rows:
                 raise DeltaError(f"deletion vector of {uri} deletes row {int(deleted[-1])} but the file has "
                                  f"{num_rows} rows")
-        return _OpenFile(pf, uri, file_cols + hidden, hidden, data_fields, deleted)
+        return _OpenFile(pf, uri, file_cols + hidden, hidden, data_fields, deleted, source)
 
     def read_file(self, task: dict[str, Any]) -> pa.Table:
-        """One file as logical Arrow data, deletion vector applied, filter applied."""
+        """One file as logical Arrow data, deletion vector applied, filter applied. With a predicate, only the
+        row groups whose footer statistics may match are read (row_groups.py)."""
         f = self._open_file(task)
+        groups = row_groups_to_read(f.pf, self.predicate, self.schema, self.mode, self._partition_set)
+        if groups is not None:
+            self.metrics.row_groups_skipped += f.pf.metadata.num_row_groups - len(groups)
+        if f.deleted is not None or self.row_tracking:
+            if groups is not None:  # deletion vectors and row ids count physical rows: runs of row groups
+                return self._read_runs(f, task, groups)
+        elif self.predicate is not None and groups != [] and self._local_reads(task):
+            pruned = read_pruned(f.pf, f.source, f.columns, groups, self.predicate, self.schema, self.mode,
+                                 self._partition_set)
+            if pruned is not None:  # only the pages that may match (page_index.py)
+                return self._piece(f, task, pruned, 0)
         try:
-            table = f.pf.read(columns=f.columns, use_threads=_threaded(task))
+            if groups is None:
+                table = f.pf.read(columns=f.columns, use_threads=_threaded(task))
+            elif groups:
+                table = f.pf.read_row_groups(groups, columns=f.columns, use_threads=_threaded(task))
+            else:
+                table = f.pf.schema_arrow.empty_table().select(f.columns)
         except (pa.ArrowInvalid, OSError) as e:
             raise CorruptLogError(f"data file {f.uri} could not be read: {e}") from e
         return self._piece(f, task, table, 0)
+
+    def _local_reads(self, task: dict[str, Any]) -> bool:
+        """Page-index pruning reads a few byte ranges per column: cheap on a local disk, a request each on an object
+        store (where one pre-buffered read of the row group costs less latency); local files only, for now."""
+        storage, _ = resolve_file(self.snapshot.storage, task["path"])
+        return bool(storage.sequential_reads)
+
+    def _read_runs(self, f: _OpenFile, task: dict[str, Any], groups: list[int]) -> pa.Table:
+        """The kept row groups of a file, each run of adjacent ones read and made logical at its first physical
+        row (what a deletion vector and row ids index)."""
+        meta = f.pf.metadata
+        starts = np.concatenate([[0], np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])])
+        runs: list[list[int]] = []
+        for g in groups:
+            if runs and g == runs[-1][-1] + 1:
+                runs[-1].append(g)
+            else:
+                runs.append([g])
+        pieces = []
+        for run in runs or [[]]:
+            try:
+                table = (f.pf.read_row_groups(run, columns=f.columns, use_threads=_threaded(task)) if run
+                         else f.pf.schema_arrow.empty_table().select(f.columns))
+            except (pa.ArrowInvalid, OSError) as e:
+                raise CorruptLogError(f"data file {f.uri} could not be read: {e}") from e
+            pieces.append(self._piece(f, task, table, int(starts[run[0]]) if run else 0))
+        return pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
 
     def read_file_pieces(self, task: dict[str, Any], rows: int = DEFAULT_BATCH_SIZE) -> Iterator[pa.Table]:
         """One file as :meth:`read_file` returns it, in pieces of about `rows` physical rows, in order (so a
@@ -393,7 +441,11 @@ class Scan:
 def read_in_order(
     read: Callable[[dict[str, Any]], pa.Table], tasks: Sequence[dict[str, Any]], in_flight: int
 ) -> Iterator[pa.Table]:
-    """Read files on a small thread pool, yielding in task order with at most `in_flight` files held."""
+    """Read files on a small thread pool, yielding in task order with at most `in_flight` files held (one file:
+    read on the caller's thread, no pool to start - a selective read often keeps one file)."""
+    if len(tasks) == 1:
+        yield read(tasks[0])
+        return
     in_flight = max(1, min(in_flight, len(tasks)))
     with ThreadPoolExecutor(max_workers=in_flight) as pool:
         queue: deque[Future[pa.Table]] = deque()

@@ -12,6 +12,8 @@ exact min/max (Arrow drops a chunk's bounds over 4 KiB instead).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +90,14 @@ class ColumnProperties:
                                           getattr(bloom, "fpp", None), getattr(bloom, "ndv", None))
         return cls(getattr(props, "dictionary_enabled", None), getattr(props, "statistics_enabled", None), bloom,
                    getattr(props, "encoding", None))
+
+
+@functools.cache
+def _decimals_as_integers() -> bool:
+    """Whether this pyarrow can store decimals as integers (`store_decimal_as_integer`, pyarrow >= 18)."""
+    import pyarrow.parquet as pq
+
+    return "store_decimal_as_integer" in inspect.signature(pq.ParquetWriter.__init__).parameters
 
 
 @dataclass
@@ -205,6 +215,11 @@ class WriterProperties:
             "allow_truncated_timestamps": False,
             "write_page_index": self.write_page_index,
         }
+        if _decimals_as_integers():
+            # Decimals of precision <= 18 as INT32 / INT64, as Spark (parquet-mr) and parquet-rs write them: Arrow's
+            # default FIXED_LEN_BYTE_ARRAY decodes ~1.8x slower (TPC-H Q6 over lineitem), and every Delta reader
+            # reads both
+            opts["store_decimal_as_integer"] = True
         if self.compression_level is not None and opts["compression"] not in ("snappy", "none", "lz4"):
             opts["compression_level"] = self.compression_level
         if self.write_batch_size is not None:

@@ -21,9 +21,11 @@ from pyspark.sql.datasource import (
 )
 
 from ...kernel.schema.types import StructType
+from ..common.geo_types import from_wkb, session_geo_types
 from ..common.schema import Options, storage_options, table_path, table_uri, to_spark_schema
 from ..writing import identity as idc
 from ..writing.task_payloads import DeltaCommitMessage, LiteSnapshot
+from .layout import quote
 from .read_snapshot import load_snapshot
 
 SOURCE_NAME = "delta"
@@ -281,7 +283,15 @@ def python_source_frame(spark: Any, path: str, options: dict[str, str], snapshot
     from ..kinds import kind_of
 
     schema = to_spark_schema(snapshot.schema).json() if snapshot is not None else None
-    return kind_of(spark).sources.python_source_frame(SOURCE_NAME, path, options, schema)
+    frame = kind_of(spark).sources.python_source_frame(SOURCE_NAME, path, options, schema)
+    geo = session_geo_types(spark, snapshot.schema) if snapshot is not None else {}
+    if geo:  # the source yields WKB; Spark's geometry/geography types where the session has them
+        from pyspark.sql import functions as F
+
+        names = [f.name for f in snapshot.schema.fields]  # the source's columns (no schema round trip)
+        frame = frame.select(*[from_wkb(F.col(quote(n)), geo[n]).alias(n) if n in geo else F.col(quote(n))
+                               for n in names])
+    return frame
 
 
 def register(spark: Any) -> None:

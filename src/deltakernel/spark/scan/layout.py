@@ -6,13 +6,18 @@ not in the files; the scan's output is renamed (and nested column-mapped structs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ...kernel.schema.column_mapping import to_physical_schema
 from ...kernel.schema.types import StructField, StructType
 from ...kernel.snapshot import Snapshot
+from ..common.geo_types import from_wkb, spark_schema_with_geo
 from ..common.schema import to_spark_schema
+
+_NONE: Mapping[str, Any] = MappingProxyType({})
 
 
 def quote(name: str) -> str:
@@ -69,19 +74,27 @@ class ScanLayout:
         """Physical top-level name -> logical name, for the file index's filter translation."""
         return {pf.name: lf.name for lf, pf in zip(self.data_fields, self.physical.fields)}
 
-    def scan_is_logical(self, extra_longs: list[str] | tuple[str, ...] = ()) -> bool:
+    def scan_is_logical(self, extra_longs: list[str] | tuple[str, ...] = (), geo: Mapping[str, Any] = _NONE) -> bool:
         """Do the scan's columns (`read_schema(extra_longs)` then `partition_schema()`) already carry the logical
         schema's names, types and metadata in its order (no column mapping, partition columns last)? Then
-        `logical_columns` would be an identity Project (nullability: an alias keeps the scan's anyway)."""
+        `logical_columns` would be an identity Project (nullability: an alias keeps the scan's anyway). `geo`:
+        the columns shown as Spark geospatial types (`common/geo_types.session_geo_types`) need the Project."""
+        if geo:
+            return False
         scan = list(self.read_schema(extra_longs).fields) + list(self.partition_schema().fields)
         logical = list(self.logical_spark.fields)
         return len(scan) == len(logical) and all(
             s.name == f.name and s.dataType == f.dataType and (s.metadata or {}) == (f.metadata or {})
             for s, f in zip(scan, logical))
 
-    def logical_columns(self) -> list[Any]:
+    def logical_schema(self, geo: Mapping[str, Any] = _NONE) -> Any:
+        """The logical pyspark schema, `geo`'s columns as Spark geospatial types."""
+        return spark_schema_with_geo(self.logical_spark, dict(geo))
+
+    def logical_columns(self, geo: Mapping[str, Any] = _NONE) -> list[Any]:
         """The select list turning the scan's columns (physical data, partition columns by logical name) into the
-        logical schema, column comments kept."""
+        logical schema, column comments kept; `geo`'s columns (name -> GeoType, from
+        `common/geo_types.session_geo_types`) become Spark geospatial values from their WKB."""
         from pyspark.sql import functions as F
 
         out = []
@@ -95,6 +108,8 @@ class ScanLayout:
             col = F.col(quote(pf.name))
             if self.phys_spark[pf.name].dataType != lf.dataType:
                 col = col.cast(lf.dataType)  # nested physical names -> logical (positional struct cast)
+            if f.name in geo:
+                col = from_wkb(col, geo[f.name])
             out.append(col.alias(f.name, metadata=lf.metadata))
         return out
 

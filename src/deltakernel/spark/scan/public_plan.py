@@ -23,6 +23,7 @@ from ...kernel import row_tracking as rt
 from ...kernel.scan.scan import Scan
 from ...kernel.schema.column_mapping import physical_name
 from ...kernel.snapshot import Snapshot
+from ..common.geo_types import session_geo_types
 from ..common.schema import spark_path
 from . import file_columns as fc
 from .deleted_rows import drop_deleted_rows
@@ -120,15 +121,16 @@ def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_t
         files, _ = planned_files(snapshot, predicate)
     extra = [SparkField(rt.ROW_ID, LongType(), True), SparkField(rt.ROW_COMMIT_VERSION, LongType(), True)] \
         if row_tracking else []
+    geo = session_geo_types(spark, snapshot.schema)  # Spark's geometry/geography types where the session has them
     if files.num_rows == 0:
-        return spark.createDataFrame([], SparkStruct(list(layout.logical_spark.fields) + extra))
+        return spark.createDataFrame([], SparkStruct(list(layout.logical_schema(geo).fields) + extra))
     if layout.partitions and not row_tracking and hive_discoverable(snapshot, files):
         mode = snapshot.column_mapping_mode
         parts = [SparkField(physical_name(f, mode), layout.logical_spark[f.name].dataType, True)
                  for f in snapshot.partition_fields]
         schema = SparkStruct(list(layout.read_schema().fields) + parts)
         df = parquet_scan(spark, snapshot, schema, files, base_path(snapshot.storage))
-        return df.select(*layout.logical_columns())
+        return df.select(*layout.logical_columns(geo))
     df = parquet_scan(spark, snapshot, layout.read_schema(materialized), files)
     if layout.partitions or row_tracking:
         meta = fc.file_table(snapshot, files, bool(layout.partitions), row_tracking)
@@ -140,7 +142,7 @@ def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_t
         else:  # many files: a broadcast join (the frame's `_metadata` is no longer resolvable above it)
             df = df.withColumns({PATH_COL: F.col("_metadata.file_path"), "__dk_row": F.col("_metadata.row_index")})
             df = df.join(F.broadcast(spark.createDataFrame(meta)), PATH_COL, "inner")
-    select = layout.logical_columns()
+    select = layout.logical_columns(geo)
     if row_tracking:
         select += row_tracking_columns(snapshot.metadata.configuration, fc.BASE_ROW_ID, "__dk_row",
                                        fc.DEFAULT_VERSION)

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from ...kernel import row_tracking as rt
 from ...kernel.snapshot import Snapshot
+from ..common.geo_types import session_geo_types
 from .deleted_rows import drop_deleted_rows
 from .file_index import DeltaFileIndex, resolver_for
 from .jvm_refs import jclass, scala_object, static
@@ -79,9 +80,10 @@ def delta_frame(spark: Any, snapshot: Snapshot, *, row_tracking: bool = False, t
     df, index = relation_frame(spark, snapshot, layout.read_schema(materialized), layout.partition_schema(),
                                layout.data_names(), time_travel=time_travel, table=table)
     df = _apply_deletion_vectors(spark, df, index)
-    if not row_tracking and layout.scan_is_logical(materialized):
+    geo = session_geo_types(spark, snapshot.schema)  # Spark's geometry/geography types where the session has them
+    if not row_tracking and layout.scan_is_logical(materialized, geo):
         return df  # the scan's columns are the logical schema already: no Project (py4j calls per column)
-    select = layout.logical_columns()
+    select = layout.logical_columns(geo)
     if row_tracking:
         meta = _row_tracking_table(index)
         df = df.withColumns({PATH_COL: F.col("_metadata.file_path"), ROW_COL: F.col("_metadata.row_index")})

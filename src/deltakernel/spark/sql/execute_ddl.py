@@ -156,11 +156,13 @@ def run_describe(spark: Any, stmt: Describe) -> Any:
     from pyspark.sql.types import StringType, StructField, StructType
 
     from ...table import DeltaTable as KernelTable
+    from ..common.geo_types import session_geo_types, spark_schema_with_geo
     from ..common.schema import table_uri, to_spark_schema
 
     ref = stmt.target
     snap = KernelTable(table_uri(ref.location)).snapshot
-    schema = to_spark_schema(snap.schema)
+    # the column types a read shows (geometry/geography as Spark's types where the session has them)
+    schema = spark_schema_with_geo(to_spark_schema(snap.schema), session_geo_types(spark, snap.schema))
     rows = [(f.name, f.dataType.simpleString(), f.metadata.get("comment")) for f in schema.fields]
     if snap.partition_columns:
         rows += [("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]

@@ -33,6 +33,7 @@ from ...kernel.schema.types import ArrayType, MapType, StructField, StructType
 from ...operations.commit_options import CommitProperties, Transaction
 from ...storage import storage_for_uri
 from ..common.confs import get_confs
+from ..common.geo_types import wkb_batches
 from ..common.schema import Options, from_spark_schema, spark_path, storage_options, table_uri
 from ..common.task_errors import marked, task_errors
 from .identity import high_water_marks, task_metadata, with_identity_values
@@ -65,6 +66,7 @@ def write_batches(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> tuple[l
     from ...operations.write.data_files import write_data
 
     storage = storage_for_uri(plan.table_uri, plan.storage_options)
+    batches = wkb_batches(batches, plan.metadata.schema)  # Spark geometry/geography values -> their WKB
     adds, rows, _ = write_data(storage, batches, plan.metadata, plan.protocol, predicate=plan.predicate or None,
                                target_file_size=plan.target_file_size, max_rows_per_file=plan.max_rows_per_file,
                                evolve_hint="use mergeSchema")

@@ -1,0 +1,128 @@
+"""Row-group pruning inside a data file: which row groups of a Parquet file may hold rows matching the scan's
+predicate, from the min / max / null counts in the file's footer.
+
+Why: file skipping (skipping.py) stops at whole files. A selective read of a table whose files hold several
+row groups otherwise decodes every row group of every kept file and filters after, where a hand-written
+`pq.read_table(file, filters=...)` reads only the row groups whose statistics overlap. The footer's
+statistics are turned into the same `FileStats` shape the log's statistics have (one "file" per row group),
+so the very evaluator that skips files decides here - with its conservative rules (truncated strings,
+timestamps, NaN, unknown leaves keep) - and nothing new has to agree with the row filter on semantics.
+
+Kept conservative beyond that: a leaf is bounded only when the file has exactly that physical column with
+min/max statistics that convert to the table's type exactly (a failed or lossy conversion: unknown); NaN
+bounds are dropped; INT96 timestamps (legacy, unreliable statistics) are never bounded; partition columns are
+unknown here (the file already passed partition pruning); tables under `id` column mapping are not pruned
+(columns are matched by field id there, not by name).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..expressions.predicate import Expr, referenced_columns
+from ..schema.geospatial import parse_geo_type
+from ..schema.types import StructType
+from ..stats.parse import FileStats, StatsLeaf, stats_leaf_columns
+from .skipping import skipping_mask
+
+
+def convert_bounds(arr: pa.Array, leaf: StatsLeaf) -> pa.Array | None:
+    """Bounds read from a file (footer or page index) as the leaf's type with NaN made unknown, or None when they
+    do not convert exactly (a safe cast: a lossy conversion raises, and the leaf stays unknown)."""
+    try:
+        if arr.type != leaf.arrow:
+            arr = arr.cast(leaf.arrow)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return None
+    if pa.types.is_floating(arr.type) and len(arr):
+        nan = pc.is_nan(arr)
+        if pc.any(nan).as_py():
+            arr = pc.if_else(nan, pa.scalar(None, arr.type), arr)
+    return arr
+
+
+def _bounds(values: list[Any], file_type: pa.DataType, leaf: StatsLeaf) -> pa.Array | None:
+    """Footer min or max values (None = unknown) as an array of the leaf's type, or None."""
+    try:
+        arr = pa.array(values, type=file_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return None
+    return convert_bounds(arr, leaf)
+
+
+def row_group_stats(metadata: pq.FileMetaData, file_schema: pa.Schema, schema: StructType, mode: str,
+                    partition_names: set[str], columns: set[tuple[str, ...]]) -> FileStats:
+    """The footer statistics of every row group, as `FileStats` over the table's logical leaves in `columns`."""
+    n = metadata.num_row_groups
+    nums = [metadata.row_group(i).num_rows for i in range(n)]
+    stats = FileStats(pa.array(nums, pa.int64()), pa.nulls(n, pa.bool_()))
+    if n == 0:
+        return stats
+    first = metadata.row_group(0)
+    by_path = {first.column(j).path_in_schema: j for j in range(first.num_columns)}
+    for leaf in stats_leaf_columns(schema, mode, columns):
+        if leaf.logical[0].lower() in partition_names or parse_geo_type(leaf.dtype) is not None:
+            continue  # (geo leaves are bounded by bounding boxes, not the footer's byte-wise min / max)
+        j = by_path.get(".".join(leaf.physical))
+        if j is None:
+            continue
+        try:
+            file_type = file_schema.field(leaf.physical[0]).type
+            for name in leaf.physical[1:]:
+                file_type = file_type.field(name).type
+        except KeyError:
+            continue
+        mins: list[Any] = []
+        maxs: list[Any] = []
+        nulls: list[int | None] = []
+        for i in range(n):
+            col = metadata.row_group(i).column(j)
+            st = col.statistics if col.is_stats_set else None
+            if st is None:
+                mins.append(None)
+                maxs.append(None)
+                nulls.append(None)
+                continue
+            nulls.append(st.null_count if st.has_null_count else None)
+            ok = leaf.minmax and st.has_min_max and col.physical_type != "INT96"
+            mins.append(st.min if ok else None)
+            maxs.append(st.max if ok else None)
+        stats.null_count[leaf.logical] = pa.array(nulls, pa.int64())
+        if not leaf.minmax:
+            continue
+        lo, hi = _bounds(mins, file_type, leaf), _bounds(maxs, file_type, leaf)
+        if lo is not None and hi is not None:
+            stats.min_values[leaf.logical] = lo
+            stats.max_values[leaf.logical] = hi
+    return stats
+
+
+def row_groups_to_read(pf: pq.ParquetFile, predicate: Expr | None, schema: StructType, mode: str,
+                       partition_names: set[str]) -> list[int] | None:
+    """The row groups of `pf` that may hold rows where `predicate` is true, ascending; None when every row
+    group must be read (no predicate, one row group, nothing ruled out)."""
+    metadata = pf.metadata
+    if predicate is None or mode == "id" or metadata.num_row_groups < 2:
+        return None
+    columns = {c for c in referenced_columns(predicate) if c[0].lower() not in partition_names}
+    if not columns:
+        return None
+    try:
+        stats = row_group_stats(metadata, pf.schema_arrow, schema, mode, partition_names, columns)
+    except (pa.ArrowException, KeyError, ValueError, TypeError):  # unreadable statistics: read everything
+        return None
+    if not stats.min_values and not stats.null_count:
+        return None
+    keep = np.asarray(skipping_mask(predicate, stats, {}, metadata.num_row_groups).to_pylist(), dtype=np.bool_)
+    if bool(keep.all()):
+        return None
+    out: list[int] = np.flatnonzero(keep).tolist()
+    return out
+
+
+__all__ = ["convert_bounds", "row_group_stats", "row_groups_to_read"]
