@@ -102,6 +102,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch("pyspark.sql.connect.client.core", "SparkConnectClient", "execute_command_as_iterator",
           "kinds.catalog_cache:client_command_iterator_hook"),
     Patch("pyspark.sql.connect.catalog", "Catalog", "_execute_and_fetch", "kinds.catalog_cache:catalog_call_hook"),
+    Patch("pyspark.sql.connect.client.core", "SparkConnectClient", "config", "kinds.catalog_cache:client_config_hook"),
     # PySpark's call-site capture, asked per thread (see `_errors.internal_plans`)
     Patch("pyspark.errors.utils", None, "is_debugging_enabled", "common.task_errors:thread_debugging"),
 )
@@ -142,6 +143,7 @@ def disable(spark: Any) -> Any:
         if changed is None:
             return spark
         _restore_confs(spark, changed)
+        spark.__dict__.pop("_dk_sent_views", None)  # views dropped while disabled must be made again
         if not len(_State.sessions):
             _restore_patches()
     return spark

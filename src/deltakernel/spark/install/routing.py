@@ -184,7 +184,11 @@ def session_sql(original_sql: Any) -> Any:
                     return original_sql(self, t, a)
                 return connect_internals.run_sql(self, t, a, [*views, *scoped])
 
-            return execute_sql(self, text, args, run)
+            def lazy(t: str, scoped: list[tuple[Any, str]]) -> Any:  # a read-only query Spark analysed before
+                return connect_internals.sql_frame(self, t, scoped)
+
+            # lazy frames only for statements whose key the router can tell: no parameters, no `{df}` frames
+            return execute_sql(self, text, args, run, None if views or args else lazy)
         formatter = None
         text = sqlQuery
         if kwargs:  # pyspark's `{df}` formatting first (it registers temp views for DataFrames)

@@ -29,6 +29,10 @@ The rule (docs/decisions.md, "Connect catalog cache"):
   `DEFAULT_LIFETIME_S`; the session conf `spark.deltakernel.catalogCacheSeconds`, read when the session's first
   lookup runs; 0 turns the cache off), and `REFRESH TABLE t` / `spark.catalog.refreshTable(t)` /
   `spark.catalog.clearCache()` drop everything at once - Spark's own word for "the table changed elsewhere".
+- it also keeps the keys of read-only queries Spark analysed without error (`sql/relations.run`,
+  `sql/statement_keys.py`), dropped like its answers and by `spark.conf.set` / `unset` (`client_config_hook`), but
+  not by the lifetime: what a key depends on - table schemas, catalog answers - is read afresh by every statement
+  (the key only says that analysis of that combination succeeded).
 """
 
 from __future__ import annotations
@@ -61,6 +65,11 @@ READ_ONLY_COMMANDS = frozenset({"register_function", "register_table_function", 
                                 "remove_cached_remote_relation_command", "merge_into_table_command", "ml_command",
                                 "path_write", "global_view"})
 
+#: session confs that do not change how Spark analyses a statement, which deltakernel sets around its own work
+#: (`scan/report.py`: plan text with whole paths; `scan/public_plan.py`: file listing on the driver)
+ANALYSIS_NEUTRAL_CONFS = frozenset({"spark.sql.maxMetadataStringLength",
+                                    "spark.sql.sources.parallelPartitionDiscovery.threshold"})
+
 _MISSING = object()
 _LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.S)
 _WORD = re.compile(r"[A-Za-z_]+")
@@ -82,13 +91,14 @@ class CatalogCache:
         self._lock = threading.Lock()
         self._answers: OrderedDict[Hashable, tuple[Any, float]] = OrderedDict()
 
-    def get(self, key: Hashable) -> Any:
-        """The answer kept for `key`, or `MISSING` (never asked, evicted, or older than the lifetime)."""
+    def get(self, key: Hashable, expires: bool = True) -> Any:
+        """The answer kept for `key`, or `MISSING` (never asked, evicted, or older than the lifetime; `expires`
+        False: kept until evicted or dropped - a statement key, whose parts every use reads afresh)."""
         with self._lock:
             hit = self._answers.get(key)
             if hit is None:
                 return _MISSING
-            if time.monotonic() - hit[1] > self.lifetime:
+            if expires and time.monotonic() - hit[1] > self.lifetime:
                 del self._answers[key]
                 return _MISSING
             self._answers.move_to_end(key)
@@ -125,6 +135,10 @@ class CatalogCache:
         """Drop the answers about the one-part name `name` (a temporary view of that name came or went)."""
         low = name.lower()
         self._forget(lambda key: key[0] == "entry" and len(key[1]) == 1 and str(key[1][0]).lower() == low)
+
+    def forget_statements(self) -> None:
+        """Drop the keys of statements Spark analysed (`sql/relations.run`): a session conf changed."""
+        self._forget(lambda key: key[0] == "statement")
 
     def forget_unqualified(self) -> None:
         """Drop what depends on the current database: it and the answers about one-part names."""
@@ -226,6 +240,27 @@ def client_command_iterator_hook(original: Callable[..., Any]) -> Callable[..., 
     return execute_command_as_iterator
 
 
+def client_config_hook(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`SparkConnectClient.config` (`spark.conf.set` / `unset`): a conf may change how Spark analyses a statement
+    (`spark.sql.caseSensitive`, ANSI mode...), so the statements known to analyse go; catalog answers stay."""
+
+    @functools.wraps(original)
+    def config(self: Any, operation: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, operation, *args, **kwargs)
+        finally:
+            cache = _CACHES.get(self)
+            if cache is not None:
+                from .connect_internals import config_changes
+
+                keys = config_changes(operation)
+                if keys is not None and not all(k in ANALYSIS_NEUTRAL_CONFS or k.startswith("spark.deltakernel.")
+                                                for k in keys):
+                    cache.forget_statements()
+
+    return config
+
+
 def catalog_call_hook(original: Callable[..., Any]) -> Callable[..., Any]:
     """Connect `Catalog._execute_and_fetch` (every `spark.catalog.*` call): after a call that is not a read, the
     session's answers go. The current database is session state no other client can change: it is answered from
@@ -301,6 +336,8 @@ def _catalog_cache(catalog: Any) -> CatalogCache | None:
     return _CACHES.get(client) if client is not None else None
 
 
-__all__ = ["CAPACITY", "DEFAULT_LIFETIME_S", "LIFETIME_CONF", "MISSING", "READ_ONLY_CATALOG", "READ_ONLY_COMMANDS",
+__all__ = ["ANALYSIS_NEUTRAL_CONFS",
+           "CAPACITY", "DEFAULT_LIFETIME_S", "LIFETIME_CONF", "MISSING", "READ_ONLY_CATALOG", "READ_ONLY_COMMANDS",
            "READ_ONLY_SQL", "CatalogCache", "cache_for", "catalog_call_hook", "client_command_hook",
+           "client_config_hook",
            "client_command_iterator_hook", "first_keyword"]

@@ -25,6 +25,8 @@ installed release (4.3). What is used, per function:
   `input.with_relations.root` when frames travel with the statement, or the older `sql_command.sql`;
   `create_dataframe_view.name` / `.is_global`; `write_operation`'s `save_type`) - what
   `SparkConnectClient.execute_command` / `execute_command_as_iterator` send (patched by `catalog_cache.py`);
+  `config_changes`: a `ConfigRequest.Operation`'s `op_type`, `set.pairs` and `unset.keys`
+  (`SparkConnectClient.config`, patched likewise);
   `catalog_session`: Connect `Catalog._sparkSession` (its `_execute_and_fetch(plan)` runs every catalog call,
   patched likewise; `Catalog.currentDatabase` reads `[0][0]` of the Arrow table it returns, `setCurrentDatabase`
   ignores it); `set_database_name`: `plan.SetCurrentDatabase._db_name`.
@@ -162,6 +164,20 @@ def command_effect(command: Any) -> tuple[str, str | None]:
     return kind, None
 
 
+def config_changes(operation: Any) -> list[str] | None:
+    """The session confs a Connect proto `ConfigRequest.Operation` (what `SparkConnectClient.config` sends) sets or
+    unsets (`op_type` oneof: `set.pairs`, `unset.keys`); None when it changes none ([""]: unknown, may change)."""
+    try:
+        kind = operation.WhichOneof("op_type")
+        if kind == "set":
+            return [str(p.key) for p in operation.set.pairs]
+        if kind == "unset":
+            return [str(k) for k in operation.unset.keys]
+        return None
+    except (AttributeError, ValueError, TypeError):  # another shape: assume it may
+        return [""]
+
+
 def catalog_session(catalog: Any) -> Any:
     """The Connect SparkSession of a Connect `spark.catalog`."""
     return catalog._sparkSession
@@ -204,6 +220,7 @@ def config_set(spark: Any, values: dict[str, str | None]) -> None:
         client.config(pb.ConfigRequest.Operation(unset=pb.ConfigRequest.Unset(keys=to_unset)))
 
 
-__all__ = ["TESTED_PYSPARK", "catalog_session", "command_effect", "config_get", "config_set", "format_sql",
+__all__ = ["TESTED_PYSPARK", "catalog_session", "command_effect", "config_changes", "config_get", "config_set",
+           "format_sql",
            "inline_rows", "parse_ddl",
            "plan_and_session", "plan_frame", "run_sql", "set_database_name", "stream_writer_frame", "writer_frame"]

@@ -577,6 +577,23 @@ def frame_view_table(spark: Any, name: str) -> Any:
 def forget_view(spark: Any, name: str) -> None:
     _views(spark).pop(name.lower(), None)
     _text_views(spark).pop(name.lower(), None)
+    _sent_views(spark).pop(name.lower(), None)
+
+
+def _sent_views(spark: Any) -> dict[str, Any]:
+    """name -> the definition (`_definition`) of the temporary view this client last made Spark's copy of."""
+    store = spark.__dict__.get("_dk_sent_views")
+    if store is None:
+        store = spark.__dict__.setdefault("_dk_sent_views", {})
+    return store  # type: ignore[no-any-return]
+
+
+def _definition(plan: Any) -> tuple[Any, ...] | None:
+    """What Spark's copy of a view over `plan` is made of, when that is the plan's whole definition: a bare Delta
+    leaf (`load()`, `spark.table()`) is its table, version and row-tracking flag; None for anything else."""
+    if not isinstance(plan, DeltaScan) or plan.predicate is not None:
+        return None
+    return (plan.snapshot.storage.root_uri, plan.snapshot.version, plan.row_tracking)
 
 
 def _text_views(spark: Any) -> dict[str, Any]:
@@ -610,15 +627,32 @@ def native_temp_view(df: Any, name: str, native: bool = True) -> None:
 
 def temp_view_hook(original: Any) -> Any:
     """The registry's factory for Connect's `createTempView` / `createOrReplaceTempView`: remember the frame of a
-    view that reads Delta tables, so SQL over the view is planned with its conditions."""
+    view that reads Delta tables, so SQL over the view is planned with its conditions.
+
+    `createOrReplaceTempView(v)` of a bare Delta leaf whose table and version are those of the copy of `v` this
+    client last made sends nothing: Spark's copy would be the same (a view re-made before every query - a
+    notebook cell, a service's request handler - costs no round trip while the table does not move on). The new
+    DataFrame is recorded all the same (reads expand it with their conditions). The record goes with the view
+    (`forget_view`: dropped, replaced by SQL or by another DataFrame)."""
+    replace = getattr(original, "__name__", "") == "createOrReplaceTempView"
 
     @functools.wraps(original)
     def create(self: Any, name: str) -> None:
+        spark = self.sparkSession
+        low = name.lower()
+        definition = _definition(self._plan) if replace else None
+        if definition is not None and _sent_views(spark).get(low) == definition and low in _views(spark):
+            _views(spark)[low] = self
+            return None
         original(self, name)
         if has_delta_leaf(self._plan):
-            _views(self.sparkSession)[name.lower()] = self
+            _views(spark)[low] = self
+            if definition is not None:
+                _sent_views(spark)[low] = definition
+            else:
+                _sent_views(spark).pop(low, None)
         else:
-            forget_view(self.sparkSession, name)
+            forget_view(spark, name)
 
     return create
 

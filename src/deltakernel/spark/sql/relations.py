@@ -84,6 +84,7 @@ class RelationUse:
     name: str = ""  # that view's name
     node: Any = None  # the parser's node of the reference (for the kind's condition analysis)
     conditions: list[str] = field(default_factory=list)  # conjuncts filtering this use's rows alone (Spark SQL)
+    closed: bool = False  # a view whose text reads only Delta relations and CTEs (`RelationKind.statement_key`)
 
     @property
     def label(self) -> str:
@@ -147,6 +148,19 @@ class RelationKind(Protocol):
     def after(self, found: Found) -> None:
         """The rewritten statement ran: remember what it defined (Connect: a temporary view's text)."""
 
+    def statement_key(self, found: Found) -> Any:
+        """What Spark's analysis of a read-only query depends on - its text with the values its conditions compare
+        with left out, and the schema and definition of every relation it reads - or None when the kind cannot
+        tell (anything but a query over Delta relations it planned, CTEs and views over them): such statements
+        are always analysed when `spark.sql()` is called. Only scoped kinds return keys."""
+
+    def analysed(self, key: Any) -> bool:
+        """Did Spark analyse a statement of this key without error in this session, recently enough to trust?"""
+
+    def remember(self, key: Any) -> Callable[[], None]:
+        """Called before a statement of this key is analysed; the returned callable records that it was (not
+        recorded when what the key depends on may have changed in between)."""
+
 
 def changes_source(spark: Any, fn: str, args: list[Any]) -> tuple[DeltaRef, dict[str, str]]:
     """The table and the change-feed read options of a `table_changes[_by_path](table, start [, end])` call
@@ -187,12 +201,32 @@ def rewrites(use: RelationUse, kind: RelationKind) -> bool:
     return not (kind.resolves_catalog_names and use.ref.is_catalog and not use.options)
 
 
-def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[..., Any]) -> Any:
+def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[..., Any],
+        lazy: Callable[[str, dict[str, Any]], Any] | None = None) -> Any:
     """Run `text` on Spark with its Delta references rewritten (`rewrite`); then let the kind remember what the
-    statement defined."""
+    statement defined.
+
+    `lazy(text, relations)` (scoped kinds, a call without parameters) builds the rewritten query as a frame that is
+    sent by its first action: one round trip per query instead of Spark Connect's eager analysis and then the
+    execution. It is used only for a query whose `statement_key` Spark already analysed without error in this
+    session (`analysed`): so a statement that fails analysis - a wrong column, a type error - still raises at
+    `spark.sql()` as it does on a classic session (docs/decisions.md, "Connect: one request per point query")."""
     found = kind.find(text, passthrough)
     rewritten = rewrite(spark, text, kind, found, passthrough) if found is not None else None
-    out = passthrough(text) if rewritten is None else passthrough(rewritten.text, rewritten.relations)
+    if rewritten is None:
+        out = passthrough(text)
+    else:
+        assert found is not None
+        key = kind.statement_key(found) if lazy is not None and rewritten.relations and not rewritten.registered \
+            else None
+        if key is not None and kind.analysed(key):
+            assert lazy is not None
+            out = lazy(rewritten.text, rewritten.relations)
+        else:
+            done = kind.remember(key) if key is not None else None
+            out = passthrough(rewritten.text, rewritten.relations)
+            if done is not None:
+                done()
     if found is not None:
         kind.after(found)
     return out
@@ -205,6 +239,7 @@ class Rewritten:
 
     text: str
     relations: dict[str, Any] = field(default_factory=dict)
+    registered: bool = False  # some names are temporary views registered here (an LRU: a lazy frame may outlive them)
 
 
 def rewrite(spark: Any, text: str, kind: RelationKind, found: Found,
@@ -233,12 +268,14 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found,
     names: list[str] = []
     scoped = kind.scoped and not found.persists
     relations: dict[str, Any] = {}
+    registered = False
     for use, base in zip(rewritten, bases):
         if use.view is not None:
-            name, frame = _expand(spark, use, kind, passthrough, found.persists)
+            name, frame, inner_registered = _expand(spark, use, kind, passthrough, found.persists)
             names.append(name)
             if frame is not None:
                 relations[name] = frame
+            registered = registered or frame is None or inner_registered
             continue
         if use.frame_view is not None:
             frame = use.frame_view
@@ -255,13 +292,14 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found,
                 relations[name] = frame
             else:
                 kind.register(name, frame)
+                registered = True
     if kind.bounded and not scoped:
         _keep_views(spark, names, found.persists)
     out = text
     for use, name in sorted(zip(rewritten, names), key=lambda p: p[0].start, reverse=True):
         replacement = name if use.alias is None else f"{name} AS {quote(use.alias)}"
         out = out[:use.start] + replacement + out[use.stop:]
-    return Rewritten(out, relations)
+    return Rewritten(out, relations, registered)
 
 
 def _cache_catalog_tables(spark: Any, use: RelationUse) -> None:
@@ -290,12 +328,13 @@ def _refuse_pinned(uses: list[RelationUse]) -> None:
 
 
 def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Callable[..., Any],
-            persists: bool) -> tuple[str, Any]:
+            persists: bool) -> tuple[str, Any, bool]:
     """A view's text (with the statement's conjuncts on the view around it: they skip files) rewritten to read in
     the view's own database: (the name it gets in the statement, its frame to carry with the statement, or None
-    when registered as a temporary view here). A scoped kind qualifies the text's names with that database and the
-    frame travels with the statement (no round trip); otherwise the text runs with the session switched to that
-    database and is registered as a temporary view before switching back (Spark resolves its names then)."""
+    when registered as a temporary view here, whether its text names views registered here). A scoped kind
+    qualifies the text's names with that database and the frame travels with the statement (no round trip);
+    otherwise the text runs with the session switched to that database and is registered as a temporary view
+    before switching back (Spark resolves its names then)."""
     view = use.view
     assert view is not None
     depth = _depth.get()
@@ -338,7 +377,7 @@ def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Calla
         if switch:
             spark.catalog.setCurrentDatabase(current)
         _depth.reset(token)
-    return name, frame if scoped else None
+    return name, frame if scoped else None, done is not None and done.registered
 
 
 def _keep_views(spark: Any, names: list[str], pinned: bool) -> None:

@@ -55,6 +55,15 @@ class ClassicRelations:
     def query(self, text: str, relations: dict[str, Any]) -> Any:
         raise NotImplementedError("classic sessions register views (scoped is False)")
 
+    def statement_key(self, found: Found) -> Any:
+        return None  # classic statements are analysed by `spark.sql()` itself, over py4j
+
+    def analysed(self, key: Any) -> bool:
+        return False
+
+    def remember(self, key: Any) -> Callable[[], None]:
+        return lambda: None
+
     def qualify(self, text: str, database: str) -> str | None:
         return None  # views are expanded with the session switched to their database
 

@@ -70,6 +70,7 @@ class ConnectRelations:
         self.tree = tree  # sqlglot's tree of a text (the parser's, kept per call)
         self._defining = False  # rewriting a recorded temporary view's definition (and the views it expands)
         self.scoped = sql_references()  # SQL carries its frames (`WithRelations`, pyspark 4.0+)
+        self._schemas: dict[tuple[Any, ...], str] = {}  # (location, options) -> the schema its use was bound to
 
     def find(self, text: str, run_sql: Callable[[str], Any]) -> Found | None:
         from sqlglot import exp
@@ -94,7 +95,7 @@ class ConnectRelations:
             use.start, use.stop = use.start + offset, use.stop + offset
         view = _view_kind(tree) if not offset else None  # EXPLAIN CREATE VIEW creates nothing
         return Found(uses, defines_view=view == "permanent", persists=isinstance(tree, (exp.Create, exp.Cache)),
-                     state=(tree, text, view))
+                     state=(tree, text, view, bool(offset)))
 
     def push_conditions(self, found: Found, uses: list[RelationUse], bases: list[Any]) -> None:
         """Each use's conjuncts from the whole statement (CTEs, derived tables, unions, joins: `pushdown.py`);
@@ -148,7 +149,11 @@ class ConnectRelations:
                 continue
             predicate = p if predicate is None else And(predicate, p)
             kept.append(text)
-        frame = delta_frame(self.spark, snapshot, predicate=predicate) if predicate is not None else base
+        self._schemas[(use.ref.location, tuple(sorted(use.options.items())))] = snapshot.metadata.schema_string
+        if predicate is None:
+            return base, (use.ref.location, snapshot.version, sorted(use.options.items()), kept)
+        frame = delta_frame(self.spark, snapshot, predicate=predicate)
+        frame._plan.planned(None)  # the files now, as when the statement is sent at once (kernel errors raise here)
         return frame, (use.ref.location, snapshot.version, sorted(use.options.items()), kept)
 
     def register(self, name: str, frame: Any) -> None:
@@ -167,9 +172,61 @@ class ConnectRelations:
     def qualify(self, text: str, database: str) -> str | None:
         return T.qualify_tables(text, database)
 
+    def statement_key(self, found: Found) -> Any:
+        """The key of a query over Delta relations this call planned (`statement_keys.py`), else None."""
+        from sqlglot import exp
+
+        from .statement_keys import reads_only, shape
+
+        tree, _, view, explained = found.state
+        if explained or view is not None or found.persists or found.defines_view or not isinstance(tree, exp.Query):
+            return None
+        if not reads_only(tree, [u.node for u in found.uses]):
+            return None
+        uses = [self._use_key(u) for u in found.uses]
+        if any(k is None for k in uses):
+            return None
+        return ("statement", shape(tree), tuple(uses))
+
+    def _use_key(self, use: RelationUse) -> Any:
+        """What analysis sees of one use: a table's schema, a recorded DataFrame view's leaf, a view's definition."""
+        from ..scan.connect_plan import DeltaScan
+
+        if use.frame_view is not None:
+            leaf = use.frame_view._plan
+            if not isinstance(leaf, DeltaScan) or leaf.predicate is not None:
+                return None  # a chain: its output is not known without asking
+            return ("frame", leaf.snapshot.storage.root_uri, leaf.snapshot.metadata.schema_string, leaf.row_tracking)
+        if use.view is not None:
+            v = use.view
+            inner = [self._use_key(u) for u in use.inner]
+            if not use.closed or any(k is None for k in inner):
+                return None
+            return ("view", v.db, v.table, v.text, v.database, tuple(v.columns or ()), v.renames, tuple(inner))
+        assert use.ref is not None
+        options = tuple(sorted(use.options.items()))
+        schema = self._schemas.get((use.ref.location, options))
+        return None if schema is None else ("table", use.ref.location, options, schema)
+
+    def analysed(self, key: Any) -> bool:
+        """Kept in the session's catalog cache: dropped by the same DDL, `SET`, `REFRESH` and catalog changes as
+        its catalog answers, and by conf changes (`kinds/catalog_cache.py`); off with the cache (lifetime 0)."""
+        from ..kinds.catalog_cache import MISSING, cache_for
+
+        return cache_for(self.spark).get(key, expires=False) is not MISSING
+
+    def remember(self, key: Any) -> Callable[[], None]:
+        import time
+
+        from ..kinds.catalog_cache import cache_for
+
+        cache = cache_for(self.spark)
+        epoch = cache.epoch  # a change of the catalog or a conf while Spark analyses: not recorded
+        return lambda: cache.put(key, True, epoch, time.monotonic())  # its lifetime starts when analysis succeeded
+
     def after(self, found: Found) -> None:
         """CREATE [OR REPLACE] TEMPORARY VIEW v AS <query over Delta tables> ran: v's text is recorded."""
-        tree, text, view = found.state
+        tree, text, view, _ = found.state
         if view != "temporary" or not found.uses:
             return
         parts = T.table_parts(tree.this)
@@ -281,8 +338,9 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
         view: StoredView | None = None
         inner: list[RelationUse] = []
         ref: DeltaRef | None = None
+        closed = False
         if recorded is None and stored is not None:  # a temporary view shadows catalog names
-            view, inner = stored, _view_uses(spark, stored, run_sql, depth, True)
+            view, (inner, closed) = stored, _view_uses(spark, stored, run_sql, depth, True)
             if not inner:
                 continue
         elif recorded is None:
@@ -299,7 +357,7 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
                     continue
                 view = StoredView(entry.db, entry.table, entry.view_text, entry.view_database,
                                   list(entry.view_columns) if entry.view_columns else None, entry.view_renames)
-                inner = _view_uses(spark, view, run_sql, depth, False)
+                inner, closed = _view_uses(spark, view, run_sql, depth, False)
                 if not inner:
                     continue
         use = T.table_use(text, table, toks)
@@ -308,7 +366,7 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
         if recorded is not None or view is not None:
             uses.append(RelationUse(use.start, use.stop, None, {}, None if use.alias else (view.table if view else
                                     parts[0]), view=view, inner=inner, frame_view=recorded, name=parts[0],
-                                    node=table))
+                                    node=table, closed=closed))
             continue
         assert ref is not None
         opts: dict[str, str] = {}
@@ -330,15 +388,20 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
     return uses
 
 
-def _view_uses(spark: Any, view: StoredView, run_sql: Any, depth: int, temporary: bool) -> list[RelationUse]:
-    """The Delta uses of a view's text (none when it reads no Delta table, or cannot be read)."""
+def _view_uses(spark: Any, view: StoredView, run_sql: Any, depth: int,
+               temporary: bool) -> tuple[list[RelationUse], bool]:
+    """The Delta uses of a view's text (none when it reads no Delta table, or cannot be read), and whether the
+    text reads nothing else (`statement_keys.reads_only`)."""
+    from .statement_keys import reads_only
+
     if depth >= MAX_VIEW_DEPTH:
-        return []
+        return [], False
     try:
         tree = T.parse(view.text)
     except DeltaSqlSyntaxError:
-        return []
-    return find_uses(spark, view.text, tree, run_sql, view.database, depth + 1, temporary)
+        return [], False
+    uses = find_uses(spark, view.text, tree, run_sql, view.database, depth + 1, temporary)
+    return uses, reads_only(tree, [u.node for u in uses])
 
 
 def _columns(spark: Any, use: RelationUse, base: Any) -> list[str] | None:

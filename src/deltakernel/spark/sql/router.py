@@ -58,10 +58,12 @@ def parser_for(spark: Any) -> StatementParser:
 class Router:
     """One routed `spark.sql` call (and the statements nested in it: INSERT's query, MERGE's source)."""
 
-    def __init__(self, spark: Any, original: Callable[..., Any], args: Any = None) -> None:
+    def __init__(self, spark: Any, original: Callable[..., Any], args: Any = None,
+                 lazy: Callable[[str, list[tuple[Any, str]]], Any] | None = None) -> None:
         self.spark = spark
         self.original = original
         self.args = args
+        self.lazy = lazy  # `lazy(text, [(frame, name)])`: an unsent frame of a query (scoped kinds; relations.run)
         self.parser = parser_for(spark)
 
     def run_sql(self, text: str) -> Any:
@@ -99,7 +101,13 @@ class Router:
             return run_statement(self.spark, statement, self.run_sql)
         from .relations import run as run_query
 
-        return run_query(self.spark, text, self.parser.relations, self.passthrough)
+        lazy = self.lazy_query if self.lazy is not None else None
+        return run_query(self.spark, text, self.parser.relations, self.passthrough, lazy)
+
+    def lazy_query(self, text: str, relations: dict[str, Any]) -> Any:
+        """`text` with `relations` as its references, as an unsent frame."""
+        assert self.lazy is not None
+        return self.lazy(text, [(frame, name) for name, frame in relations.items()])
 
     def refuse_parameters(self, text: str) -> None:
         """A statement about a Delta table with parameter markers (args=...) is refused."""
@@ -166,10 +174,13 @@ def run_statement(spark: Any, stmt: Statement, run_sql: Callable[[str], Any]) ->
     raise TypeError(f"no executor for {type(stmt).__name__}")
 
 
-def execute_sql(spark: Any, text: str, args: Any, original: Callable[..., Any]) -> Any:
+def execute_sql(spark: Any, text: str, args: Any, original: Callable[..., Any],
+                lazy: Callable[[str, list[tuple[Any, str]]], Any] | None = None) -> Any:
     """Route one `spark.sql(text, args)` call (see the module docstring); `original(text, args[, views])` runs a
-    text as pyspark would (`views`: (frame, name) pairs travelling with it, Spark Connect only)."""
-    return Router(spark, original, args).execute(text)
+    text as pyspark would (`views`: (frame, name) pairs travelling with it, Spark Connect only); `lazy(text,
+    views)`, when given, builds the same statement as a frame sent only by its first action (a read-only query
+    whose shape Spark already analysed in this session: `relations.run`)."""
+    return Router(spark, original, args, lazy).execute(text)
 
 
 __all__ = ["PARSERS", "Router", "execute_sql", "parser_for", "run_statement"]

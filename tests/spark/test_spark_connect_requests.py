@@ -1,0 +1,152 @@
+"""Spark Connect point queries cost one request (issue 31: every point-query shape <= 1.2x classic).
+
+Counted at the client (every ExecutePlan, AnalyzePlan and Config request the Connect client sends), on the suite's
+Connect session:
+- a SQL query over Delta relations whose shape Spark already analysed in this session (same text but the values
+  its conditions compare with, same schemas) is returned unsent: its action is its only request;
+- a statement of a new shape is still analysed by `spark.sql()` (an analysis error raises there, as on classic);
+  a schema change, DDL or a statement reading a relation the router did not plan is analysed again;
+- `createOrReplaceTempView` of the same Delta table and version again sends nothing; a new version, another
+  definition or a dropped view makes Spark's copy again.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from deltakernel import write_deltalake
+
+ROWS = 10
+
+
+@pytest.fixture
+def cspark(connect_spark, monkeypatch):
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return connect_spark
+
+
+@pytest.fixture
+def requests(cspark, monkeypatch):
+    """The requests the Connect client sends from now on: ("execute", "command" | "root") / ("analyze", method) /
+    ("config", "")."""
+    from pyspark.sql.connect.client.core import SparkConnectClient
+
+    sent: list[tuple[str, str]] = []
+
+    def counted(name, kind):
+        original = getattr(SparkConnectClient, name)
+
+        def wrapper(self, *args, **kwargs):
+            if kind == "execute":
+                req = args[0] if args else kwargs.get("req")
+                sent.append((kind, req.plan.WhichOneof("op_type")))
+            elif kind == "analyze":
+                sent.append((kind, str(kwargs.get("method") or (args[0] if args else ""))))
+            else:
+                sent.append((kind, ""))
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(SparkConnectClient, name, wrapper)
+
+    counted("_execute_and_fetch_as_iterator", "execute")
+    counted("_execute", "execute")
+    counted("_analyze", "analyze")
+    counted("config", "config")
+    return sent
+
+
+def _sent(requests: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The requests but pyspark's own conf read in `collect()` (`binaryAsBytes`: plain Parquet pays it too)."""
+    return [r for r in requests if r != ("config", "")]
+
+
+def _table(path: str, files: int = 3) -> str:
+    for i in range(files):
+        ids = list(range(i * ROWS, (i + 1) * ROWS))
+        write_deltalake(path, pa.table({"id": pa.array(ids, pa.int64()), "s": [f"s{x}" for x in ids]}),
+                        mode="append")
+    return path
+
+
+def test_a_query_of_an_analysed_shape_is_one_request(cspark, requests, tmp_path):
+    path = _table(str(tmp_path / "t"))
+    first = cspark.sql(f"SELECT id, s FROM delta.`{path}` WHERE id = 3")
+    assert ("execute", "command") in requests  # a new shape: analysed now
+    assert [tuple(r) for r in first.collect()] == [(3, "s3")]
+    for key in (17, 25, 3):
+        requests.clear()
+        df = cspark.sql(f"SELECT id, s FROM delta.`{path}` WHERE id = {key}")
+        assert requests == [], requests  # nothing sent by spark.sql()
+        assert [tuple(r) for r in df.collect()] == [(key, f"s{key}")]
+        assert _sent(requests) == [("execute", "root")], requests  # the action: one request
+    # a wrong column is a new shape: spark.sql() raises, as on a classic session
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException, match="nope"):
+        cspark.sql(f"SELECT nope FROM delta.`{path}` WHERE id = 3")
+    # the table's schema changed: analysed again (the new column resolves)
+    write_deltalake(path, pa.table({"id": pa.array([99], pa.int64()), "s": ["s99"], "x": [1]}), mode="append",
+                    schema_mode="merge")
+    requests.clear()
+    df = cspark.sql(f"SELECT id, s FROM delta.`{path}` WHERE id = 99")
+    assert ("execute", "command") in requests
+    assert [tuple(r) for r in df.collect()] == [(99, "s99")]
+
+
+def test_statements_the_key_cannot_vouch_for_are_analysed(cspark, requests, tmp_path):
+    path = _table(str(tmp_path / "t"))
+    cspark.range(3).createOrReplaceTempView("dk_req_plain")
+    try:
+        for text in (f"SELECT a.id FROM delta.`{path}` a JOIN dk_req_plain b ON a.id = b.id WHERE a.id = 2",
+                     f"SELECT id FROM delta.`{path}` WHERE id = 1 LIMIT 1"):
+            for _ in range(2):
+                requests.clear()
+                assert [r.id for r in cspark.sql(text).collect()] in ([2], [1])
+                if "dk_req_plain" in text:  # a relation the router did not plan: always analysed at once
+                    assert ("execute", "command") in requests, (text, requests)
+        requests.clear()
+        cspark.sql(f"SELECT id FROM delta.`{path}` WHERE id = 4 LIMIT 1").collect()
+        assert _sent(requests) == [("execute", "root")], requests  # LIMIT's value is part of the shape
+        from deltakernel.spark import scan_report
+
+        scan_report(cspark.sql(f"SELECT id FROM delta.`{path}` WHERE id = 4 LIMIT 1"))  # sets its own confs: kept
+        requests.clear()
+        cspark.sql(f"SELECT id FROM delta.`{path}` WHERE id = 4 LIMIT 1").collect()
+        assert _sent(requests) == [("execute", "root")], requests
+        for change in (lambda: cspark.sql("SET spark.sql.shuffle.partitions=2"),  # a command
+                       lambda: cspark.conf.set("spark.sql.caseSensitive", "false")):  # a conf: may change analysis
+            change()
+            requests.clear()
+            cspark.sql(f"SELECT id FROM delta.`{path}` WHERE id = 5 LIMIT 1").collect()
+            assert ("execute", "command") in requests, requests
+    finally:
+        cspark.catalog.dropTempView("dk_req_plain")
+
+
+def test_a_temp_view_made_again_sends_nothing(cspark, requests, tmp_path):
+    path = _table(str(tmp_path / "t"))
+    view = "dk_req_view"
+
+    def made(expected_requests: int) -> None:
+        requests.clear()
+        cspark.read.format("delta").load(path).createOrReplaceTempView(view)
+        assert len([r for r in requests if r == ("execute", "command")]) == expected_requests, requests
+
+    try:
+        made(1)
+        made(0)  # the same table and version: Spark's copy is already this view
+        assert [r.id for r in cspark.sql(f"SELECT id FROM {view} WHERE id = 12").collect()] == [12]
+        assert [r.id for r in cspark.table(view).where("id = 13").collect()] == [13]
+        write_deltalake(path, pa.table({"id": pa.array([77], pa.int64()), "s": ["s77"]}), mode="append")
+        made(1)  # a new version
+        assert [r.id for r in cspark.sql(f"SELECT id FROM {view} WHERE id = 77").collect()] == [77]
+        assert cspark.table(view).where("id = 77").count() == 1
+        cspark.catalog.dropTempView(view)
+        made(1)  # dropped: made again
+        assert view in [t.name for t in cspark.catalog.listTables()]
+        cspark.read.format("delta").load(path).where("id > 5").createOrReplaceTempView(view)  # another definition
+        made(1)
+        assert cspark.sql(f"SELECT count(*) AS c FROM {view}").first().c == 3 * ROWS + 1
+    finally:
+        cspark.catalog.dropTempView(view)
