@@ -198,18 +198,26 @@ def _group(col: _Column, starts: I64, present: np.ndarray, rows: I64, shape: Sha
     return _array(col, s, present, rows, shape)
 
 
+def _container(buf: np.ndarray, s: I64, present: np.ndarray, basic_type: int, *, large_bit: int
+               ) -> tuple[np.ndarray, np.ndarray, I64, I64, I64, I64, I64]:
+    """Decode the headers of the variant slots at `s` that are containers of `basic_type` (object or array):
+    (is that container, present but another type, the header's type-specific bits, element-count width,
+    element count, then one entry per element of every such slot: its slot and its index in the slot)."""
+    h = buf[s].astype(np.int64)
+    is_kind = present & ((h & 3) == basic_type)
+    rest = h >> 2
+    nsize = np.where((rest >> large_bit) & 1, 4, 1)
+    count = np.where(is_kind, _uint(buf, s + 1, nsize), 0)
+    eslot = np.repeat(np.arange(len(s), dtype=np.int64), count)
+    ek = np.arange(len(eslot), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+    return is_kind, present & ~is_kind, rest, nsize, count, eslot, ek
+
+
 def _object(col: _Column, s: I64, present: np.ndarray, rows: I64, shape: Shape) -> tuple[pa.Array, pa.Array]:
     buf, n = col.buf, len(s)
-    h = buf[s].astype(np.int64)
-    is_obj = present & ((h & 3) == vb.OBJECT)
-    other = present & ~is_obj
-    rest = h >> 2
+    # object header: offset size (2 bits), field id size (2 bits), is_large (1 bit)
+    is_obj, other, rest, nsize, count, eslot, ek = _container(buf, s, present, vb.OBJECT, large_bit=4)
     osize, isize = (rest & 3) + 1, ((rest >> 2) & 3) + 1
-    nsize = np.where((rest >> 4) & 1, 4, 1)
-    count = np.where(is_obj, _uint(buf, s + 1, nsize), 0)
-    # one entry per field of every object slot
-    eslot = np.repeat(np.arange(n, dtype=np.int64), count)
-    ek = np.arange(len(eslot), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
     ids_at = s + 1 + nsize
     offs_at = ids_at + count * isize
     data_at = offs_at + (count + 1) * osize
@@ -302,15 +310,9 @@ def _residual_bytes(buf: U8, n: int, eslot: I64, eid: I64, estart: I64, other: n
 
 def _array(col: _Column, s: I64, present: np.ndarray, rows: I64, shape: Shape) -> tuple[pa.Array, pa.Array]:
     buf, n = col.buf, len(s)
-    h = buf[s].astype(np.int64)
-    is_arr = present & ((h & 3) == vb.ARRAY)
-    other = present & ~is_arr
-    rest = h >> 2
+    # array header: offset size (2 bits), is_large (1 bit)
+    is_arr, other, rest, nsize, count, eslot, ek = _container(buf, s, present, vb.ARRAY, large_bit=2)
     osize = (rest & 3) + 1
-    nsize = np.where((rest >> 2) & 1, 4, 1)
-    count = np.where(is_arr, _uint(buf, s + 1, nsize), 0)
-    eslot = np.repeat(np.arange(n, dtype=np.int64), count)
-    ek = np.arange(len(eslot), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
     offs_at = s + 1 + nsize
     data_at = offs_at + (count + 1) * osize
     estart = data_at[eslot] + _uint(buf, offs_at[eslot] + ek * osize[eslot], osize[eslot])
