@@ -194,8 +194,13 @@ class ConnectRelations:
 
         if use.frame_view is not None:
             leaf = use.frame_view._plan
-            if not isinstance(leaf, DeltaScan) or leaf.predicate is not None:
-                return None  # a chain: its output is not known without asking
+            if not isinstance(leaf, DeltaScan):  # a chain: its plan with what analysis sees of its leaves
+                from ..scan.frame_keys import plan_key
+
+                key = plan_key(leaf, self.spark.client)
+                return None if key is None else ("chain", key)
+            if leaf.predicate is not None:
+                return None
             return ("frame", leaf.snapshot.storage.root_uri, leaf.snapshot.metadata.schema_string, leaf.row_tracking)
         if use.view is not None:
             v = use.view
