@@ -221,7 +221,6 @@ def test_view_replaced_by_another_client_is_seen(connect_spark, connect_db, othe
     assert _ids(reader.sql(query)) in ([0, 1, 2], [8, 9])  # the kept answer (or a fresh one, on a slow machine)
     assert cache_for(reader).settle(30)
     assert _ids(reader.sql(query)) == [8, 9]
-    assert _ids(reader.table(v).where("id >= 0")) == [8, 9]
     connect_spark.sql(f"CREATE OR REPLACE VIEW {v} AS SELECT id FROM {t} WHERE id = 5")
     asked = time.monotonic()
     time.sleep(max(0.0, 2.1 - (time.monotonic() - asked)))  # past the lifetime: asked before the statement runs
