@@ -131,7 +131,7 @@ CASES: dict[str, tuple[list[int | None], Callable[[Any], Any], Callable[[Any], A
 
 # The whole clause x mode x table-kind product runs on the classic session. Both kinds run the same MERGE behind
 # the session seam (statement, catalog, scan, expression facts, broadcast), so the Connect session runs a diagonal
-# of it - every clause kind, both modes, every table kind - at a sixth of the product's time (CI budget; see
+# of it - every clause kind, both modes, every table kind - at a quarter of the product's time (CI budget; see
 # docs/decisions.md "CI time: part 2 under 22 minutes").
 CONNECT_MERGES = {("upsert", "dv", "unpartitioned"), ("upsert", "cow", "column_mapped"),
                   ("delete_when_matched", "dv", "partitioned"), ("delete_when_matched", "cow", "unpartitioned"),
