@@ -6,11 +6,17 @@ suite pays for one Spark start. `spark` is parametrized over the two kinds; a te
 carries `@pytest.mark.classic_only("why")` (a module: `pytestmark`) and is skipped there with that reason.
 `classic_spark` / `connect_spark` give one kind. Skipped without pyspark/Java; Connect cases are skipped when
 pyspark's connect extra (grpcio) is missing.
+
+The JVM logs its garbage collections to a file; the run's summary reports its heap (issue 31 item 4: the suite's
+JVM stays below 70 % of its heap) from that log: the peak heap after a collection, the full collections, and the
+heap still live after a final full collection - a report for the record, not an assertion (memory is measured in
+benchmarks/, not asserted by tests).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import sys
@@ -44,10 +50,56 @@ def _connect_available() -> bool:
 
 
 _CONNECT_PORT = _free_port()
+_HEAP_GOAL = 0.70  # of the JVM's maximum heap (issue 31 item 4)
+_heap_report: list[str] = []
+# unified GC logging (JDK 9+): "... GC(12) Pause Young (Normal) (G1 Evacuation Pause) 512M->300M(2048M) 5.123ms"
+_GC_LINE = re.compile(r"GC\(\d+\) (Pause [^)]*\)?).*? (\d+)([KMG])->(\d+)([KMG])\((\d+)([KMG])\) ([\d.]+)ms")
+_UNIT = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}
+
+
+def _heap_lines(gc_log: Path, max_mib: float, live_mib: float | None) -> list[str]:
+    """The summary of the JVM's GC log: the peak heap after any collection (young pauses leave the old
+    generation's garbage), the peak after one that collected the old generation too (mixed / full: closest to
+    the live data; the 70 % goal is checked on it), full collections, pause time; `live_mib` is the heap after a
+    final full collection."""
+    after, after_old, full, pauses, pause_ms = 0.0, 0.0, 0, 0, 0.0
+    for line in gc_log.read_text(errors="replace").splitlines() if gc_log.exists() else []:
+        m = _GC_LINE.search(line)
+        if not m:
+            continue
+        pauses += 1
+        pause_ms += float(m.group(8))
+        full += "Pause Full" in m.group(1)
+        mib = float(m.group(4)) * _UNIT[m.group(5)]
+        after = max(after, mib)
+        if "Full" in m.group(1) or "Mixed" in m.group(1):  # the old generation collected too
+            after_old = max(after_old, mib)
+    if not pauses:
+        return [f"Spark JVM heap: no GC log at {gc_log}"]
+    lines = [f"Spark JVM heap (max {max_mib:.0f} MiB): peak after a collection {after:.0f} MiB "
+             f"({after / max_mib:.0%}), after a mixed / full one {after_old:.0f} MiB ({after_old / max_mib:.0%}); "
+             f"{full} full collections (the final one included); {pauses} pauses, {pause_ms / 1000:.1f} s"]
+    if live_mib is not None:
+        lines.append(f"Spark JVM heap live at the end (after a full collection): {live_mib:.0f} MiB "
+                     f"({live_mib / max_mib:.0%})")
+    if after_old > _HEAP_GOAL * max_mib:  # young pauses leave the old generation's garbage: not the live data
+        lines.append(f"Spark JVM heap: above the {_HEAP_GOAL:.0%} goal after a mixed / full collection (issue 31 "
+                     "item 4)")
+    return lines
+
+
+def _heap_at_the_end(session) -> tuple[float, float | None]:
+    runtime = session._jvm.java.lang.Runtime.getRuntime()
+    max_mib = runtime.maxMemory() / 2**20
+    try:
+        session._jvm.java.lang.System.gc()  # a full collection (G1: System.gc() is one unless disabled)
+        return max_mib, (runtime.totalMemory() - runtime.freeMemory()) / 2**20
+    except Exception:
+        return max_mib, None
 
 
 @pytest.fixture(scope="session")
-def classic_spark():
+def classic_spark(tmp_path_factory):
     pytest.importorskip("pyspark")
     if not _java_available():
         pytest.skip("Java is not installed")
@@ -57,6 +109,7 @@ def classic_spark():
 
     import deltakernel.spark as dks
 
+    gc_log = tmp_path_factory.getbasetemp() / "spark-gc.log"
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("deltakernel-tests")
@@ -67,6 +120,7 @@ def classic_spark():
         # 2g: the one JVM runs ~780 cases of both session kinds; with 1g its old generation peaked at 99.9% and a
         # clean-clone run once lost the JVM (docs/decisions.md, issue 25)
         .config("spark.driver.memory", "2g")
+        .config("spark.driver.extraJavaOptions", f"-Xlog:gc:file={gc_log}")
     )
     if _connect_available():  # the same JVM serves the Connect session (see the module docstring)
         builder = (builder.config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
@@ -76,6 +130,11 @@ def classic_spark():
     session.sparkContext.setLogLevel("ERROR")
     dks.enable(session)
     yield session
+    try:
+        max_mib, live_mib = _heap_at_the_end(session)
+        _heap_report.extend(_heap_lines(gc_log, max_mib, live_mib))
+    except Exception as e:  # a report: never fails the run
+        _heap_report.append(f"Spark JVM heap: not measured ({type(e).__name__}: {e})")
     session.stop()
 
 
@@ -118,3 +177,8 @@ def spark(request, monkeypatch):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "classic_only(reason): Spark case that cannot run over Spark Connect")
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in _heap_report:
+        terminalreporter.write_line(line)
