@@ -12,6 +12,7 @@ from typing import Any
 
 import deltalake
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -148,3 +149,47 @@ def test_page_index_reads_only_the_matching_pages(tmp_path: pathlib.Path, monkey
         with monkeypatch.context() as m:
             m.setattr(scan_module, "read_pruned", real)
             assert _rows(table) == _rows(_read_unpruned(monkeypatch, path, filters))
+
+
+def test_row_groups_inside_the_range_skip_the_page_index(tmp_path: pathlib.Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten row groups of 100 rows in pages of 20: a range that spans whole row groups is decided on the footer
+    statistics (no footer decode, no page index: the page index could not rule out a page); a range that cuts
+    into row groups still reads only the matching pages of those."""
+    from deltakernel.kernel.scan import page_index
+
+    path = str(tmp_path / "t")
+    data = pa.table({"id": pa.array(range(1000), pa.int64()), "v": pa.array([i % 7 for i in range(1000)], pa.int64())})
+    props = deltalake.WriterProperties(max_row_group_size=100, data_page_row_count_limit=20, write_batch_size=20)
+    deltalake.write_deltalake(path, data, writer_properties=props)
+    footers: list[int] = []
+    real_footer, real_pruned = page_index._footer, scan_module.read_pruned
+    decoded: list[int] = []
+
+    def footer(source: Any) -> Any:
+        footers.append(1)
+        return real_footer(source)
+
+    def spy(*args: Any, **kwargs: Any) -> pa.Table | None:
+        out = real_pruned(*args, **kwargs)
+        decoded.append(-1 if out is None else out.num_rows)
+        return out
+
+    monkeypatch.setattr(page_index, "_footer", footer)
+    monkeypatch.setattr(scan_module, "read_pruned", spy)
+    for filters, rows, footer_read, pages_rows in (
+            ([("id", ">=", 200), ("id", "<", 400)], range(200, 400), False, -1),
+            ([("id", ">=", 200), ("id", "<", 430)], range(200, 430), True, 240),  # groups 2-3 whole, 2 pages of 4
+            ([("id", ">=", 250), ("id", "<", 270)], range(250, 270), True, 40)):
+        footers.clear()
+        decoded.clear()
+        table, _ = _read(path, filters)
+        assert sorted(table.column("id").to_pylist()) == list(rows)
+        assert bool(footers) == footer_read and decoded == [pages_rows]
+        with monkeypatch.context() as m:
+            m.setattr(scan_module, "read_pruned", real_pruned)
+            assert _rows(table) == _rows(_read_unpruned(monkeypatch, path, filters))
+    pf = pq.ParquetFile(next(pathlib.Path(path).glob("*.parquet")))
+    scan = DeltaTable(path).scan(filters=[("id", ">=", 150), ("id", "<", 500)])
+    assert page_index.covered_row_groups(pf.metadata, pf.schema_arrow, scan.predicate, scan.schema, scan.mode,
+                                         set()) == {2, 3, 4}
