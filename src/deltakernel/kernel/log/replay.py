@@ -133,7 +133,7 @@ def _read_indexed(
             tags = extract_tags(lines)
     tables = []
     kinds = ((1, "add"), (2, "remove"), (3, "cdc"))
-    for (code, kind), parsed in zip(kinds, index.parse_kinds([(c, k, typ.field(k).type) for c, k in kinds])):
+    for (_code, kind), parsed in zip(kinds, index.parse_kinds([(c, k, typ.field(k).type) for c, k in kinds])):
         if parsed is None:
             return None
         col, rows = parsed
