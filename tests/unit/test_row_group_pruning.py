@@ -1,5 +1,6 @@
 """Row-group and page-index pruning (kernel/scan/row_groups.py, page_index.py): a filtered read of files with many
-row groups and pages returns exactly the rows the same read returns with pruning switched off, on random data,
+row groups and pages returns exactly the rows the same read returns with pruning (and the row filter left out where
+the footer statistics prove every row matches) switched off, on random data,
 row-group and page sizes and predicates (nulls, NaN, strings, timestamps, partitions, IN lists), and with deletion
 vectors and row ids (physical row offsets)."""
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import deltalake
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +30,7 @@ def _read_unpruned(monkeypatch: pytest.MonkeyPatch, path: str, filters: Any, **k
     with monkeypatch.context() as m:
         m.setattr(scan_module, "row_groups_to_read", lambda *a, **k: None)
         m.setattr(scan_module, "read_pruned", lambda *a, **k: None)
+        m.setattr(scan_module, "rows_all_match", lambda *a, **k: False)
         table, skipped = _read(path, filters, **kw)
     assert skipped == 0
     return table
@@ -193,3 +196,47 @@ def test_row_groups_inside_the_range_skip_the_page_index(tmp_path: pathlib.Path,
     scan = DeltaTable(path).scan(filters=[("id", ">=", 150), ("id", "<", 500)])
     assert page_index.covered_row_groups(pf.metadata, pf.schema_arrow, scan.predicate, scan.schema, scan.mode,
                                          set()) == {2, 3, 4}
+
+
+def test_row_filter_left_out_only_where_the_footer_proves_every_row_matches(tmp_path: pathlib.Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row groups of 100 rows: a range spanning whole row groups of a column without nulls needs no row filter; a
+    range cutting a row group, a column with nulls in the read row groups, a NULL literal and an extra row filter
+    keep it - and every read returns the rows of the read with all pruning off."""
+    path = str(tmp_path / "t")
+    ids = pa.array(range(1000), pa.int64())
+    data = pa.table({"id": ids, "n": pa.array([None if 600 <= i < 610 else i for i in range(1000)], pa.int64())})
+    write_deltalake(path, data, writer_properties=WriterProperties(max_row_group_size=100))
+    seen: list[bool] = []
+    real = scan_module.rows_all_match
+
+    def spy(*args: Any, **kwargs: Any) -> bool:
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(scan_module, "rows_all_match", spy)
+    for filters, exact, n in (([("id", ">=", 200), ("id", "<", 400)], True, 200),
+                              ([("n", ">=", 200), ("n", "<", 400)], True, 200),
+                              ([("id", ">=", 200), ("id", "<", 450)], False, 250),
+                              ([("n", ">=", 500), ("n", "<", 700)], False, 190),  # nulls in row group 6
+                              ([("n", "!=", 5000)], False, 990),
+                              ([("id", "not in", [5000, 6000])], True, 1000)):
+        seen.clear()
+        table, _ = _read(path, filters)
+        assert seen == [exact] and table.num_rows == n, filters
+        with monkeypatch.context() as m:
+            m.setattr(scan_module, "rows_all_match", real)
+            assert _rows(table) == _rows(_read_unpruned(monkeypatch, path, filters))
+    scan = DeltaTable(path).scan(filters=[("id", ">=", 200), ("id", "<", 400)])
+    pf = pq.ParquetFile(next(pathlib.Path(path).glob("*.parquet")))
+    assert real(pf, [2, 3], scan.predicate, scan.schema, scan.mode, set())
+    from deltakernel.kernel.expressions.predicate import Comparison, Literal, Or
+    from deltakernel.kernel.expressions.predicate import Column as Col
+
+    null_literal = Or(scan.predicate, Comparison("=", Col("id"), Literal(None)))
+    assert not real(pf, [2, 3], null_literal, scan.schema, scan.mode, set())
+    with_row_filter = scan_module.Scan(DeltaTable(path)._snapshot, predicate=scan.predicate,
+                                       row_filter=pc.field("id") < 250)
+    seen.clear()
+    assert with_row_filter.to_table().column("id").to_pylist() == list(range(200, 250))
+    assert seen == []  # (an extra row filter: not asked)

@@ -24,7 +24,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..expressions.predicate import Expr, referenced_columns
+from ..expressions.predicate import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Column,
+    Comparison,
+    Expr,
+    In,
+    IsNull,
+    Literal,
+    Not,
+    Or,
+    referenced_columns,
+)
 from ..schema.geospatial import parse_geo_type
 from ..schema.types import StructType
 from ..stats.parse import FileStats, StatsLeaf, stats_leaf_columns
@@ -125,4 +138,51 @@ def row_groups_to_read(pf: pq.ParquetFile, predicate: Expr | None, schema: Struc
     return out
 
 
-__all__ = ["convert_bounds", "row_group_stats", "row_groups_to_read"]
+def _never_null(e: Expr) -> bool:
+    """True when `e` is TRUE or FALSE (never NULL) on every row whose referenced columns are all non-null:
+    junctions, negations, IS NULL, and comparisons / IN lists of a column against non-null literals only."""
+    if isinstance(e, (And, Or)):
+        return all(_never_null(c) for c in e.children)
+    if isinstance(e, Not):
+        return _never_null(e.child)
+    if isinstance(e, (IsNull, AlwaysTrue, AlwaysFalse)):
+        return True
+    if isinstance(e, Comparison):
+        ops = (e.left, e.right)
+        return (sum(isinstance(o, Column) for o in ops) == 1
+                and all(o.value is not None for o in ops if isinstance(o, Literal)))
+    if isinstance(e, In):
+        return all(v is not None for v in e.values)
+    return False
+
+
+def rows_all_match(pf: pq.ParquetFile, groups: list[int] | None, predicate: Expr | None, schema: StructType,
+                   mode: str, partition_names: set[str]) -> bool:
+    """True when the footer statistics prove that every row of `groups` (None: all) makes `predicate` TRUE, so
+    the row filter can be left out: `NOT predicate` is impossible in each of them (the skipping evaluator), every
+    referenced column has a null count of 0 there, and the predicate is never NULL on non-null columns
+    (`_never_null`). A 1 % range read that spans whole row groups filtered 100,000 rows for nothing (~4 ms of
+    ~35)."""
+    metadata = pf.metadata
+    n = metadata.num_row_groups
+    if predicate is None or mode == "id" or not n or not _never_null(predicate):
+        return False
+    columns = referenced_columns(predicate)
+    if not columns or any(c[0].lower() in partition_names for c in columns):
+        return False
+    try:
+        stats = row_group_stats(metadata, pf.schema_arrow, schema, mode, partition_names, set(columns))
+        wanted = np.arange(n) if groups is None else np.asarray(groups, dtype=np.int64)
+        if not len(wanted):
+            return False
+        for c in columns:
+            nulls = stats.null_count.get(c)
+            if nulls is None or nulls.null_count or any(nulls.take(pa.array(wanted)).to_pylist()):
+                return False
+        may_fail = np.asarray(skipping_mask(Not(predicate), stats, {}, n).to_pylist(), dtype=np.bool_)
+    except (pa.ArrowException, KeyError, ValueError, TypeError):
+        return False
+    return not bool(may_fail[wanted].any())
+
+
+__all__ = ["convert_bounds", "row_group_stats", "row_groups_to_read", "rows_all_match"]
