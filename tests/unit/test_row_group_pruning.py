@@ -230,8 +230,8 @@ def test_row_filter_left_out_only_where_the_footer_proves_every_row_matches(tmp_
     scan = DeltaTable(path).scan(filters=[("id", ">=", 200), ("id", "<", 400)])
     pf = pq.ParquetFile(next(pathlib.Path(path).glob("*.parquet")))
     assert real(pf, [2, 3], scan.predicate, scan.schema, scan.mode, set())
-    from deltakernel.kernel.expressions.predicate import Comparison, Literal, Or
     from deltakernel.kernel.expressions.predicate import Column as Col
+    from deltakernel.kernel.expressions.predicate import Comparison, Literal, Or
 
     null_literal = Or(scan.predicate, Comparison("=", Col("id"), Literal(None)))
     assert not real(pf, [2, 3], null_literal, scan.schema, scan.mode, set())
