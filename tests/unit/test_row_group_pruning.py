@@ -48,20 +48,25 @@ def _read(path: str, filters: Any, **kw: Any) -> tuple[pa.Table, int]:
     return table, scan.metrics.row_groups_skipped
 
 
-ints = st.one_of(st.none(), st.integers(-20, 20))
-floats = st.one_of(st.none(), st.sampled_from([float("nan"), -1.5, 0.0, 2.25, 7.0, float("inf")]))
-strings = st.one_of(st.none(), st.sampled_from(["", "a", "ab", "b", "ba", "zz", "é"]))
-stamps = st.one_of(st.none(), st.integers(0, 50).map(lambda s: _T0 + dt.timedelta(seconds=s, microseconds=s * 7)))
+_VALUES = {"i": st.integers(-20, 20), "f": st.sampled_from([float("nan"), -1.5, 0.0, 2.25, 7.0, float("inf")]),
+           "s": st.sampled_from(["", "a", "ab", "b", "ba", "zz", "é"]),
+           "t": st.integers(0, 50).map(lambda s: _T0 + dt.timedelta(seconds=s, microseconds=s * 7))}
+ints, floats, strings, stamps = (st.one_of(st.none(), _VALUES[c]) for c in "ifst")
 
 
 @st.composite
-def _case(draw: st.DrawFn) -> tuple[pa.Table, int, list[str], list[Any], bool]:
+def _case(draw: st.DrawFn, dense: bool = False) -> tuple[pa.Table, int, list[str], list[Any], bool]:
+    """`dense`: no nulls in the data (NaN still), so whole row groups often match a predicate outright."""
     n = draw(st.integers(0, 40))
+
+    def col(name: str, values: Any) -> list[Any]:
+        return draw(st.lists(_VALUES[name] if dense else values, min_size=n, max_size=n))
+
     table = pa.table({
-        "i": pa.array(draw(st.lists(ints, min_size=n, max_size=n)), pa.int64()),
-        "f": pa.array(draw(st.lists(floats, min_size=n, max_size=n)), pa.float64()),
-        "s": pa.array(draw(st.lists(strings, min_size=n, max_size=n)), pa.string()),
-        "t": pa.array(draw(st.lists(stamps, min_size=n, max_size=n)), pa.timestamp("us", tz="UTC")),
+        "i": pa.array(col("i", ints), pa.int64()),
+        "f": pa.array(col("f", floats), pa.float64()),
+        "s": pa.array(col("s", strings), pa.string()),
+        "t": pa.array(col("t", stamps), pa.timestamp("us", tz="UTC")),
         "p": pa.array(draw(st.lists(st.sampled_from(["x", "y"]), min_size=n, max_size=n)), pa.string()),
     })
     partitions = ["p"] if draw(st.booleans()) else []
@@ -85,6 +90,21 @@ def test_pruned_reads_equal_unpruned_reads(monkeypatch: pytest.MonkeyPatch,
                                            case: tuple[pa.Table, int, list[str], list[Any], bool]) -> None:
     """deltakernel's writer (no page index) and delta-rs's with pages of 1-3 rows in row groups of up to 18 (the
     page index: page pruning inside the row groups)."""
+    _check_pruned_read(monkeypatch, case)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(_case(dense=True))
+def test_pruned_reads_without_nulls_equal_unpruned_reads(monkeypatch: pytest.MonkeyPatch,
+                                                         case: tuple[pa.Table, int, list[str], list[Any], bool]) -> None:
+    """The same without nulls in the data: whole row groups often match outright, so the row filter is left out
+    (`rows_all_match`) and the page index skipped (`covered_row_groups`) - the rows must not change."""
+    _check_pruned_read(monkeypatch, case)
+
+
+def _check_pruned_read(monkeypatch: pytest.MonkeyPatch, case: tuple[pa.Table, int, list[str], list[Any], bool]
+                       ) -> None:
     table, rg_rows, partitions, filters, pages = case
     with tempfile.TemporaryDirectory() as d:
         if pages:
