@@ -35,7 +35,7 @@ from ..expressions.predicate import Expr, Not, referenced_columns
 from ..schema.geospatial import parse_geo_type
 from ..schema.types import StructType
 from ..stats.parse import FileStats, stats_leaf_columns
-from .row_groups import convert_bounds, row_group_stats
+from .row_groups import cached_row_group_stats, convert_bounds
 from .skipping import skipping_mask
 from .thrift_compact import I32, I64, LIST, STRUCT, Struct, ThriftError, read_struct, write_struct
 
@@ -244,7 +244,7 @@ def covered_row_groups(metadata: pq.FileMetaData, file_schema: pa.Schema, predic
     n = metadata.num_row_groups
     if not columns or not n:
         return set()
-    stats = row_group_stats(metadata, file_schema, schema, mode, partition_names, columns)
+    stats = cached_row_group_stats(metadata, file_schema, schema, mode, partition_names, columns)
     if not stats.min_values:
         return set()
     may_fail = np.asarray(skipping_mask(Not(predicate), stats, {}, n).to_pylist(), dtype=np.bool_)
