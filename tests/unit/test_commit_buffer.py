@@ -167,6 +167,28 @@ def test_threaded_parse_of_many_blocks_keeps_line_order(tmp_path: pathlib.Path, 
     _same(fast, general)
 
 
+@pytest.mark.parametrize("concurrent_bytes", [0, 1 << 40])
+def test_kinds_parsed_side_by_side_equal_the_general_path(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+                                                          concurrent_bytes: int) -> None:
+    """Adds, removes and cdc lines parsed on threads side by side (every kind over the threshold) or one after
+    the other give the batch the general path gives, rows in log order."""
+    monkeypatch.setattr(commit_buffer, "CONCURRENT_BYTES", concurrent_bytes)
+    commits = []
+    for v in range(12):
+        acts = [commit_info(ts=v)] + ([protocol_action(), metadata_action([("x", "long")])] if v == 0 else [])
+        acts += [add_action(f"f-{v}-{i}.parquet", stats={"numRecords": i}) for i in range(50)]
+        acts += [remove_action(f"f-{v - 1}-{i}.parquet") for i in range(0, 50, 3)] if v else []
+        acts += [{"cdc": {"path": f"_change_data/c-{v}-{i}.parquet", "partitionValues": {}, "size": i,
+                          "dataChange": False}} for i in range(v % 3)]
+        commits.append("".join(_line(a) + "\n" for a in acts).encode())
+    storage = _write_log(tmp_path, commits)
+    fast, general = _both(storage)
+    assert fast is not None
+    _same(fast, general)
+    assert fast.removes.column("path").to_pylist() == [
+        f"f-{v - 1}-{i}.parquet" for v in range(1, 12) for i in range(0, 50, 3)]
+
+
 def test_declines_and_general_path_names_the_bad_file(tmp_path: pathlib.Path) -> None:
     good = "".join(_line(a) + "\n" for a in [commit_info(), protocol_action(),
                                               metadata_action([("x", "long")]), add_action("a.parquet")])

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from helpers import assert_same_rows, commit_file, deltalake_table, duckdb_table, read_actions, write_actions
@@ -444,6 +446,40 @@ def test_local_walk_prunes_and_delete_many_refuses_escapes(tmp_path: Path) -> No
     store.delete_many(["b.parquet", "e/../e/c.parquet", "missing.parquet"])
     assert not (tmp_path / "d" / "b.parquet").exists() and not (tmp_path / "d" / "e" / "c.parquet").exists()
     assert (tmp_path / "outside.parquet").exists() and (tmp_path / "d" / "_skip" / "y.parquet").exists()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="./a\x00\n", max_size=6), max_size=4))
+def test_one_scan_flags_every_key_the_per_key_check_flags(keys: list[str]) -> None:
+    """`any_unsafe` (substrings of the joined keys) is True whenever some key matches the per-key pattern, and
+    for keys without newlines exactly then."""
+    from deltakernel.storage.local import _UNSAFE_KEY, any_unsafe
+
+    per_key = any(_UNSAFE_KEY.search(k) for k in keys)
+    if per_key:
+        assert any_unsafe(keys)
+    if not any("\n" in k for k in keys):
+        assert any_unsafe(keys) == per_key
+
+
+def test_local_delete_many_of_many_keys(tmp_path: Path) -> None:
+    """Many keys at once (one safety scan over all of them): every one goes (missing ones too), nothing else; an
+    escaping key among hundreds of safe ones is still refused and the files outside stay."""
+    from deltakernel.errors import InvalidPathError
+    from deltakernel.storage import storage_for_uri
+
+    (tmp_path / "d" / "p=1").mkdir(parents=True)
+    names = [f"p=1/f{i}.parquet" if i % 2 else f"f{i}.parquet" for i in range(1600)]
+    for n in names + ["keep.parquet"]:
+        (tmp_path / "d" / n).write_bytes(b"x")
+    (tmp_path / "outside.parquet").write_bytes(b"x")
+    store = storage_for_uri(str(tmp_path / "d"))
+    store.delete_many([*names[:900], "missing.parquet"])
+    left = sorted(str(p.relative_to(tmp_path / "d")) for p in (tmp_path / "d").rglob("*.parquet"))
+    assert left == sorted([*names[900:], "keep.parquet"])
+    with pytest.raises(InvalidPathError):
+        store.delete_many([*names[900:1350], "x/../../outside.parquet", *names[1350:1500]])
+    assert (tmp_path / "outside.parquet").exists() and (tmp_path / "d" / "keep.parquet").exists()
 
 
 def test_memory_store_walk_and_delete_many() -> None:

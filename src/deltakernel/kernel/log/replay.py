@@ -132,8 +132,8 @@ def _read_indexed(
         if pc.any(pc.match_substring(lines, '"tags"')).as_py():
             tags = extract_tags(lines)
     tables = []
-    for code, kind in ((1, "add"), (2, "remove"), (3, "cdc")):
-        parsed = index.parse_kind(code, kind, typ.field(kind).type)
+    kinds = ((1, "add"), (2, "remove"), (3, "cdc"))
+    for (_code, kind), parsed in zip(kinds, index.parse_kinds([(c, k, typ.field(k).type) for c, k in kinds])):
         if parsed is None:
             return None
         col, rows = parsed

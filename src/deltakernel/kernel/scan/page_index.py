@@ -15,6 +15,9 @@ the page index nor decodes part of a column chunk, so this does both around it:
 
 Only flat schemas (no nested columns), unencrypted files, and row groups where at most half of the rows survive
 (else the plain read is as cheap); anything unexpected returns None and the caller reads the row groups whole.
+Row groups that the footer's statistics show entirely inside the predicate (no row can make it false:
+`covered_row_groups`) are read whole without looking at their page index - decoding the footer in Python costs
+more than the whole selective read saves (a 1 % range that spans two whole row groups of ten: ~8 ms of ~40).
 Not used with deletion vectors or row ids (they index physical rows; the caller reads whole row groups then).
 """
 
@@ -28,11 +31,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..expressions.predicate import Expr, referenced_columns
+from ..expressions.predicate import Expr, Not, referenced_columns
 from ..schema.geospatial import parse_geo_type
 from ..schema.types import StructType
 from ..stats.parse import FileStats, stats_leaf_columns
-from .row_groups import convert_bounds
+from .row_groups import cached_row_group_stats, convert_bounds
 from .skipping import skipping_mask
 from .thrift_compact import I32, I64, LIST, STRUCT, Struct, ThriftError, read_struct, write_struct
 
@@ -232,6 +235,22 @@ def _one_column_file(meta: Struct, rg: Struct, j: int, chunk: _Chunk, pages: np.
     return bytes(body)
 
 
+def covered_row_groups(metadata: pq.FileMetaData, file_schema: pa.Schema, predicate: Expr, schema: StructType,
+                       mode: str, partition_names: set[str]) -> set[int]:
+    """The row groups whose footer statistics prove that no row makes `predicate` false (the evaluator finds
+    `NOT predicate` impossible there): every row is kept or null for it, so their page indexes cannot rule out
+    a page worth the decoding. Empty when nothing is proven (partition columns and unknown leaves prove nothing)."""
+    columns = {c for c in referenced_columns(predicate) if c[0].lower() not in partition_names}
+    n = metadata.num_row_groups
+    if not columns or not n:
+        return set()
+    stats = cached_row_group_stats(metadata, file_schema, schema, mode, partition_names, columns)
+    if not stats.min_values:
+        return set()
+    may_fail = np.asarray(skipping_mask(Not(predicate), stats, {}, n).to_pylist(), dtype=np.bool_)
+    return set(np.flatnonzero(~may_fail).tolist())
+
+
 def read_pruned(pf: pq.ParquetFile, source: Any, columns: list[str], groups: list[int] | None, predicate: Expr,
                 schema: StructType, mode: str, partition_names: set[str]) -> pa.Table | None:
     """The physical `columns` of the rows of `groups` (None: all) that the page index does not rule out, or None
@@ -246,6 +265,10 @@ def read_pruned(pf: pq.ParquetFile, source: Any, columns: list[str], groups: lis
                                               for j in range(metadata.num_columns)):
         return None
     try:
+        wanted = list(range(metadata.num_row_groups)) if groups is None else groups
+        covered = covered_row_groups(metadata, file_schema, predicate, schema, mode, partition_names)
+        if all(g in covered for g in wanted):  # decided on the footer statistics alone: no footer decode
+            return None
         meta = _footer(source)
         schema_elems = meta[2][1][1]
         if len(schema_elems) != 1 + metadata.num_columns:
@@ -258,10 +281,14 @@ def read_pruned(pf: pq.ParquetFile, source: Any, columns: list[str], groups: lis
             return bytes(data)
 
         row_groups = meta[4][1][1]
-        wanted = list(range(len(row_groups))) if groups is None else groups
-        plans = []  # per row group: its kept ranges and chunks, or None (read it whole)
+        if len(row_groups) != metadata.num_row_groups:
+            return None
+        plans: list[Any] = []  # per row group: its kept ranges and chunks, or None (read it whole)
         for g in wanted:
             rg = row_groups[g]
+            if g in covered:
+                plans.append(None)
+                continue
             found = kept_ranges(rg, read, file_schema, predicate, schema, mode, partition_names)
             if found is not None and sum(e - s for s, e in found[0]) > _MAX_KEPT * rg[3][1]:
                 found = None
@@ -315,4 +342,4 @@ def _read_ranges(pf: pq.ParquetFile, meta: Struct, rg: Struct, ranges: list[tupl
     return pa.Table.from_arrays(arrays, schema=pa.schema([file_schema.field(n) for n in columns]))
 
 
-__all__ = ["kept_ranges", "read_pruned"]
+__all__ = ["covered_row_groups", "kept_ranges", "read_pruned"]

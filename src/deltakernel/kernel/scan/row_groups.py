@@ -24,7 +24,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..expressions.predicate import Expr, referenced_columns
+from ..expressions.predicate import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Column,
+    Comparison,
+    Expr,
+    In,
+    IsNull,
+    Literal,
+    Not,
+    Or,
+    referenced_columns,
+)
 from ..schema.geospatial import parse_geo_type
 from ..schema.types import StructType
 from ..stats.parse import FileStats, StatsLeaf, stats_leaf_columns
@@ -102,6 +115,25 @@ def row_group_stats(metadata: pq.FileMetaData, file_schema: pa.Schema, schema: S
     return stats
 
 
+#: the last `row_group_stats` answer: (metadata object, arguments, stats). A read asks up to three times for the
+#: same file (row groups to read, row groups the page index can skip, rows that all match); ~0.5 ms each
+_LAST_STATS: tuple[Any, Any, FileStats] | None = None
+
+
+def cached_row_group_stats(metadata: pq.FileMetaData, file_schema: pa.Schema, schema: StructType, mode: str,
+                           partition_names: set[str], columns: set[tuple[str, ...]]) -> FileStats:
+    """`row_group_stats`, answered again without work when the previous call had the same file metadata object and
+    arguments (one entry: concurrent reads of other files just replace it; the stats are never modified)."""
+    global _LAST_STATS
+    key = (schema, mode, frozenset(partition_names), frozenset(columns), file_schema)
+    last = _LAST_STATS
+    if last is not None and last[0] is metadata and last[1] == key:
+        return last[2]
+    stats = row_group_stats(metadata, file_schema, schema, mode, partition_names, columns)
+    _LAST_STATS = (metadata, key, stats)
+    return stats
+
+
 def row_groups_to_read(pf: pq.ParquetFile, predicate: Expr | None, schema: StructType, mode: str,
                        partition_names: set[str]) -> list[int] | None:
     """The row groups of `pf` that may hold rows where `predicate` is true, ascending; None when every row
@@ -113,7 +145,7 @@ def row_groups_to_read(pf: pq.ParquetFile, predicate: Expr | None, schema: Struc
     if not columns:
         return None
     try:
-        stats = row_group_stats(metadata, pf.schema_arrow, schema, mode, partition_names, columns)
+        stats = cached_row_group_stats(metadata, pf.schema_arrow, schema, mode, partition_names, columns)
     except (pa.ArrowException, KeyError, ValueError, TypeError):  # unreadable statistics: read everything
         return None
     if not stats.min_values and not stats.null_count:
@@ -125,4 +157,51 @@ def row_groups_to_read(pf: pq.ParquetFile, predicate: Expr | None, schema: Struc
     return out
 
 
-__all__ = ["convert_bounds", "row_group_stats", "row_groups_to_read"]
+def _never_null(e: Expr) -> bool:
+    """True when `e` is TRUE or FALSE (never NULL) on every row whose referenced columns are all non-null:
+    junctions, negations, IS NULL, and comparisons / IN lists of a column against non-null literals only."""
+    if isinstance(e, (And, Or)):
+        return all(_never_null(c) for c in e.children)
+    if isinstance(e, Not):
+        return _never_null(e.child)
+    if isinstance(e, (IsNull, AlwaysTrue, AlwaysFalse)):
+        return True
+    if isinstance(e, Comparison):
+        ops = (e.left, e.right)
+        return (sum(isinstance(o, Column) for o in ops) == 1
+                and all(o.value is not None for o in ops if isinstance(o, Literal)))
+    if isinstance(e, In):
+        return all(v is not None for v in e.values)
+    return False
+
+
+def rows_all_match(pf: pq.ParquetFile, groups: list[int] | None, predicate: Expr | None, schema: StructType,
+                   mode: str, partition_names: set[str]) -> bool:
+    """True when the footer statistics prove that every row of `groups` (None: all) makes `predicate` TRUE, so
+    the row filter can be left out: `NOT predicate` is impossible in each of them (the skipping evaluator), every
+    referenced column has a null count of 0 there, and the predicate is never NULL on non-null columns
+    (`_never_null`). A 1 % range read that spans whole row groups filtered 100,000 rows for nothing (~4 ms of
+    ~35)."""
+    metadata = pf.metadata
+    n = metadata.num_row_groups
+    if predicate is None or mode == "id" or not n or not _never_null(predicate):
+        return False
+    columns = referenced_columns(predicate)
+    if not columns or any(c[0].lower() in partition_names for c in columns):
+        return False
+    try:
+        stats = cached_row_group_stats(metadata, pf.schema_arrow, schema, mode, partition_names, set(columns))
+        wanted = np.arange(n) if groups is None else np.asarray(groups, dtype=np.int64)
+        if not len(wanted):
+            return False
+        for c in columns:
+            nulls = stats.null_count.get(c)
+            if nulls is None or nulls.null_count or any(nulls.take(pa.array(wanted)).to_pylist()):
+                return False
+        may_fail = np.asarray(skipping_mask(Not(predicate), stats, {}, n).to_pylist(), dtype=np.bool_)
+    except (pa.ArrowException, KeyError, ValueError, TypeError):
+        return False
+    return not bool(may_fail[wanted].any())
+
+
+__all__ = ["cached_row_group_stats", "convert_bounds", "row_group_stats", "row_groups_to_read", "rows_all_match"]

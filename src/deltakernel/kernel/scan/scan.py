@@ -34,7 +34,7 @@ from ..schema.reconcile import conform_table
 from ..schema.types import StructField, StructType
 from ..snapshot import Snapshot
 from .page_index import read_pruned
-from .row_groups import row_groups_to_read
+from .row_groups import row_groups_to_read, rows_all_match
 
 DEFAULT_BATCH_SIZE = 131_072
 log = logging.getLogger("deltakernel")
@@ -195,9 +195,10 @@ class Scan:
         tasks: list[dict[str, Any]] = files.select(cols).to_pylist()
         return tasks
 
-    def _output_filter(self) -> pc.Expression | None:
+    def _output_filter(self, exact: bool = False) -> pc.Expression | None:
+        """The row filter: the predicate (unless `exact`: every row is known to match it) and the extra filter."""
         exprs = []
-        if self.predicate is not None:
+        if self.predicate is not None and not exact:
             from ..expressions.predicate import to_pyarrow
 
             exprs.append(to_pyarrow(self.predicate))
@@ -253,6 +254,8 @@ class Scan:
                                  self._partition_set)
             if pruned is not None:  # only the pages that may match (page_index.py)
                 return self._piece(f, task, pruned, 0)
+        exact = self.row_filter is None and rows_all_match(f.pf, groups, self.predicate, self.schema, self.mode,
+                                                           self._partition_set)
         try:
             if groups is None:
                 table = f.pf.read(columns=f.columns, use_threads=_threaded(task))
@@ -262,7 +265,7 @@ class Scan:
                 table = f.pf.schema_arrow.empty_table().select(f.columns)
         except (pa.ArrowInvalid, OSError) as e:
             raise CorruptLogError(f"data file {f.uri} could not be read: {e}") from e
-        return self._piece(f, task, table, 0)
+        return self._piece(f, task, table, 0, exact)
 
     def _local_reads(self, task: dict[str, Any]) -> bool:
         """Page-index pruning reads a few byte ranges per column: cheap on a local disk, a request each on an object
@@ -304,8 +307,10 @@ class Scan:
         except (pa.ArrowInvalid, OSError) as e:
             raise CorruptLogError(f"data file {f.uri} could not be read: {e}") from e
 
-    def _piece(self, f: _OpenFile, task: dict[str, Any], table: pa.Table, offset: int) -> pa.Table:
-        """Physical rows [offset, offset + n) of a file -> logical rows (DV, row tracking, conform, filter)."""
+    def _piece(self, f: _OpenFile, task: dict[str, Any], table: pa.Table, offset: int, exact: bool = False
+               ) -> pa.Table:
+        """Physical rows [offset, offset + n) of a file -> logical rows (DV, row tracking, conform, filter; `exact`:
+        the footer statistics proved every row matches the predicate, only `row_filter` is applied)."""
         num_rows = table.num_rows
         if self.row_tracking:  # the physical row index is taken before the deletion vector drops rows
             table = table.append_column("__row_index", rt.physical_row_index(num_rows, offset))
@@ -322,7 +327,7 @@ class Scan:
             conformed = conform_table(table, StructType(tuple(f.data_fields)), self.mode, source=f.uri)
         else:  # only partition columns requested: keep the row count
             conformed = pa.table({"__rows": pa.nulls(table.num_rows, pa.null())})
-        return self._finish(conformed, task, extra)
+        return self._finish(conformed, task, extra, exact)
 
     def _row_tracking_columns(self, table: pa.Table, task: dict[str, Any]) -> list[pa.Array]:
         """Stable `_row_id` and `_row_commit_version` of the rows read (materialized value, else default)."""
@@ -360,7 +365,8 @@ class Scan:
                 out.append(name)
         return out
 
-    def _finish(self, data: pa.Table, task: dict[str, Any], extra: Sequence[pa.Array] = ()) -> pa.Table:
+    def _finish(self, data: pa.Table, task: dict[str, Any], extra: Sequence[pa.Array] = (), exact: bool = False
+                ) -> pa.Table:
         n = data.num_rows
         columns: list[pa.Array | pa.ChunkedArray] = []
         names: list[str] = []
@@ -376,7 +382,7 @@ class Scan:
             columns.append(arr)
             names.append(field.name)
         table = pa.table(columns, names=names) if names else pa.table({"__rows": pa.nulls(n)}).drop_columns(["__rows"])
-        flt = self._output_filter()
+        flt = self._output_filter(exact)
         if flt is not None and table.num_rows:
             try:
                 table = table.filter(flt)
