@@ -6,7 +6,8 @@ What is compared, over identical rows (data from `tpchgen-cli`, PyPI, cached und
   deltakernel's own writer from those rows, with statistics; customer and supplier partitioned by their nation
   key - see docs/decisions.md, "TPC-H benchmark");
 * engines, each family in a fresh process: `spark-classic` and `spark-connect` (local[2]; Delta through
-  `deltakernel.spark`), `embedded` (DataFusion through `deltakernel.datafusion` on every variant, deltalake's
+  `deltakernel.spark`), `embedded` (DataFusion through `deltakernel.datafusion` on every variant - the Delta
+  variants in deltakernel's own session, `dkdf.session_context()`, as deltalake's runs in its own -, deltalake's
   `QueryBuilder` and DuckDB's delta extension on the Delta variants, DuckDB's `read_parquet` on the Parquet
   files) and `sail` (pysail's Spark Connect server reading the same tables with its own Delta reader).
 Per query: one warm-up of every contender (rows checked equal: sorted, numbers to 4 decimals and 9 significant digits), then
@@ -206,13 +207,16 @@ class DataFusionContender(Contender):
     def prepare(self) -> None:
         import datafusion
 
-        self.ctx = datafusion.SessionContext()
-        if self.variant == "parquet":
+        if self.variant == "parquet":  # DataFusion's own defaults over the plain files
+            self.ctx = datafusion.SessionContext()
             for t in TABLES:
                 self.ctx.register_parquet(t, table_path(self.data, "parquet", t) + "/", file_extension=".parquet")
             return
         import deltakernel.datafusion as dkdf
 
+        # deltakernel's session (its settings: datafusion/session_defaults.py), as deltalake's QueryBuilder runs in
+        # deltalake's (DeltaSessionConfig); the same session deltakernel.QueryBuilder uses
+        self.ctx = dkdf.session_context()
         for t in TABLES:
             dkdf.register(self.ctx, t, table_path(self.data, self.variant, t))
 

@@ -71,10 +71,11 @@ class QueryBuilder:
         self._pid = os.getpid()
 
     def _new_context(self) -> Any:
-        datafusion = _require_datafusion()
+        _require_datafusion()
         from .datafusion import session_context
+        from .datafusion.session_defaults import session_config
 
-        return session_context(datafusion.SessionConfig(self._config) if self._config else None)
+        return session_context(session_config(self._config))  # deltakernel's defaults, then the caller's
 
     def _session(self) -> Any:
         """The SessionContext; in a fork child, first rebuilt there (see the module docstring)."""

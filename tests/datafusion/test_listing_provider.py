@@ -203,3 +203,79 @@ def test_link_directories_hold_exactly_the_targets(tmp_path: Path) -> None:
     assert entries == ["part-0.parquet", "part-1.parquet", "part-2.parquet"]
     assert [os.readlink(os.path.join(d, e)) for e in entries] == targets
     assert links.link_dir(targets[:2]) != d and sorted(os.listdir(links.link_dir(targets[:2]))) == entries[:2]
+
+
+def test_partition_values_from_hive_link_directories(tmp_path: Path) -> None:
+    """Partition values with an exact text form (integers, plain strings) are read by one scan from
+    `<column>=<value>/` link directories, pruned when DataFusion lists them; other values (and NULLs) keep one
+    scan each with typed literals. Rows equal the dataset provider's either way."""
+    path = str(tmp_path / "hive")
+    n = 40
+    write_deltalake(path, pa.table({
+        "v": pa.array(range(n), pa.int64()),
+        "k": pa.array([i % 5 - 2 for i in range(n)], pa.int16()),  # negative values too
+        "c": pa.array(["x", "y-1", "Z_2", "x"] * (n // 4)),
+    }), partition_by=["k", "c"])
+    queries = ["SELECT * FROM t", "SELECT v FROM t WHERE k = -1", "SELECT v, c FROM t WHERE c = 'y-1' OR v > 30",
+               "SELECT k, c, count(*) AS n, sum(v) AS s FROM t GROUP BY k, c"]
+    for sql in queries:
+        _same(path, sql)
+    rows, ds, ctx = _rows(path, "SELECT count(*) AS n FROM t")
+    assert ds.scan_path == "listing" and rows == [str({"n": n})]
+    plan = _plan(ctx, "SELECT v, k, c FROM t")
+    assert plan.count("DataSourceExec") == 1 and "UnionExec" not in plan and "k=-2/c=x/" in plan
+    pruned = _plan(ctx, "SELECT v FROM t WHERE k = 1 AND c = 'x'")
+    assert pruned.count(".parquet") == 1 and "k=1/c=x/" in pruned  # pruned at plan time, from the names
+    assert ctx.sql("SELECT k, c FROM t LIMIT 1").to_arrow_table().schema.field("k").type == pa.int16()
+
+    # values without an exact directory-name text keep their literal branches, beside the one scan of the rest
+    odd = str(tmp_path / "odd")
+    write_deltalake(odd, pa.table({"v": pa.array(range(7), pa.int64()),
+                                   "c": ["a b", "1.5", "x/y", "é", None, "plain", "also-plain"]}),
+                    partition_by=["c"])
+    for sql in ["SELECT * FROM t", "SELECT v FROM t WHERE c = 'x/y'", "SELECT v FROM t WHERE c IS NULL",
+                "SELECT c, count(*) AS n FROM t GROUP BY c"]:
+        _same(odd, sql)
+    _, ds, ctx = _rows(odd, "SELECT 1")
+    plan = _plan(ctx, "SELECT v, c FROM t")
+    assert ds.scan_path == "listing" and plan.count("DataSourceExec") == 6 and "c=plain/" in plan
+    assert "c=also-plain/" in plan and plan.count("c=") == 2
+
+
+def test_statistics_and_join_broadcast_of_deltakernel_sessions(tmp_path: Path) -> None:
+    """DataFusion plans joins from the listing path's statistics (row counts and min / max from the footers:
+    equal to the Delta log's); sessions deltakernel makes broadcast a build side of up to ~1M rows / 16 MiB
+    (`session_defaults.py`) where DataFusion's defaults (131,072 rows / 1 MiB) repartition both sides; a
+    caller's own session keeps DataFusion's settings."""
+    import json
+
+    from deltakernel import QueryBuilder
+    from deltakernel.datafusion import session_defaults
+
+    dim, fact = str(tmp_path / "dim"), str(tmp_path / "fact")
+    write_deltalake(dim, pa.table({"id": pa.array(range(200_000), pa.int64())}))
+    write_deltalake(fact, pa.table({"fk": pa.array([i % 250_000 for i in range(300_000)], pa.int64())}))
+    log_stats = [json.loads(s) for s in DeltaTable(dim).snapshot.files.column("stats").to_pylist()]
+    rows = sum(s["numRecords"] for s in log_stats)
+    lo, hi = min(s["minValues"]["id"] for s in log_stats), max(s["maxValues"]["id"] for s in log_stats)
+    sql = "SELECT count(*) AS n FROM fact JOIN dim ON fk = id"
+
+    def plan_of(ctx: Any) -> str:
+        dkdf.register(ctx, "dim", dim)
+        dkdf.register(ctx, "fact", fact)
+        assert ctx.sql(sql).to_pylist() == [{"n": 250_000}]
+        return _plan(ctx, sql)
+
+    plain = datafusion.SessionContext()
+    plain.sql("SET datafusion.explain.show_statistics = true").collect()
+    dkdf.register(plain, "dim", dim)
+    scan = _plan(plain, "SELECT id FROM dim")
+    assert f"Rows=Exact({rows})" in scan and f"Min=Exact(Int64({lo})) Max=Exact(Int64({hi}))" in scan
+    assert "mode=Partitioned" in plan_of(datafusion.SessionContext())  # DataFusion's defaults
+    assert "mode=CollectLeft" in plan_of(dkdf.session_context())
+    qb = QueryBuilder()
+    assert "mode=CollectLeft" in plan_of(qb.context)
+    small = QueryBuilder(session_config={"datafusion.optimizer.hash_join_single_partition_threshold_rows": "1000",
+                                         "datafusion.optimizer.hash_join_single_partition_threshold": "1000"})
+    assert "mode=Partitioned" in plan_of(small.context)  # the caller's settings win
+    assert int(session_defaults.DEFAULTS["datafusion.optimizer.hash_join_single_partition_threshold_rows"]) > rows

@@ -8,6 +8,10 @@ scan partitions instead of 2 balanced file groups). A directory holding one link
 else - *is* the explicit file list: DataFusion lists it at each query (a readdir of links), groups the files into
 `target_partitions` balanced groups, and opens the targets through the links (footers, row groups, pages).
 
+A partitioned table's files can also be laid out as `<column>=<value>/` sub-directories of links (`subdirs`): one
+ListingTable then scans every partition, DataFusion reading the values from the directory names
+(`listing.py` decides when that text is exact).
+
 The directories live under one temporary root per process (removed at exit by the process that made it, not by
 a fork child), named by a digest of their targets, so registering the same snapshot again reuses them. They are
 never removed while the process runs: a view registered in some SessionContext may still read through them, and
@@ -43,17 +47,23 @@ def _cleanup(pid: int, root: str) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def link_dir(targets: list[str]) -> str:
+def link_dir(targets: list[str], subdirs: list[str] | None = None) -> str:
     """A directory (with a trailing slash) holding exactly one link per path of `targets` (absolute local
-    paths), named in their order; the same targets give the same directory."""
-    digest = hashlib.sha256("\0".join(targets).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    paths), named in their order - under `subdirs[i]` (a relative directory path, e.g. "p=1/q=a") when given;
+    the same targets (and sub-directories) give the same directory."""
+    key = "\0".join(targets) if subdirs is None else "\0".join(f"{d}\1{t}" for d, t in zip(subdirs, targets,
+                                                                                       strict=True))
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
     final = os.path.join(_root(), digest)
     if not os.path.isdir(final):
         tmp = f"{final}.{uuid.uuid4().hex}.tmp"
         os.mkdir(tmp)
         width = len(str(len(targets)))
         for i, target in enumerate(targets):
-            os.symlink(target, os.path.join(tmp, f"part-{i:0{width}d}.parquet"))
+            parent = tmp if subdirs is None else os.path.join(tmp, subdirs[i])
+            if subdirs is not None:
+                os.makedirs(parent, exist_ok=True)
+            os.symlink(target, os.path.join(parent, f"part-{i:0{width}d}.parquet"))
         try:
             os.rename(tmp, final)
         except OSError:  # made meanwhile by another thread: same content

@@ -126,9 +126,12 @@ def install(ctx: SessionContext, storage_options: dict[str, str] | None = None) 
 
 
 def session_context(config: Any = None, storage_options: dict[str, str] | None = None) -> SessionContext:
-    """A new SessionContext with `install()` applied."""
+    """A new SessionContext with `install()` applied; without `config`, with deltakernel's settings
+    (`session_defaults.py`: join broadcast thresholds for the listing path's exact statistics)."""
     ensure_usable()  # in a fork child: may reload this module (the names below are then the new instance's)
-    ctx = SessionContext(config) if config is not None else SessionContext()
+    from .session_defaults import session_config
+
+    ctx = SessionContext(config if config is not None else session_config())
     return install(ctx, storage_options)
 
 
