@@ -8,12 +8,14 @@ of the last run. Classic sessions only (the SQL status store is read through py4
 bench_spark_merge.py's (``dml_5m_dv`` + the 50,000-row Parquet source). The machine's load average is printed
 beside every run: timings under load are not the quiet-machine numbers; the job counts are.
 
-``--ab`` alternates, run by run in the one session, the MERGE as it runs now and as it ran before the cuts of
-issue 32 item 3 (helper "mergecut": the pairs kept on the executors and joined in the write, the source stats
-from an aggregate job: `merge.COLLECT_SOURCE_ROWS = 0` and no observed stats), and prints per variant the
-median wall time, the driver process's CPU time and the job count (paired, alternating: the load drifts).
+``--ab`` alternates, run by run in the one session, the MERGE as it runs now and as it ran before a cut of
+issue 32 item 3, and prints per variant the median wall time, the driver process's CPU time and the job count
+(paired, alternating: the load drifts). ``--before driver`` (the default): before the driver wrote the DVs and
+the rows (helper "mergefast": the DV job and the write as Spark jobs, `merge.DRIVER_DVS = False`,
+`driver_rows.COLLECT_SOURCE_BYTES = 0`); ``--before all``: also before helper "mergecut"'s cuts (the pairs kept on the executors and joined in the
+write, the source stats from an aggregate job: `merge.COLLECT_SOURCE_ROWS = 0` and no observed stats).
 
-Usage: ``.venv/bin/python benchmarks/profile_spark_merge.py [--runs 3] [--profile] [--ab]``
+Usage: ``.venv/bin/python benchmarks/profile_spark_merge.py [--runs 3] [--profile] [--ab [--before all]]``
 """
 
 from __future__ import annotations
@@ -39,19 +41,43 @@ from bench_spark_merge import SOURCE, prepared_session
 
 
 @contextlib.contextmanager
-def before_cuts() -> Iterator[None]:
-    """The MERGE path as before issue 32 item 3's cuts: pairs kept and joined, stats from an aggregate job."""
+def before_cuts(which: str = "driver") -> Iterator[None]:
+    """The MERGE path as before issue 32 item 3's cuts: the DV job and the write as Spark jobs (`driver`); with
+    `all`, also the pairs kept and joined and the stats from an aggregate job."""
+    import deltakernel.spark.dml.driver_rows as driver_rows
     import deltakernel.spark.dml.merge as merge_module
     from deltakernel.spark.dml.merge_plan import MergePlan
 
     limit, observable = merge_module.COLLECT_SOURCE_ROWS, MergePlan._observable
-    merge_module.COLLECT_SOURCE_ROWS = 0
-    MergePlan._observable = lambda self, keys: False  # type: ignore[method-assign]
+    source_bytes, driver_dvs = driver_rows.COLLECT_SOURCE_BYTES, merge_module.DRIVER_DVS
+    driver_rows.COLLECT_SOURCE_BYTES, merge_module.DRIVER_DVS = 0, False
+    if which == "all":
+        merge_module.COLLECT_SOURCE_ROWS = 0
+        MergePlan._observable = lambda self, keys: False  # type: ignore[method-assign]
     try:
         yield
     finally:
+        driver_rows.COLLECT_SOURCE_BYTES, merge_module.DRIVER_DVS = source_bytes, driver_dvs
         merge_module.COLLECT_SOURCE_ROWS = limit
         MergePlan._observable = observable  # type: ignore[method-assign]
+
+
+def _timeline(app_store: Any, job: int, epoch_ms: float) -> str:
+    """When a job started and ended (ms after the MERGE started) and its tasks' run / deserialize time summed
+    over its stages (what is not that is scheduling, shuffle waits and the driver)."""
+    try:
+        data = app_store.job(job)
+        begin = data.submissionTime().get().getTime() - epoch_ms
+        end = data.completionTime().get().getTime() - epoch_ms
+        run = deser = 0
+        ids = data.stageIds()
+        for k in range(ids.size()):
+            stage = app_store.lastStageAttempt(ids.apply(k))
+            run += stage.executorRunTime()
+            deser += stage.executorDeserializeTime()
+        return f"; {begin:.0f}-{end:.0f} ms ({end - begin:.0f} ms), tasks run {run} ms + deserialize {deser} ms"
+    except Exception as e:  # a skipped stage, a store without the job yet
+        return f"; no timeline ({type(e).__name__})"
 
 
 def main() -> None:
@@ -59,6 +85,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="MERGEs (the first warms the JVM up)")
     ap.add_argument("--profile", action="store_true", help="cProfile the last run's driver")
     ap.add_argument("--ab", action="store_true", help="alternate the MERGE before / after the cuts, run by run")
+    ap.add_argument("--before", choices=["driver", "all"], default="driver",
+                    help="--ab's baseline: without the driver's DVs and write (default), or without every cut")
     args = ap.parse_args()
     measured: dict[str, list[tuple[float, float, int]]] = {"after": [], "before": []}
     spark = prepared_session()
@@ -67,6 +95,7 @@ def main() -> None:
     tracker = spark.sparkContext.statusTracker()
     store = spark._jsparkSession.sharedState().statusStore()  # type: ignore[attr-defined]
     seen = {"job": -1, "sql": -1}
+    app_store = spark._jsc.sc().statusStore()  # type: ignore[attr-defined]
 
     def new_jobs() -> list[int]:
         ids = set(tracker.getJobIdsForGroup(None)) | set(tracker.getJobIdsForGroup(""))
@@ -90,8 +119,8 @@ def main() -> None:
         prof = cProfile.Profile() if args.profile and run == args.runs - 1 else None
         # --ab: warm-up runs 0 and 1 (one per variant), then before / after alternate (after first on odd pairs)
         variant = "after" if not args.ab or (run % 2 == 0) == ((run // 2) % 2 == 0) else "before"
-        with before_cuts() if variant == "before" else contextlib.nullcontext():
-            start, cpu = time.perf_counter(), time.process_time()
+        with before_cuts(args.before) if variant == "before" else contextlib.nullcontext():
+            start, cpu, epoch_ms = time.perf_counter(), time.process_time(), time.time() * 1000
             if prof is not None:
                 prof.enable()
             (DeltaTable.forPath(spark, str(table)).alias("t").merge(source.alias("s"), "t.id = s.id")  # type: ignore[attr-defined]
@@ -106,10 +135,12 @@ def main() -> None:
             measured[variant].append((seconds, cpu, len(jobs)))
         print(f"run {run}{' (warm-up)' if warm else ''}{f' [{variant}]' if args.ab else ''}: {seconds:.2f} s, "
               f"driver CPU {cpu:.2f} s, {len(jobs)} Spark jobs, load average {load}")
+        time.sleep(0.5)  # the status store fills from the listener bus
         for j in jobs:
             info = tracker.getJobInfo(j)
             stages = [tracker.getStageInfo(s) for s in (info.stageIds if info else [])]
-            print(f"  job {j}: " + ", ".join(f"stage {s.stageId} ({s.numTasks} tasks)" for s in stages if s))
+            print(f"  job {j}: " + ", ".join(f"stage {s.stageId} ({s.numTasks} tasks)" for s in stages if s)
+                  + _timeline(app_store, j, epoch_ms))
         for e in new_executions():
             done = e.completionTime()
             ms = done.get().getTime() - e.submissionTime() if done.isDefined() else None

@@ -344,16 +344,24 @@ def _record_collects(monkeypatch, spark) -> list[int]:
     return seen
 
 
-@pytest.mark.parametrize("mode,pairs", [("dv", False), ("cow", False), ("dv", True)])
+@pytest.mark.parametrize("mode,pairs", [("dv", False), ("cow", False), ("dv", True), ("dv", "source")])
 def test_driver_collects_small_results_only(spark, tmp_path, mode, pairs, monkeypatch):
     """The driver collects one row per file (touched, written, DV task) and the source stats; with deletion
     vectors and a source of at most COLLECT_SOURCE_ROWS rows, also each matched pair's (source row id,
     clause), 12 bytes: the write looks them up instead of joining them (pair_clauses.py). Larger sources
-    (`pairs` False: the limit set to 0) keep them on the executors."""
+    (`pairs` False: the limits set to 0) keep them on the executors. A source Spark estimates at most
+    COLLECT_SOURCE_BYTES (`pairs` "source"; True: the limit set to 0) whose rows are copied as they are is
+    read to the driver too, once, by the job that materializes it (driver_rows.py: the driver writes), and
+    the scan tasks return the pairs with their file and row for the driver to write the DVs (one row per
+    pair all the same)."""
+    import deltakernel.spark.dml.driver_rows as driver_rows
     import deltakernel.spark.dml.merge as merge_module
 
     if not pairs:
         monkeypatch.setattr(merge_module, "COLLECT_SOURCE_ROWS", 0)
+    if pairs != "source":  # the deletion-vector job and the write as Spark jobs
+        monkeypatch.setattr(driver_rows, "COLLECT_SOURCE_BYTES", 0)
+        monkeypatch.setattr(merge_module, "DRIVER_DVS", False)
     path = str(tmp_path / "t")
     n = 2_000  # rows per file: a collected source (1,858 rows) or target (8,000) would break the bounds below
     for i in range(4):
@@ -362,6 +370,7 @@ def test_driver_collects_small_results_only(spark, tmp_path, mode, pairs, monkey
                         mode="append", configuration=MODES[mode] if i == 0 else None)
     src = spark.range(0, 4 * n + 5_000, 7).select(F.col("id"), F.lit("new").alias("s")).alias("s")
     expected_updates = len(range(0, 4 * n, 7))
+    source_rows = len(range(0, 4 * n + 5_000, 7)) if pairs == "source" else 0
     seen = _record_collects(monkeypatch, spark)
     result = DeltaTable.forPath(spark, path).alias("t").merge(src, "t.id = s.id") \
         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
@@ -370,9 +379,11 @@ def test_driver_collects_small_results_only(spark, tmp_path, mode, pairs, monkey
     expected_inserts = len([i for i in range(0, 4 * n + 5_000, 7) if i >= 4 * n])
     assert (row.num_updated_rows, row.num_inserted_rows) == (expected_updates, expected_inserts)
     # source stats (1 row), one row per touched file, per file written / DV task; with `pairs`, one per pair
-    assert sum(seen) <= 16 + (expected_updates if pairs else 0), seen
+    assert sum(seen) <= 16 + (expected_updates if pairs else 0) + source_rows, seen
     if pairs:
         assert any(n >= expected_updates for n in seen), seen  # the DV job's result carried the pairs
+    if source_rows:
+        assert source_rows in seen, seen  # the source, once
     assert KernelTable(path).to_pyarrow_table(filters=[("s", "=", "new")]).num_rows == \
         row.num_updated_rows + row.num_inserted_rows
 
@@ -398,11 +409,12 @@ def _jobs_so_far(classic_spark) -> int:
     return int(counter if isinstance(counter, int) else counter.get())
 
 
-def test_dv_upsert_runs_five_spark_jobs(spark, classic_spark, tmp_path):
-    """A MERGE with deletion vectors whose written rows come from the source (`UPDATE SET *`, `INSERT *`) runs
-    5 Spark jobs (issue 32 item 3; 9 before): the source materialized with its stats observed (1); the DV
-    job's broadcast of the source (1), the target scan + join + shuffle by file (1, the pairs are not kept),
-    the DV tasks returning the pairs (1); the write looking up each source row's pairs (1)."""
+def test_dv_upsert_runs_three_spark_jobs(spark, classic_spark, tmp_path):
+    """A MERGE with deletion vectors whose written rows are copies of a small source's rows (`UPDATE SET *`,
+    `INSERT *`) runs 3 Spark jobs (issue 32 item 3; 9, then 5 before): the source materialized with its stats
+    observed and its rows read to the driver (1); the broadcast of the source (1); the target scan + join,
+    its tasks returning the pairs (1). The driver writes the DVs (touched.deletion_vectors_on_driver) and the
+    rows (driver_rows.py): no shuffle by file, no DV job, no write job."""
     ours, theirs = _copies(tmp_path, "unpartitioned", DV)
     src = spark.createDataFrame(_source([1, 2, 3, 40, 41, 100, 101], "keep")).alias("s")
     before = _jobs_so_far(classic_spark)
@@ -411,7 +423,7 @@ def test_dv_upsert_runs_five_spark_jobs(spark, classic_spark, tmp_path):
     jobs = _jobs_so_far(classic_spark) - before
     metrics = _last(ours)["operationMetrics"]
     assert (int(metrics["numTargetRowsUpdated"]), int(metrics["numTargetRowsInserted"])) == (5, 2)
-    assert jobs == 5, jobs
+    assert jobs == 3, jobs
 
 
 @pytest.mark.parametrize("mode", ["dv", "cow"])
@@ -428,6 +440,22 @@ def test_one_source_row_updates_many_target_rows(spark, tmp_path, mode):
     metrics = _last(ours)["operationMetrics"]
     assert (int(metrics["numTargetRowsUpdated"]), int(metrics["numTargetRowsInserted"])) == (
         len([i for i in range(40) if i % 3 == 0]), 1)
+
+
+def test_many_pairs_per_source_row_run_the_dv_job(spark, classic_spark, tmp_path, monkeypatch):
+    """A scan task with more pairs than the source has rows (one source row matching many target rows) does not
+    hand them to the driver's DVs (touched.deletion_vectors_on_driver): the DV job runs instead, same result."""
+    import deltakernel.spark.dml.touched as touched
+
+    monkeypatch.setattr(touched, "PAIRS_PER_TASK_MIN", 1)  # a task's share for the driver: the source's 2 rows
+    ours, theirs = _copies(tmp_path, "unpartitioned", DV)
+    src = pa.table({"id": pa.array([1000, 2000], pa.int64()), "p": ["a", "zz"], "v": [1.25, 2.5], "s": ["x", "y"]})
+    before = _jobs_so_far(classic_spark)
+    _run_both(spark, ours, theirs, src, lambda b: b.whenMatchedUpdateAll().whenNotMatchedInsertAll(),
+              lambda k: k.when_matched_update_all().when_not_matched_insert_all(), condition="t.p = s.p AND t.id < 40")
+    assert _jobs_so_far(classic_spark) - before > 3  # the DV job ran after the pairs were fetched (3 jobs)
+    _assert_same_commit(ours, theirs, "many pairs")
+    _assert_same_table(spark, ours, theirs, "many pairs", duckdb=False)
 
 
 @pytest.mark.parametrize("mode", ["dv", "cow"])

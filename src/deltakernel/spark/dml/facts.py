@@ -55,5 +55,15 @@ class ExpressionFacts(Protocol):
         when no metrics came back. Spark refusing them as metrics raises its AnalysisException."""
         ...
 
+    def observed_collect(self, df: Any, metrics: list[Any],
+                         probe: Callable[[Any], Any]) -> tuple[dict[str, Any] | None, Any]:
+        """`observed_metrics`, and the rows `probe(observed)` returned (a pyarrow Table): one job both reads
+        a small frame to the driver and observes it."""
+        ...
+
+    def size_estimate(self, df: Any) -> int | None:
+        """Spark's optimizer estimate of `df`'s size in bytes (what decides a broadcast join), None when unknown."""
+        ...
+
 
 __all__ = ["Analysis", "ExpressionFacts"]

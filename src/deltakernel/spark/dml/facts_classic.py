@@ -111,19 +111,30 @@ class ClassicFacts:
     def observed_metrics(self, df: Any, metrics: list[Any], probe: Callable[[Any], Any]) -> dict[str, Any] | None:
         """Read off the probe's own query execution once it ran (not `Observation.get`, which waits forever
         for metrics a plan never produces)."""
+        return self.observed_collect(df, metrics, probe)[0]
+
+    def observed_collect(self, df: Any, metrics: list[Any],
+                         probe: Callable[[Any], Any]) -> tuple[dict[str, Any] | None, Any]:
         import uuid
 
         from pyspark.serializers import CPickleSerializer
 
         name = f"__dk_observed_{uuid.uuid4().hex}"
         frame = probe(df.observe(name, *metrics))
-        frame.toArrow()
+        rows = frame.toArrow()
         found = frame._jdf.queryExecution().observedMetrics().get(name)
         if found.isEmpty():
-            return None
+            return None, rows
         utils = getattr(df.sparkSession._jvm, "org.apache.spark.sql.api.python.PythonSQLUtils")
         row = CPickleSerializer().loads(utils.toPyRow(found.get()))  # type: ignore[no-untyped-call]
-        return dict(row.asDict(recursive=False))
+        return dict(row.asDict(recursive=False)), rows
+
+    def size_estimate(self, df: Any) -> int | None:
+        try:
+            size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # py4j may hand a BigInt's value
+            return int(size if isinstance(size, int) else size.toString())
+        except Exception:  # an unexpected plan: no estimate
+            return None
 
 
 FACTS = ClassicFacts()

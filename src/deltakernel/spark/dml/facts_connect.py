@@ -86,6 +86,22 @@ def _exact_key(target: str | None, source: str | None) -> bool:
     return target in _INTEGRAL and source in _INTEGRAL and _INTEGRAL[source] <= _INTEGRAL[target]
 
 
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}
+
+
+def _size_in_bytes(explained: str) -> int | None:
+    """The first `sizeInBytes` of the optimized logical plan in `explain(mode="cost")` text (Spark's
+    `Utils.bytesToString`: `12.5 MiB`), rounded up; None when absent."""
+    import math
+    import re
+
+    start = explained.find("== Optimized Logical Plan ==")
+    found = re.search(r"sizeInBytes=([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([KMGTPE]iB|B)\b", explained[max(start, 0):])
+    if found is None:
+        return None
+    return math.ceil(float(found.group(1)) * _UNITS[found.group(2)])
+
+
 class ConnectFacts:
     """`ExpressionFacts` of Spark Connect sessions."""
 
@@ -118,14 +134,27 @@ class ConnectFacts:
 
     def observed_metrics(self, df: Any, metrics: list[Any], probe: Callable[[Any], Any]) -> dict[str, Any] | None:
         """Connect's `Observation`: the client fills it from the probe's response (`get` does not wait)."""
+        return self.observed_collect(df, metrics, probe)[0]
+
+    def observed_collect(self, df: Any, metrics: list[Any],
+                         probe: Callable[[Any], Any]) -> tuple[dict[str, Any] | None, Any]:
         import uuid
 
         from pyspark.sql.connect.observation import Observation
 
         observation = Observation(f"__dk_observed_{uuid.uuid4().hex}")
-        probe(df.observe(observation, *metrics)).toArrow()
+        rows = probe(df.observe(observation, *metrics)).toArrow()
         row = observation.get
-        return dict(row) if row else None
+        return (dict(row) if row else None), rows
+
+    def size_estimate(self, df: Any) -> int | None:
+        """Parsed from the optimized plan's top `Statistics(sizeInBytes=...)` (`explain` in cost mode: one
+        analyze round trip); None when the text is not found."""
+        try:
+            text = df._explain_string(mode="cost")
+        except Exception:  # an older client, a plan the server refuses: no estimate
+            return None
+        return _size_in_bytes(text)
 
 
 FACTS = ConnectFacts()

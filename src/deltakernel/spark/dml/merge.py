@@ -28,7 +28,12 @@
    (`MergePlan.source_rows`). In that case, for a source of at most `COLLECT_SOURCE_ROWS` rows, the pairs
    are not kept: the DV job returns every pair's `(source row id, clause)` with its result and the write
    looks a source row's clauses up in its own tasks (`pair_clauses.py`), so the target scan, the join and
-   the DV job's shuffle are one stage and the write is one job (no broadcast of the pairs).
+   the DV job's shuffle are one stage and the write is one job (no broadcast of the pairs). Then, unless a
+   scan task has more pairs than the source has rows, the scan tasks return the pairs with their file and
+   row and the driver writes the DVs as a DV task would (`touched.deletion_vectors_on_driver`: no shuffle,
+   no DV job); and for a source Spark estimates small whose rows are copied as they are (`UPDATE SET *`,
+   `INSERT *`), the job materializing the source returns its rows and the driver picks and writes the rows
+   (`driver_rows.py`: no write job) - 3 Spark jobs in all.
    Copy-on-write: a classification job (one row per touched file to the driver),
    then the touched files are joined with the source again and rewritten (copied + updated rows) together
    with the inserted rows (source rows whose id is in no pair: an anti-join on ids, no target scan).
@@ -80,6 +85,7 @@ from ...operations.files.change_data import cdf_enabled
 from ...operations.write.enforcement import Enforcer
 from ..common.task_errors import internal_plans
 from ..writing import identity as idc
+from . import driver_rows
 from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
 from .frame import FID, ROW, Target
 from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
@@ -89,6 +95,7 @@ from .pair_clauses import pair_clauses_column
 from .touched import (
     FILE_ROW_COLUMNS,
     commit_deletion_vectors,
+    deletion_vectors_on_driver,
     to_arrow,
     write_deletion_vectors,
     write_deletion_vectors_and_pairs,
@@ -98,6 +105,8 @@ AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 # sources of at most this many rows get their pairs back from the DV job (pair_clauses.py); larger ones keep them
 # on the executors and join them in the write
 COLLECT_SOURCE_ROWS = 1_000_000
+# ... and then the scan tasks return them and the driver writes the DVs (`touched.deletion_vectors_on_driver`)
+DRIVER_DVS = True
 _log = logging.getLogger(__name__)
 
 
@@ -140,12 +149,15 @@ class SparkMerge(SparkDml):
         plan, txn, snapshot = self.plan, self.txn, self.target.snapshot
         use_dv = deletion_vectors_writable(snapshot)
         self.steps(4)
+        hidden = self._hidden()
+        # a small source whose rows are copied as they are: its rows come back with the stats, the driver writes
+        driver = self._driver_rows_plan(hidden) if use_dv else None
         plan.materialize()
         with ThreadPoolExecutor(max_workers=1) as pool:
             # the source-stats job runs while the driver plans what does not depend on the files it prunes
-            stats_job = pool.submit(internal_plans()(plan.source_stats))  # this thread plans too
+            stats_job = pool.submit(internal_plans()(plan.source_stats),
+                                    driver.columns if driver is not None else None)  # this thread plans too
             try:
-                hidden = self._hidden()
                 out = self._outputs(hidden)
                 # deletion vectors: when every written value comes from the source row alone, the rows written
                 # are the source rows left-joined with the pairs' clauses (`source_rows`), and classification
@@ -177,10 +189,11 @@ class SparkMerge(SparkDml):
         # the pairs come back with the DV job's result when the written rows come from the source alone and the
         # source is small: then they are not kept on the executors (the scan, the join and the DV job's shuffle
         # are one stage) and the write looks them up instead of joining them (pair_clauses.py)
-        collect = from_source is not None and n_source <= COLLECT_SOURCE_ROWS
+        # (a source read to the driver already - `driver_rows.py` - is small whatever its row count)
+        collect = from_source is not None and (n_source <= COLLECT_SOURCE_ROWS or plan.collected_source is not None)
         if not collect:
             pairs = plan.persist(pairs)  # computed by the first job that reads them, read again by the write
-        prebuilt = None
+        prebuilt = driver_table = None
         if use_dv:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 dv_job = pool.submit(internal_plans()(self._dv_job), files, pairs, collect) \
@@ -191,7 +204,11 @@ class SparkMerge(SparkDml):
                 finally:
                     result, collected = dv_job.result() if dv_job is not None else (None, None)
             touched, counts, duplicates = self._dv_counts(files, result)
-            if from_source is not None and collect:
+            source = plan.collected_source
+            if from_source is not None and collect and source is not None and \
+                    (collected is not None or files.num_rows == 0):
+                driver_table = driver_rows.rows(plan, source, collected, driver_rows.arrow_schema(txn.metadata))
+            elif from_source is not None and collect:
                 prebuilt = self._source_rows(pairs, collected, from_source, files.num_rows > 0)
         else:
             touched, counts, duplicates = self._classify(pairs)
@@ -205,7 +222,11 @@ class SparkMerge(SparkDml):
         write_start = time.monotonic()
         if hidden is not None and touched.size:
             txn.set_commit_tag("delta.rowTracking.preserved", "true")
-        written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, prebuilt)
+        if driver_table is not None:
+            written = driver_rows.write(self.target, txn.metadata, driver_table)
+            self.keep(written)
+        else:
+            written = self._write(files, touched, pairs, hidden, out, use_dv, duplicates, prebuilt)
         self._high_water_marks(written)
         self.step()
         # inserted rows: what was written minus the updated rows and (copy-on-write) the copied ones
@@ -233,6 +254,23 @@ class SparkMerge(SparkDml):
         snapshot = self.target.snapshot
         conf = row_tracking_configuration(self.txn)
         return rt.columns_to_write(snapshot.protocol, snapshot.configuration, conf, snapshot.storage.root_uri)
+
+    def _driver_rows_plan(self, hidden: tuple[str, str] | None) -> driver_rows.DriverRows | None:
+        """The columns the source-materializing job returns when the driver may pick and write the rows
+        (`driver_rows.py`): exact copies of source columns, no rule, change data, row tracking or generated
+        identity, the write path left to deltakernel, a source Spark estimates small. Else None."""
+        from ..writing.native_write import write_path_choice
+        from .plan import facts_of
+
+        md = self.txn.metadata
+        if hidden is not None or self.generating or cdf_enabled(md.configuration) or \
+                any(r.metadata is not None for r in self._rules()):
+            return None
+        found = driver_rows.plan_driver_rows(self.plan)
+        if found is None or write_path_choice(self.target.spark, {}) != "auto":
+            return None
+        size = facts_of(self.target.spark).size_estimate(self.plan.source)
+        return found if size is not None and size <= driver_rows.COLLECT_SOURCE_BYTES else None
 
     def _outputs(self, hidden: tuple[str, str] | None) -> _Outputs:
         """The columns of the rows written: new values, hidden row-tracking columns and, when the rows go
@@ -300,8 +338,14 @@ class SparkMerge(SparkDml):
         clauses = (tuple(self.plan.updates), tuple(self.plan.deletes))
         conf = self.txn.metadata.configuration
         if collect:
-            return write_deletion_vectors_and_pairs(self.target, files, pairs.select(FID, ROW, "a", SID), conf,
-                                                    clauses)
+            four = pairs.select(FID, ROW, "a", SID)
+            if DRIVER_DVS:
+                found = deletion_vectors_on_driver(self.target, files, four, conf, clauses,
+                                                   self.metrics.num_source_rows)
+                if found is not None:
+                    return found
+                _log.info("deltakernel: MERGE pairs too many for the driver's DVs; the DV job runs")
+            return write_deletion_vectors_and_pairs(self.target, files, four, conf, clauses)
         return write_deletion_vectors(self.target, files, pairs.select(FID, ROW, "a"), conf, clauses), None
 
     def _source_rows(self, pairs: Any, collected: pa.Table | None, values: list[Any], scanned: bool) -> Any:

@@ -161,19 +161,27 @@ class MergePlan:
         self._shared: list[Any] = []
         self._values_cache: dict[tuple[int, ...] | None, list[Any]] = {}
         self._source_side: tuple[Any, Any] | None = None
+        self.collected_source: pa.Table | None = None  # `source_stats(collect)`'s rows
 
     # ------------------------------------------------------------------ the two sides
     def _extras(self, clause_ids: list[int]) -> list[Any]:
         """Conditions and values of one-sided clauses, evaluated on their own side."""
-        from pyspark.sql import functions as F
-
         out = []
         for i in clause_ids:
-            c = self.clauses[i]
-            cond = F.lit(True) if c.condition is None else as_column(c.condition, "a MERGE clause condition")
-            out.append(cond.alias(f"__dk_c{i}"))
+            out.append(self._side_condition(i))
             out += [v.alias(n) for n, v in self.side_values.get(i, [])]
         return out
+
+    def insert_conditions(self) -> list[Any]:
+        """The NOT MATCHED clauses' conditions as `__dk_c<i>` (True when none), evaluated on the source alone."""
+        return [self._side_condition(i) for i in self.inserts]
+
+    def _side_condition(self, i: int) -> Any:
+        from pyspark.sql import functions as F
+
+        c = self.clauses[i]
+        cond = F.lit(True) if c.condition is None else as_column(c.condition, "a MERGE clause condition")
+        return cond.alias(f"__dk_c{i}")
 
     def source_side(self, matched_sids: Any = None) -> Any:
         from pyspark.sql import functions as F
@@ -391,11 +399,12 @@ class MergePlan:
             raise InvalidFilterError(f"invalid MERGE assignment: {_first_line(e)}") from e
 
     # ------------------------------------------------------------------ pruning
-    def source_stats(self) -> tuple[int, dict[str, Any]]:
+    def source_stats(self, collect: list[Any] | None = None) -> tuple[int, dict[str, Any]]:
         """(source rows, per key: min / max / distinct values cast to the target's type, and the number of
         rows with every key non-NULL) from one job on the source - the job that materializes it
         (`observed_stats`), else an aggregate; no key bounds with NOT MATCHED BY SOURCE clauses (every target
-        file is a candidate)."""
+        file is a candidate). With `collect` (Columns over the source), that job also returns them for every
+        source row, kept as `collected_source` (None when the stats came from an aggregate)."""
         from pyspark.sql import functions as F
 
         aggs = [F.count(F.lit(1)).alias("n")]
@@ -410,8 +419,10 @@ class MergePlan:
             valid = c.isNotNull() if valid is None else valid & c.isNotNull()
         if valid is not None:
             aggs.append(F.count(F.when(valid, F.lit(1))).alias("valid"))
-        row = self._observed_stats(aggs) if self._observable(keys) else None
+        self.collected_source = None
+        row = self._observed_stats(aggs, collect) if self._observable(keys) else None
         if row is None:
+            self.collected_source = None
             row = to_arrow(self.source.agg(*aggs)).to_pylist()[0]
         row["keys"] = keys
         return int(row["n"]), row
@@ -422,20 +433,25 @@ class MergePlan:
         schema = self.target.snapshot.schema
         return all(getattr(schema.field(t).type, "name", None) != "timestamp" for t, _ in keys)
 
-    def _observed_stats(self, aggs: list[Any]) -> dict[str, Any] | None:
+    def _observed_stats(self, aggs: list[Any], collect: list[Any] | None = None) -> dict[str, Any] | None:
         """The stats as observed metrics (`DataFrame.observe`) of the job that materializes the source: a
         query without an exchange reads the persisted source (AQE leaves it alone, so the cache is built in
         this query's own tasks, not in a cache stage of its own) and returns no row; the metrics are Spark's
         own aggregates over exactly the rows cached, so a non-deterministic source is pruned by the rows it
         is merged with. One job instead of three (cache stage, the aggregate's two stages). None when Spark
-        refuses the aggregates as metrics or none came back: the caller runs the aggregate."""
+        refuses the aggregates as metrics or none came back: the caller runs the aggregate. With `collect`,
+        the probe returns those columns of every row instead (`collected_source`)."""
         from pyspark.sql import functions as F
 
         def probe(observed: Any) -> Any:  # SID >= 0 (monotonically_increasing_id): no row, every row observed
             return observed.where(F.col(SID) < 0).select(SID)
 
         try:
-            row = facts_of(self.spark).observed_metrics(self.source, aggs, probe)
+            if collect:
+                row, self.collected_source = facts_of(self.spark).observed_collect(
+                    self.source, aggs, lambda observed: observed.select(*collect))
+            else:
+                row = facts_of(self.spark).observed_metrics(self.source, aggs, probe)
         except analysis_error() as e:
             _log.debug("deltakernel MERGE: source stats as observed metrics refused (%s): an aggregate job", e)
             return None

@@ -273,6 +273,11 @@ def collect_written(frame: Any, task: Any) -> Written:
     """Run `task` over `frame` (mapInArrow, big Arrow batches) and gather the files it wrote."""
     with arrow_batch_rows(frame.sparkSession, ARROW_BATCH_ROWS), task_errors():
         out = to_arrow(frame.mapInArrow(task, OUTPUT))
+    return written_from(out)
+
+
+def written_from(out: pa.Table) -> Written:
+    """What rows tasks wrote, from their `_result` rows (`OUTPUT`)."""
     kinds = out.column("kind").to_pylist()
     actions = out.column("action").to_pylist()
     written = Written(rows=int(pc.sum(out.column("rows")).as_py() or 0) if out.num_rows else 0)
@@ -364,4 +369,4 @@ def write_change_data(target: Target, rows: Any, metadata: Metadata, change_type
 
 
 __all__ = ["ChangePlan", "RowsPlan", "UpdateRules", "Written", "cast_table", "collect_written", "plain_metadata",
-           "update_rules", "with_hidden_columns", "write_change_data", "write_rows"]
+           "update_rules", "with_hidden_columns", "write_change_data", "write_rows", "write_task_files", "written_from"]

@@ -16,6 +16,9 @@ deleted and the most pairs of one target row (a duplicate match), so no separate
 pair's `(source row id, clause)`: the write looks them up in its own tasks (`pair_clauses.py`) instead of
 joining the pairs again, so the pairs are neither kept on the executors nor broadcast in a job of their own.
 A task with more than `PAIRS_LIMIT` pairs returns an overflow marker instead (the caller recomputes them).
+`deletion_vectors_on_driver` (the same MERGE, few pairs): the scan tasks return their pairs with file and row
+(an overflow marker past the source's row count) and the driver runs the DV task's code (`_dv_rows`) on them:
+the shuffle by file and the DV job's tasks cost more than the driver's work on tens of thousands of pairs.
 
 Why on executors: the matched rows of a large DELETE do not fit the driver, and a bitmap per file is
 exactly the unit a task can finish alone. A retried task writes a new DV file under a new UUID; only the
@@ -48,6 +51,9 @@ _DV_SCHEMA = pa.schema([("fid", pa.int32()), ("deleted", pa.int64()), ("full", p
 # with the pairs: file rows have sid / a NULL, pair rows fid NULL; an overflow marker has fid and sid NULL
 DV_PAIRS_RESULT = DV_RESULT + ", sid long, a int"
 _DV_PAIRS_SCHEMA = _DV_SCHEMA.append(pa.field("sid", pa.int64())).append(pa.field("a", pa.int32()))
+# the pairs as scan tasks return them to the driver (`deletion_vectors_on_driver`); fid NULL: overflow
+FETCHED = "fid int, row long, a int, sid long"
+_FETCHED_SCHEMA = pa.schema([("fid", pa.int32()), ("row", pa.int64()), ("a", pa.int32()), ("sid", pa.int64())])
 PAIRS_LIMIT = 2_000_000  # pairs the DV tasks return to the driver (12 bytes each), split evenly between them
 PAIRS_PER_TASK_MIN = 10_000  # ... but never fewer per task
 FILE_ROW_COLUMNS = [*FILE_COLUMNS, "modification_time"]
@@ -176,42 +182,47 @@ def _pairs_batch(sids: list[np.ndarray], clauses: list[np.ndarray], limit: int) 
     return pa.RecordBatch.from_arrays(arrays, schema=_DV_PAIRS_SCHEMA)
 
 
+def _dv_rows(plan: DvPlan, batches: Iterator[pa.RecordBatch]) -> tuple[pa.RecordBatch, pa.RecordBatch | None]:
+    """The DV work over `batches` of `(fid, row[, clause[, sid]])` sorted by file id (a file's rows contiguous):
+    the per-file result and, with `plan.pairs_limit`, the pairs' batch. A task's body, or the driver's."""
+    storage = executor_storage(plan.uri, plan.storage_options)
+    builder = _DvBuilder(plan, storage, DeletionVectorWriter(storage, plan.configuration))
+    current: int | None = None
+    merge = plan.clauses is not None
+    parts: list[np.ndarray] = []
+    clauses: list[np.ndarray] = []
+    pair_sids: list[np.ndarray] = []
+    pair_clauses: list[np.ndarray] = []
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        fids = batch.column(0).to_numpy(zero_copy_only=False)
+        rows = batch.column(1).to_numpy(zero_copy_only=False)
+        which = batch.column(2).to_numpy(zero_copy_only=False) if merge else None
+        if plan.pairs_limit is not None and which is not None:
+            pair_sids.append(batch.column(3).to_numpy(zero_copy_only=False))
+            pair_clauses.append(which)
+        cuts = np.flatnonzero(fids[1:] != fids[:-1]) + 1
+        for start, end in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(fids)]))):
+            fid = int(fids[start])
+            if fid != current:
+                if current is not None:
+                    builder.finish(current, parts, clauses if merge else None)
+                current, parts, clauses = fid, [], []
+            parts.append(rows[start:end])
+            if which is not None:
+                clauses.append(which[start:end])
+    if current is not None:
+        builder.finish(current, parts, clauses if merge else None)
+    out = builder.result()
+    pairs = _pairs_batch(pair_sids, pair_clauses, plan.pairs_limit) if plan.pairs_limit is not None else None
+    return out, pairs
+
+
 def _dv_task(bc: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with marked():
-            plan: DvPlan = bc.value
-            storage = executor_storage(plan.uri, plan.storage_options)
-            builder = _DvBuilder(plan, storage, DeletionVectorWriter(storage, plan.configuration))
-            current: int | None = None
-            merge = plan.clauses is not None
-            parts: list[np.ndarray] = []
-            clauses: list[np.ndarray] = []
-            pair_sids: list[np.ndarray] = []
-            pair_clauses: list[np.ndarray] = []
-            for batch in batches:  # sorted by file id: a file's rows are contiguous
-                if batch.num_rows == 0:
-                    continue
-                fids = batch.column(0).to_numpy(zero_copy_only=False)
-                rows = batch.column(1).to_numpy(zero_copy_only=False)
-                which = batch.column(2).to_numpy(zero_copy_only=False) if merge else None
-                if plan.pairs_limit is not None and which is not None:
-                    pair_sids.append(batch.column(3).to_numpy(zero_copy_only=False))
-                    pair_clauses.append(which)
-                cuts = np.flatnonzero(fids[1:] != fids[:-1]) + 1
-                for start, end in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(fids)]))):
-                    fid = int(fids[start])
-                    if fid != current:
-                        if current is not None:
-                            builder.finish(current, parts, clauses if merge else None)
-                        current, parts, clauses = fid, [], []
-                    parts.append(rows[start:end])
-                    if which is not None:
-                        clauses.append(which[start:end])
-            if current is not None:
-                builder.finish(current, parts, clauses if merge else None)
-            out = builder.result()
-            pairs = _pairs_batch(pair_sids, pair_clauses, plan.pairs_limit) if plan.pairs_limit is not None \
-                else None
+            out, pairs = _dv_rows(bc.value, batches)
         yield out
         if pairs is not None:
             yield pairs
@@ -241,6 +252,44 @@ def write_deletion_vectors_and_pairs(
     overflow = bool(pc.any(pc.and_(pc.is_null(fid), pc.is_null(sid))).as_py()) if out.num_rows else False
     pairs = None if overflow else out.filter(pc.is_valid(sid)).select(["sid", "a"])
     return (rows.sort_by("fid") if rows.num_rows else rows), pairs
+
+
+def _fetch_task(limit: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A scan task's pairs as they are, or one overflow row (fid NULL) past `limit` of them."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        kept: list[pa.RecordBatch] = []
+        n = 0
+        for batch in batches:  # read to the end either way
+            n += batch.num_rows
+            if n <= limit and batch.num_rows:
+                kept.append(pa.RecordBatch.from_arrays(
+                    [c.cast(f.type) for c, f in zip(batch.columns, _FETCHED_SCHEMA)], schema=_FETCHED_SCHEMA))
+        if n > limit:
+            yield pa.RecordBatch.from_arrays([pa.nulls(1, f.type) for f in _FETCHED_SCHEMA], schema=_FETCHED_SCHEMA)
+            return
+        yield from kept
+    return run
+
+
+def deletion_vectors_on_driver(
+        target: Target, files: pa.Table, matched: Any, configuration: dict[str, str],
+        clauses: tuple[tuple[int, ...], tuple[int, ...]], source_rows: int) -> tuple[pa.Table, pa.Table] | None:
+    """`write_deletion_vectors_and_pairs` in one job for few pairs: the scan tasks return the MERGE pairs
+    `(fid, row, clause, sid)` themselves (no shuffle by file, no DV job) and the driver builds and writes the
+    DVs exactly as a DV task does (`_dv_rows`). None when a scan task had more pairs than the source has rows
+    (a source row matching many target rows; never more than `PAIRS_LIMIT`): the caller runs the DV job."""
+    per_task = min(PAIRS_LIMIT, max(PAIRS_PER_TASK_MIN, source_rows))
+    with task_errors():
+        fetched = to_arrow(matched.mapInArrow(_fetch_task(per_task), FETCHED))  # `matched`: those 4 columns
+    if fetched.num_rows and fetched.column("fid").null_count:
+        return None
+    info = pa.table({"path": files.column("path"), "deletion_vector": files.column("deletion_vector"),
+                     "num_records": num_records(files)})
+    plan = DvPlan(target.uri, target.storage_options, dict(configuration), info.combine_chunks(), clauses, None)
+    ordered = fetched.sort_by("fid") if fetched.num_rows else fetched
+    out, _ = _dv_rows(plan, iter(ordered.to_batches()))
+    rows = pa.Table.from_batches([out])
+    return (rows.sort_by("fid") if rows.num_rows else rows), fetched.select(["sid", "a"])
 
 
 def _dv_job(target: Target, files: pa.Table, matched: Any, configuration: dict[str, str],
@@ -302,5 +351,6 @@ def commit_deletion_vectors(txn: Any, files: pa.Table, result: pa.Table, now: in
     return out
 
 
-__all__ = ["PAIRS_LIMIT", "DvOutcome", "commit_deletion_vectors", "match_counts", "num_records",
-           "shuffle_partitions", "to_arrow", "write_deletion_vectors", "write_deletion_vectors_and_pairs"]
+__all__ = ["PAIRS_LIMIT", "DvOutcome", "commit_deletion_vectors", "deletion_vectors_on_driver", "match_counts",
+           "num_records", "shuffle_partitions", "to_arrow", "write_deletion_vectors",
+           "write_deletion_vectors_and_pairs"]
