@@ -62,6 +62,10 @@ def shapes(spark: Any, path: str, kind: str) -> dict[str, Any]:
     def frame_view() -> None:
         load().createOrReplaceTempView(view)
 
+    def chain_view() -> None:  # a temporary view over a chain, made again before each query (a notebook cell)
+        d = spark.table(t)
+        d.withColumn("x", d["v"] + 1).createOrReplaceTempView(f"{view}_chain")
+
     def parquet_view() -> None:
         spark.read.parquet(ONE_FILE).createOrReplaceTempView(f"{view}_pq")
 
@@ -87,6 +91,8 @@ def shapes(spark: Any, path: str, kind: str) -> dict[str, Any]:
                                        f"WHERE id = {k}").collect(),
         "temp view (SQL)": lambda: (frame_view(), spark.sql(f"SELECT id FROM {view} WHERE id = {k}").collect()),
         "temp view (spark.table)": lambda: (frame_view(), spark.table(view).where(f"id = {k}").collect()),
+        "temp view (SQL) over a chain": lambda: (chain_view(), spark.sql(
+            f"SELECT id, x FROM {view}_chain WHERE id = {k}").collect()),
         "permanent view": lambda: spark.sql(f"SELECT id FROM dk_bench_shapes.v_{kind} WHERE id = {k}").collect(),
         "temp view made by SQL": lambda: spark.sql(f"SELECT id FROM {sql_view} WHERE id = {k}").collect(),
         # Spark's own cost of each kind, no Delta: the one needed file as plain Parquet (the baseline of the ratios)
@@ -119,6 +125,8 @@ def _copy_key_file(path: str, dest: Path) -> None:
 
 def _baseline(name: str) -> str:
     """The plain Parquet shape a shape is compared with: the same temporary view steps, SQL, or a DataFrame read."""
+    if name.startswith("temp view (SQL)"):
+        return "baseline: Parquet temp view (SQL)"
     if name.startswith("temp view ("):
         return f"baseline: Parquet {name}"
     if name.startswith("SQL") or name in ("permanent view", "temp view made by SQL"):

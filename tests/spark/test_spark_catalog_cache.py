@@ -203,6 +203,30 @@ def test_other_client_ddl_seen_after_the_lifetime(connect_spark, connect_db, oth
     assert _ids(short.table(name)) == [10, 11]
 
 
+def test_view_replaced_by_another_client_is_seen(connect_spark, connect_db, other_client, tmp_path):
+    """A permanent view replaced by another client is seen within the answers' lifetime (here 2 s): at once by a
+    statement after the lifetime, and after the background re-ask a use past half the lifetime starts."""
+    from deltakernel.spark.kinds.catalog_cache import cache_for
+
+    a = _table(tmp_path / "a", range(0, 10))
+    t, v = f"{connect_db}.t", f"{connect_db}.v"
+    connect_spark.sql(f"CREATE TABLE {t} USING delta LOCATION '{a}'")
+    connect_spark.sql(f"CREATE VIEW {v} AS SELECT id FROM {t} WHERE id < 3")
+    reader = other_client(lifetime=2)
+    query = f"SELECT id FROM {v} WHERE id >= 0"
+    assert _ids(reader.sql(query)) == [0, 1, 2]
+    asked = time.monotonic()
+    connect_spark.sql(f"CREATE OR REPLACE VIEW {v} AS SELECT id FROM {t} WHERE id >= 8")
+    time.sleep(max(0.0, 1.1 - (time.monotonic() - asked)))  # past half the lifetime: re-asked in the background
+    assert _ids(reader.sql(query)) in ([0, 1, 2], [8, 9])  # the kept answer (or a fresh one, on a slow machine)
+    assert cache_for(reader).settle(30)
+    assert _ids(reader.sql(query)) == [8, 9]
+    connect_spark.sql(f"CREATE OR REPLACE VIEW {v} AS SELECT id FROM {t} WHERE id = 5")
+    asked = time.monotonic()
+    time.sleep(max(0.0, 2.1 - (time.monotonic() - asked)))  # past the lifetime: asked before the statement runs
+    assert _ids(reader.sql(query)) == [5]
+
+
 def test_warm_catalog_statement_asks_nothing(connect_db, other_client, tmp_path, monkeypatch):
     """The point of the cache: a repeated statement over a catalog name sends no catalog statement (counted at the
     client: SHOW TABLE EXTENDED commands and catalog calls)."""
@@ -268,3 +292,85 @@ def test_cache_epochs_and_bounds():
     assert cache.answer(("current_database",), lambda: "db2") == "db2"
     off = CatalogCache(lifetime=0)
     assert off.answer(("entry", ("t",)), lambda: 1) == 1 and off.answer(("entry", ("t",)), lambda: 2) == 2
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_answers_refreshed_ahead_never_used_past_the_lifetime():
+    """An answer used after half its lifetime is returned and asked again in the background; one older than the
+    lifetime is never returned (asked at once); a re-ask racing a clear is not kept."""
+    clock, started = _Clock(), []
+    cache = CatalogCache(lifetime=10, clock=clock, spawn=started.append)
+    asked = iter(range(100))
+
+    def ask() -> int:  # each ask a new answer
+        return next(asked)
+
+    key = ("entry", ("db", "v"))
+    assert cache.answer(key, ask) == 0
+    clock.now = 4.9
+    assert cache.answer(key, ask) == 0 and started == []  # young: nothing asked
+    clock.now = 5.1
+    assert cache.answer(key, ask) == 0 and len(started) == 1  # kept answer now, its re-ask started
+    assert cache.answer(key, ask) == 0 and len(started) == 1  # one re-ask per key at a time
+    started.pop()()  # the re-ask runs (asked at 5.1)
+    assert cache.answer(key, ask) == 1 and cache.settle(0)
+    clock.now = 15.2  # the re-asked answer is 10.1 s old: asked at once, never returned
+    assert cache.answer(key, ask) == 2 and started == []
+    clock.now = 21
+    assert cache.answer(key, ask) == 2 and len(started) == 1
+    cache.clear()  # a DDL while the re-ask is out: its answer (3) is not kept
+    started.pop()()
+    assert cache.answer(key, ask) == 4
+    # a failing re-ask leaves the kept answer to expire as before
+    clock.now = 27
+
+    def broken():
+        raise RuntimeError("server gone")
+
+    assert cache.answer(key, broken) == 4 and len(started) == 1
+    started.pop()()
+    assert cache.answer(key, ask) == 4 and len(started) == 1  # due again: re-asked
+    clock.now = 31.1
+    started.clear()
+    assert cache.answer(key, ask) == 5
+
+
+def test_session_state_never_expires():
+    clock = _Clock()
+    cache = CatalogCache(lifetime=10, clock=clock, spawn=lambda fn: pytest.fail("nothing to refresh"))
+    cache.answer(("current_database",), lambda: "db")
+    cache.put(("entry", ("tv",)), None, cache.epoch, clock(), lasting=True)  # a temporary view this client made
+    cache.put(("statement", "SELECT 1"), True, cache.epoch, clock())
+    clock.now = 3600
+    assert cache.answer(("current_database",), lambda: "other") == "db"
+    assert cache.answer(("entry", ("tv",)), lambda: "asked") is None
+    assert cache.get(("statement", "SELECT 1")) is True
+    cache.forget_unqualified()
+    assert cache.answer(("current_database",), lambda: "db2") == "db2"
+
+
+def test_background_refresh_thread():
+    """The default spawn: a daemon thread; `settle` waits for it."""
+    import threading
+
+    clock, gate = _Clock(), threading.Event()
+    cache = CatalogCache(lifetime=10, clock=clock)
+    cache.answer(("database", "db"), lambda: True)
+    clock.now = 6
+
+    def slow():
+        gate.wait(5)
+        return False
+
+    assert cache.answer(("database", "db"), slow) is True
+    assert cache.settle(0) is False  # still out
+    gate.set()
+    assert cache.settle(5) is True
+    assert cache.get(("database", "db")) is False

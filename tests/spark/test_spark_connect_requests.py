@@ -7,15 +7,26 @@ Connect session:
 - a statement of a new shape is still analysed by `spark.sql()` (an analysis error raises there, as on classic);
   a schema change, DDL or a statement reading a relation the router did not plan is analysed again;
 - `createOrReplaceTempView` of the same Delta table and version again sends nothing; a new version, another
-  definition or a dropped view makes Spark's copy again.
+  definition or a dropped view makes Spark's copy again; the same for a view over a chain
+  (`spark.table(t).withColumn(...)`), whose SQL reads are one request too;
+- a permanent view's point query stays one request when its catalog answers are past their refresh point (they
+  are asked again in the background, not before the statement).
 """
 
 from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from deltakernel import write_deltalake
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers import spark_database
 
 ROWS = 10
 
@@ -26,18 +37,31 @@ def cspark(connect_spark, monkeypatch):
     return connect_spark
 
 
+class _Sent(list):
+    background: list[str]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.background = []
+
+
 @pytest.fixture
 def requests(cspark, monkeypatch):
-    """The requests the Connect client sends from now on: ("execute", "command" | "root") / ("analyze", method) /
-    ("config", "")."""
+    """The requests the Connect client sends from now on in this thread: ("execute", "command" | "root") /
+    ("analyze", method) / ("config", ""); `.background`: those sent by other threads."""
     from pyspark.sql.connect.client.core import SparkConnectClient
 
-    sent: list[tuple[str, str]] = []
+    main = threading.current_thread()
+
+    sent = _Sent()
 
     def counted(name, kind):
         original = getattr(SparkConnectClient, name)
 
         def wrapper(self, *args, **kwargs):
+            if threading.current_thread() is not main:  # the catalog cache's background re-asks
+                sent.background.append(name)
+                return original(self, *args, **kwargs)
             if kind == "execute":
                 req = args[0] if args else kwargs.get("req")
                 sent.append((kind, req.plan.WhichOneof("op_type")))
@@ -150,3 +174,80 @@ def test_a_temp_view_made_again_sends_nothing(cspark, requests, tmp_path):
         assert cspark.sql(f"SELECT count(*) AS c FROM {view}").first().c == 3 * ROWS + 1
     finally:
         cspark.catalog.dropTempView(view)
+
+
+def test_a_temp_view_over_a_chain(cspark, requests, tmp_path):
+    """A view over `spark.table(t).withColumn(...)` made again before every query: the same chain over the same
+    version sends nothing, and a SQL point query over it is one request once its shape analysed."""
+    from pyspark.sql import functions as F
+
+    path = _table(str(tmp_path / "t"))
+    view = "dk_req_chain"
+
+    def made() -> int:
+        requests.clear()
+        d = cspark.read.format("delta").load(path)
+        d.withColumn("x", d["id"] * 2).withColumn("y", F.upper("s")).select("id", "x", "y") \
+            .createOrReplaceTempView(view)
+        return len([r for r in requests if r == ("execute", "command")])
+
+    try:
+        assert made() == 1
+        assert [tuple(r) for r in cspark.sql(f"SELECT id, x, y FROM {view} WHERE id = 4").collect()] == [(4, 8, "S4")]
+        for key in (7, 21):
+            assert made() == 0  # the same chain, table and version: Spark's copy is this view already
+            requests.clear()
+            df = cspark.sql(f"SELECT id, x, y FROM {view} WHERE id = {key}")
+            assert requests == [], requests  # a shape Spark analysed: nothing sent by spark.sql()
+            assert [tuple(r) for r in df.collect()] == [(key, 2 * key, f"S{key}")]
+            assert _sent(requests) == [("execute", "root")], requests
+        # another chain under the same name: made again, analysed again
+        requests.clear()
+        cspark.read.format("delta").load(path).withColumn("x", F.lit(1)).createOrReplaceTempView(view)
+        assert ("execute", "command") in requests
+        from pyspark.errors import AnalysisException
+
+        with pytest.raises(AnalysisException):  # `y` is gone: raised by spark.sql(), as on classic
+            cspark.sql(f"SELECT id, x, y FROM {view} WHERE id = 4")
+        assert [tuple(r) for r in cspark.sql(f"SELECT id, x FROM {view} WHERE id = 4").collect()] == [(4, 1)]
+        # a new version of the table: made again
+        write_deltalake(path, pa.table({"id": pa.array([77], pa.int64()), "s": ["s77"]}), mode="append")
+        assert made() == 1
+        assert [tuple(r) for r in cspark.sql(f"SELECT id, x, y FROM {view} WHERE id = 77").collect()] == \
+            [(77, 154, "S77")]
+        # a join with local data (output names the client cannot tell: asked once per plan)
+        for key in (5, 6, 7):
+            d = cspark.read.format("delta").load(path)
+            d.join(cspark.createDataFrame([(5, "a"), (6, "b"), (7, "c")], "k long, tag string"), d["id"] == F.col("k")) \
+                .createOrReplaceTempView(view)
+            requests.clear()
+            rows = cspark.sql(f"SELECT id, tag FROM {view} WHERE id = {key}").collect()
+            assert [tuple(r) for r in rows] == [(key, "abc"[key - 5])]
+            if key > 5:
+                assert _sent(requests) == [("execute", "root")], requests
+    finally:
+        cspark.catalog.dropTempView(view)
+
+
+def test_a_permanent_view_past_its_refresh_point_is_one_request(cspark, requests, tmp_path, monkeypatch):
+    from deltakernel.spark.kinds.catalog_cache import cache_for
+
+    path = _table(str(tmp_path / "t"))
+    with spark_database(cspark, tmp_path / "warehouse", prefix="dk_req_") as db:
+        cspark.sql(f"CREATE TABLE {db}.t USING delta LOCATION '{path}'")
+        cspark.sql(f"CREATE VIEW {db}.v AS SELECT id, s FROM {db}.t")
+        query = f"SELECT id FROM {db}.v WHERE id = "
+        cache = cache_for(cspark)
+        monkeypatch.setattr(cache, "lifetime", 3600.0)  # a slow machine's statements cannot expire the answers
+        assert [r.id for r in cspark.sql(query + "3").collect()] == [3]
+        requests.clear()
+        assert [r.id for r in cspark.sql(query + "4").collect()] == [4]
+        assert _sent(requests) == [("execute", "root")], requests  # answers and shape kept
+        # the answers past their refresh point (not past the lifetime): still one request, the re-asks apart
+        later = time.monotonic() + 2000.0
+        monkeypatch.setattr(cache, "_clock", lambda: later)
+        requests.clear()
+        assert [r.id for r in cspark.sql(query + "5").collect()] == [5]
+        assert _sent(requests) == [("execute", "root")], requests
+        assert cache.settle(30)
+        assert requests.background, "the view's and its table's answers are asked again in the background"

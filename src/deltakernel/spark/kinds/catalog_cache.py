@@ -29,6 +29,14 @@ The rule (docs/decisions.md, "Connect catalog cache"):
   `DEFAULT_LIFETIME_S`; the session conf `spark.deltakernel.catalogCacheSeconds`, read when the session's first
   lookup runs; 0 turns the cache off), and `REFRESH TABLE t` / `spark.catalog.refreshTable(t)` /
   `spark.catalog.clearCache()` drop everything at once - Spark's own word for "the table changed elsewhere".
+  So that a session using a name steadily never waits for that re-ask, an answer used when older than
+  `REFRESH_AFTER` of its lifetime is asked again **in the background** (one daemon thread per key at a time; the
+  statement goes on with the kept answer, which is still within its lifetime): the re-ask replaces it unless the
+  cache was cleared meanwhile (epoch), so the bound stays "at most `lifetime` seconds old" while the statements
+  of a busy session stop paying the catalog's round trips every `lifetime` seconds (docs/decisions.md, "Connect
+  view shapes: catalog answers refreshed ahead");
+- what only this session can change never expires: the current database, and "no catalog entry" for the name of
+  a temporary view this client made (until a command about that name, or any clear);
 - it also keeps the keys of read-only queries Spark analysed without error (`sql/relations.run`,
   `sql/statement_keys.py`), dropped like its answers and by `spark.conf.set` / `unset` (`client_config_hook`), but
   not by the lifetime: what a key depends on - table schemas, catalog answers - is read afresh by every statement
@@ -47,6 +55,8 @@ from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 DEFAULT_LIFETIME_S = 10.0
+#: an answer used when older than this fraction of its lifetime is asked again in the background
+REFRESH_AFTER = 0.5
 LIFETIME_CONF = "spark.deltakernel.catalogCacheSeconds"
 CAPACITY = 512
 
@@ -71,6 +81,8 @@ ANALYSIS_NEUTRAL_CONFS = frozenset({"spark.sql.maxMetadataStringLength",
                                     "spark.sql.sources.parallelPartitionDiscovery.threshold"})
 
 _MISSING = object()
+#: kinds of keys that hold this session's own state (no other client changes them): never expire
+_LASTING = frozenset({"current_database", "statement"})
 _LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.S)
 _WORD = re.compile(r"[A-Za-z_]+")
 
@@ -82,49 +94,96 @@ def first_keyword(text: str) -> str:
 
 
 class CatalogCache:
-    """Bounded, epoch-guarded answers of one Connect session's catalog (module docstring)."""
+    """Bounded, epoch-guarded answers of one Connect session's catalog (module docstring).
 
-    def __init__(self, lifetime: float, capacity: int = CAPACITY) -> None:
+    `clock` and `spawn` (how a background re-ask is started: a daemon thread by default) are seams for tests."""
+
+    def __init__(self, lifetime: float, capacity: int = CAPACITY, clock: Callable[[], float] = time.monotonic,
+                 spawn: Callable[[Callable[[], None]], None] | None = None) -> None:
         self.lifetime = lifetime
         self.capacity = capacity
         self.epoch = 0
+        self._clock = clock
+        self._spawn = spawn or _daemon
         self._lock = threading.Lock()
-        self._answers: OrderedDict[Hashable, tuple[Any, float]] = OrderedDict()
+        self._answers: OrderedDict[Hashable, tuple[Any, float, bool]] = OrderedDict()  # value, asked at, lasting
+        self._refreshing: set[Hashable] = set()
+        self._idle = threading.Condition(self._lock)
 
     def get(self, key: Hashable, expires: bool = True) -> Any:
         """The answer kept for `key`, or `MISSING` (never asked, evicted, or older than the lifetime; `expires`
         False: kept until evicted or dropped - a statement key, whose parts every use reads afresh)."""
+        return self._lookup(key, expires, False)
+
+    def _lookup(self, key: Hashable, expires: bool, refresh: bool) -> Any:
+        """`get`; with `refresh`, returns (answer, whether the caller must start its background re-ask)."""
         with self._lock:
             hit = self._answers.get(key)
             if hit is None:
-                return _MISSING
-            if expires and time.monotonic() - hit[1] > self.lifetime:
+                return (_MISSING, False) if refresh else _MISSING
+            value, asked_at, lasting = hit
+            age = self._clock() - asked_at
+            if expires and not lasting and age > self.lifetime:
                 del self._answers[key]
-                return _MISSING
+                return (_MISSING, False) if refresh else _MISSING
             self._answers.move_to_end(key)
-            return hit[0]
+            if not refresh:
+                return value
+            due = (expires and not lasting and age > self.lifetime * REFRESH_AFTER and key not in self._refreshing)
+            if due:
+                self._refreshing.add(key)
+            return value, due
 
-    def put(self, key: Hashable, value: Any, epoch: int, asked_at: float) -> None:
-        """Keep `value`, asked at `asked_at` (monotonic) in `epoch`: dropped when the cache was cleared since."""
+    def put(self, key: Hashable, value: Any, epoch: int, asked_at: float, lasting: bool = False) -> None:
+        """Keep `value`, asked at `asked_at` (`clock`) in `epoch`: dropped when the cache was cleared since.
+        `lasting`: this session's own state (never expires; keys of the `_LASTING` kinds always are)."""
         if self.lifetime <= 0:
             return
         with self._lock:
             if epoch != self.epoch:
                 return
-            self._answers[key] = (value, asked_at)
+            self._answers[key] = (value, asked_at, lasting or _kind(key) in _LASTING)
             self._answers.move_to_end(key)
             while len(self._answers) > self.capacity:
                 self._answers.popitem(last=False)
 
     def answer(self, key: Hashable, ask: Callable[[], Any]) -> Any:
-        """The kept answer for `key`, else `ask()`'s (kept)."""
-        value = self.get(key)
+        """The kept answer for `key`, else `ask()`'s (kept). A kept answer past `REFRESH_AFTER` of its lifetime is
+        returned and asked again in the background."""
+        value, due = self._lookup(key, True, True)
         if value is not _MISSING:
+            if due:
+                self._start_refresh(key, ask)
             return value
-        epoch, asked_at = self.epoch, time.monotonic()
+        epoch, asked_at = self.epoch, self._clock()
         value = ask()
         self.put(key, value, epoch, asked_at)
         return value
+
+    def _start_refresh(self, key: Hashable, ask: Callable[[], Any]) -> None:
+        epoch, asked_at = self.epoch, self._clock()  # from now: a clear before the thread asks drops its answer
+
+        def refresh() -> None:
+            try:
+                value = ask()
+                self.put(key, value, epoch, asked_at)  # not kept when the cache was cleared since (epoch)
+            except Exception:  # the kept answer expires as before; the next use asks (and raises) itself
+                pass
+            finally:
+                with self._lock:
+                    self._refreshing.discard(key)
+                    self._idle.notify_all()
+
+        try:
+            self._spawn(refresh)
+        except Exception:  # no thread available (interpreter shutting down): the answer expires as before
+            with self._lock:
+                self._refreshing.discard(key)
+
+    def settle(self, timeout: float = 30.0) -> bool:
+        """Wait until no background re-ask runs (tests); False when some still ran after `timeout` seconds."""
+        with self._lock:
+            return self._idle.wait_for(lambda: not self._refreshing, timeout)
 
     def clear(self) -> None:
         with self._lock:
@@ -152,6 +211,14 @@ class CatalogCache:
 
     def __len__(self) -> int:
         return len(self._answers)
+
+
+def _kind(key: Hashable) -> Any:
+    return key[0] if isinstance(key, tuple) and key else None
+
+
+def _daemon(fn: Callable[[], None]) -> None:
+    threading.Thread(target=fn, name="deltakernel-catalog-refresh", daemon=True).start()
 
 
 MISSING = _MISSING
@@ -185,7 +252,7 @@ def _apply(client: Any, kind: str, detail: str | None, done: bool = False) -> No
     if kind == "temp_view" and detail is not None:
         cache.forget_name(detail)
         if done:  # the one-part name is that temporary view now: no catalog entry of that name is read
-            cache.put(("entry", (detail,)), None, cache.epoch, time.monotonic())
+            cache.put(("entry", (detail,)), None, cache.epoch, time.monotonic(), lasting=True)
     elif kind == "SetCurrentDatabase":
         cache.forget_unqualified()
     else:
@@ -338,6 +405,7 @@ def _catalog_cache(catalog: Any) -> CatalogCache | None:
 
 __all__ = ["ANALYSIS_NEUTRAL_CONFS",
            "CAPACITY", "DEFAULT_LIFETIME_S", "LIFETIME_CONF", "MISSING", "READ_ONLY_CATALOG", "READ_ONLY_COMMANDS",
+           "REFRESH_AFTER",
            "READ_ONLY_SQL", "CatalogCache", "cache_for", "catalog_call_hook", "client_command_hook",
            "client_config_hook",
            "client_command_iterator_hook", "first_keyword"]

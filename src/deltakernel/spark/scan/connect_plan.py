@@ -36,6 +36,7 @@ from typing import Any
 
 from ...kernel.snapshot import Snapshot
 from ..kinds.dataframe_subclass import PlainNew
+from .frame_keys import KEYING
 
 TESTED_PYSPARK = ("4.3.0",)
 
@@ -92,6 +93,9 @@ class DeltaScan(_plan_base()):  # type: ignore[misc]
         return out
 
     def plan(self, session: Any) -> Any:
+        versions = KEYING.get()
+        if versions is not None:  # `frame_keys.plan_key` builds the plan's key
+            return self._key_relation(versions)
         active = _ACTIVE.get()
         if active is not None and active.view_mode and self.predicate is None and not self.row_tracking:
             frame = _source_frame(self.spark, self.snapshot)
@@ -100,6 +104,22 @@ class DeltaScan(_plan_base()):  # type: ignore[misc]
             frame = self.planned(pushed)[0]
         rel = frame._plan.plan(session)
         rel.common.plan_id = self._plan_id  # columns bound to this DataFrame (`df["id"]`) resolve on the scan
+        return rel
+
+    def _key_relation(self, versions: bool) -> Any:
+        """The leaf in a plan's key (`frame_keys.py`): table, schema, flags, and the version when asked."""
+        from pyspark.sql.connect import proto
+
+        rel = proto.Relation()
+        rel.common.plan_id = self._plan_id
+        source = rel.read.data_source
+        source.format = "deltakernel-leaf"
+        source.options["table"] = str(self.snapshot.storage.root_uri)
+        source.options["schema"] = str(self.snapshot.metadata.schema_string)
+        source.options["row_tracking"] = str(self.row_tracking)
+        source.options["predicate"] = repr(self.predicate)
+        if versions:
+            source.options["version"] = str(self.snapshot.version)
         return rel
 
     def print(self, indent: int = 0) -> str:
@@ -588,10 +608,16 @@ def _sent_views(spark: Any) -> dict[str, Any]:
     return store  # type: ignore[no-any-return]
 
 
-def _definition(plan: Any) -> tuple[Any, ...] | None:
+def _definition(plan: Any, client: Any) -> tuple[Any, ...] | None:
     """What Spark's copy of a view over `plan` is made of, when that is the plan's whole definition: a bare Delta
-    leaf (`load()`, `spark.table()`) is its table, version and row-tracking flag; None for anything else."""
-    if not isinstance(plan, DeltaScan) or plan.predicate is not None:
+    leaf (`load()`, `spark.table()`) is its table, version and row-tracking flag; a chain over Delta leaves its
+    plan with the leaves' versions (`frame_keys.plan_key`); None for anything else."""
+    if not isinstance(plan, DeltaScan):
+        from .frame_keys import plan_key
+
+        key = plan_key(plan, client, versions=True)
+        return None if key is None else ("chain", key)
+    if plan.predicate is not None:
         return None
     return (plan.snapshot.storage.root_uri, plan.snapshot.version, plan.row_tracking)
 
@@ -629,9 +655,10 @@ def temp_view_hook(original: Any) -> Any:
     """The registry's factory for Connect's `createTempView` / `createOrReplaceTempView`: remember the frame of a
     view that reads Delta tables, so SQL over the view is planned with its conditions.
 
-    `createOrReplaceTempView(v)` of a bare Delta leaf whose table and version are those of the copy of `v` this
-    client last made sends nothing: Spark's copy would be the same (a view re-made before every query - a
-    notebook cell, a service's request handler - costs no round trip while the table does not move on). The new
+    `createOrReplaceTempView(v)` of a bare Delta leaf, or of a chain over Delta leaves (`frame_keys.plan_key`),
+    whose definition, tables and versions are those of the copy of `v` this client last made sends nothing:
+    Spark's copy would be the same (a view re-made before every query - a notebook cell, a service's request
+    handler - costs no round trip while the table does not move on). The new
     DataFrame is recorded all the same (reads expand it with their conditions). The record goes with the view
     (`forget_view`: dropped, replaced by SQL or by another DataFrame)."""
     replace = getattr(original, "__name__", "") == "createOrReplaceTempView"
@@ -640,7 +667,7 @@ def temp_view_hook(original: Any) -> Any:
     def create(self: Any, name: str) -> None:
         spark = self.sparkSession
         low = name.lower()
-        definition = _definition(self._plan) if replace else None
+        definition = _definition(self._plan, spark.client) if replace else None
         if definition is not None and _sent_views(spark).get(low) == definition and low in _views(spark):
             _views(spark)[low] = self
             return None

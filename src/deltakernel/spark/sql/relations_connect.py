@@ -194,8 +194,13 @@ class ConnectRelations:
 
         if use.frame_view is not None:
             leaf = use.frame_view._plan
-            if not isinstance(leaf, DeltaScan) or leaf.predicate is not None:
-                return None  # a chain: its output is not known without asking
+            if not isinstance(leaf, DeltaScan):  # a chain: its plan with what analysis sees of its leaves
+                from ..scan.frame_keys import plan_key
+
+                key = plan_key(leaf, self.spark.client)
+                return None if key is None else ("chain", key)
+            if leaf.predicate is not None:
+                return None
             return ("frame", leaf.snapshot.storage.root_uri, leaf.snapshot.metadata.schema_string, leaf.row_tracking)
         if use.view is not None:
             v = use.view
@@ -410,7 +415,7 @@ def _columns(spark: Any, use: RelationUse, base: Any) -> list[str] | None:
     from ..scan.reader import DeltaFrame
 
     if use.frame_view is not None:
-        return output_names(use.frame_view._plan) or list(use.frame_view.columns)
+        return output_names(use.frame_view._plan) or _frame_columns(spark, use.frame_view)
     if use.view is not None:
         if use.view.columns is not None:  # from its catalog entry, or recorded when the statement made it
             return list(use.view.columns)
@@ -419,6 +424,28 @@ def _columns(spark: Any, use: RelationUse, base: Any) -> list[str] | None:
     if isinstance(base, DeltaFrame):
         return [f.name for f in base.snapshot.schema.fields]
     return None
+
+
+def _frame_columns(spark: Any, frame: Any) -> list[str]:
+    """A DataFrame view's output names when the client cannot tell them (joins, aggregates...): asked once per
+    plan (`frame_keys.plan_key`: what analysis sees of it), kept with the statement keys in the catalog cache -
+    a view made again before every query then asks nothing."""
+    import time
+
+    from ..kinds.catalog_cache import MISSING, cache_for
+    from ..scan.frame_keys import plan_key
+
+    key = plan_key(frame._plan, spark.client)
+    if key is None:
+        return list(frame.columns)
+    cache = cache_for(spark)
+    found = cache.get(("statement", "columns", key), expires=False)
+    if found is not MISSING:
+        return list(found)
+    epoch = cache.epoch
+    columns = list(frame.columns)
+    cache.put(("statement", "columns", key), tuple(columns), epoch, time.monotonic())
+    return columns
 
 
 def _forget_replaced_views(spark: Any, tree: Any) -> None:
