@@ -18,7 +18,8 @@ Reported: per-query median seconds and ratios, geometric means; `--json` keeps e
     .venv/bin/python benchmarks/tpch.py --sf 10 --engine spark-classic --queries 5,6,9 --runs 5
     .venv/bin/python benchmarks/tpch.py --quick --engine embedded  # SF 0.01, 2 runs (the smoke test)
     .venv/bin/python benchmarks/tpch.py --engine spark-classic --plans  # DPP / runtime filters in the plans
-    .venv/bin/python benchmarks/tpch.py --engine spark-classic --profile 1,5,6  # where the Delta time goes
+    .venv/bin/python benchmarks/tpch.py --engine spark-classic,spark-connect --queries 6 --runs 1 --profile 6
+                                                              # where the Delta time goes, per phase
 
 Measurements only: nothing here asserts a time (tests/benchmarks/test_tpch_quick.py asserts rows only).
 """
@@ -384,7 +385,7 @@ def run_engine(engine: str, args: argparse.Namespace) -> dict[str, Any]:
                 result["plans"] = plan_checks(spark, contenders, args)
             except Exception as e:
                 result["plans_error"] = f"{type(e).__name__}: {str(e)[:400]}"
-        if spark is not None and args.profile and engine == "spark-classic":
+        if spark is not None and args.profile and engine.startswith("spark"):
             try:
                 result["profile"] = profile_phases(spark, contenders, args)
             except Exception as e:
@@ -434,8 +435,13 @@ def plan_checks(spark: Any, contenders: list[Contender], args: argparse.Namespac
 
 
 def profile_phases(spark: Any, contenders: list[Contender], args: argparse.Namespace) -> dict[str, Any]:
-    """Where one Delta query's time goes (classic): Spark's phase timings (QueryExecution's tracker), the
-    py4j callbacks into the Delta file index (count and time, per method) and the driver's Python profile."""
+    """Where one query's time goes, per contender (`--profile-runs` warm runs each, alternating; medians): the
+    `spark.sql()` call (routing; Connect also analyses there unless the router sends the query lazily) and the
+    action apart, the driver process's CPU seconds (this Python process: routing, callbacks - load-independent,
+    unlike wall time), requests to Spark (classic: py4j round trips from this process; Connect: gRPC requests by
+    kind), the Delta file index's callbacks (classic; count and time per method), Spark's phase timings (classic:
+    QueryExecution's tracker), the scans of the final plan (classic: files and tasks per scan) and the driver's
+    Python profile of the last run."""
     import cProfile
     import io
     import pstats
@@ -443,7 +449,7 @@ def profile_phases(spark: Any, contenders: list[Contender], args: argparse.Names
     from deltakernel.spark.scan import file_index
 
     calls: dict[str, list[float]] = {}
-    originals = {}
+    originals: dict[str, Any] = {}
     for name in ("listFiles", "sizeInBytes", "partitionSchema", "rootPaths", "inputFiles", "toString",
                  "hashCode", "equals", "isTimeTravel", "metadataOpsTimeNs", "refresh"):
         orig = getattr(file_index.DeltaFileIndex, name, None)
@@ -459,40 +465,138 @@ def profile_phases(spark: Any, contenders: list[Contender], args: argparse.Names
                 calls.setdefault(__name, []).append(time.perf_counter() - start)
 
         setattr(file_index.DeltaFileIndex, name, timed)
+    requests: dict[str, int] = {}
+    restore = _count_requests(spark, requests)
+    classic = hasattr(spark, "_jsparkSession")
     out: dict[str, Any] = {}
     try:
         for q in args.profile:
             sql = render(q, "spark", args.sf)
+            runs: dict[str, list[dict[str, Any]]] = {c.name: [] for c in contenders}
             for c in contenders:
                 assert isinstance(c, SparkContender)
                 c.register()
                 c.run(sql)  # warm
-                calls.clear()
-                prof = cProfile.Profile()
-                start = time.perf_counter()
-                prof.enable()
-                df = spark.sql(sql)
-                df.collect()
-                prof.disable()
-                wall = time.perf_counter() - start
-                tracker = df._jdf.queryExecution().tracker()
-                phases = {}
-                for phase in ("parsing", "analysis", "optimization", "planning"):
-                    opt = tracker.phases().get(phase)
-                    if opt.isDefined():
-                        phases[phase] = int(opt.get().durationMs())
-                stream = io.StringIO()
-                pstats.Stats(prof, stream=stream).sort_stats("cumulative").print_stats(25)
-                out[f"Q{q} {c.name}"] = {
-                    "wall_s": wall,
-                    "spark_phases_ms": phases,
-                    "callbacks": {k: {"count": len(v), "total_ms": 1000 * sum(v)} for k, v in calls.items()},
-                    "driver_python_profile": stream.getvalue()[:6000],
-                }
+            for i in range(args.profile_runs + 1):  # the last round only for the Python profile (it slows Python)
+                profiled = i == args.profile_runs
+                shift = i % len(contenders)
+                for c in contenders[shift:] + contenders[:shift]:
+                    assert isinstance(c, SparkContender)
+                    c.register()
+                    calls.clear()
+                    requests.clear()
+                    prof = cProfile.Profile() if profiled else None
+                    cpu0, t0 = time.process_time(), time.perf_counter()
+                    if prof is not None:
+                        prof.enable()
+                    df = spark.sql(sql)
+                    t1 = time.perf_counter()
+                    df.collect()
+                    if prof is not None:
+                        prof.disable()
+                    t2, cpu1 = time.perf_counter(), time.process_time()
+                    if prof is not None:
+                        stream = io.StringIO()
+                        pstats.Stats(prof, stream=stream).sort_stats("cumulative").print_stats(25)
+                        runs[c.name][-1]["driver_python_profile"] = stream.getvalue()[:6000]
+                        continue
+                    entry: dict[str, Any] = {
+                        "wall_s": t2 - t0, "sql_call_s": t1 - t0, "action_s": t2 - t1, "driver_cpu_s": cpu1 - cpu0,
+                        "requests": dict(requests),
+                        "callbacks": {k: {"count": len(v), "total_ms": 1000 * sum(v)} for k, v in calls.items()},
+                    }
+                    if classic:
+                        entry["spark_phases_ms"] = _tracker_phases(df)
+                        try:
+                            entry["scans"] = _scan_summary(df)
+                        except Exception as e:  # a diagnostic: never fails the profile
+                            entry["scans"] = [f"({type(e).__name__})"]
+                    runs[c.name].append(entry)
+            for name, entries in runs.items():
+                med = {k: statistics.median(e[k] for e in entries)
+                       for k in ("wall_s", "sql_call_s", "action_s", "driver_cpu_s")}
+                last = entries[-1]
+                out[f"Q{q} {name}"] = {**med, "runs": len(entries), **{k: v for k, v in last.items() if k not in med}}
     finally:
+        restore()
         for name, orig in originals.items():
             setattr(file_index.DeltaFileIndex, name, orig)
     return out
+
+
+def _count_requests(spark: Any, counts: dict[str, int]) -> Callable[[], None]:
+    """Count the driver's requests to Spark into `counts` (py4j round trips of this process, or Connect's gRPC
+    calls by kind); returns the function that undoes the wrapping."""
+    if hasattr(spark, "_jsparkSession"):
+        client = spark._jvm._gateway_client
+        original = client.send_command
+
+        def send_command(*a: Any, **kw: Any) -> Any:
+            counts["py4j"] = counts.get("py4j", 0) + 1
+            return original(*a, **kw)
+
+        client.send_command = send_command
+        return lambda: client.__dict__.pop("send_command", None)
+    client = spark.client
+    wrapped = []
+    for method in ("_execute_and_fetch_as_iterator", "_analyze", "config", "_execute"):
+        original = getattr(client, method, None)
+        if original is None:
+            continue
+
+        def counted(*a: Any, __orig: Any = original, __name: str = method.strip("_"), **kw: Any) -> Any:
+            counts[__name] = counts.get(__name, 0) + 1
+            return __orig(*a, **kw)
+
+        setattr(client, method, counted)
+        wrapped.append(method)
+    return lambda: [client.__dict__.pop(m, None) for m in wrapped] and None
+
+
+def _tracker_phases(df: Any) -> dict[str, int]:
+    tracker = df._jdf.queryExecution().tracker()
+    phases = {}
+    for phase in ("parsing", "analysis", "optimization", "planning"):
+        opt = tracker.phases().get(phase)
+        if opt.isDefined():
+            phases[phase] = int(opt.get().durationMs())
+    return phases
+
+
+def _scan_summary(df: Any) -> list[str]:
+    """The file scans of a classic query's final (adaptive) plan: table, files, bytes, tasks, rows out."""
+    plan = df._jdf.queryExecution().executedPlan()
+    if plan.nodeName() == "AdaptiveSparkPlan":
+        plan = plan.finalPhysicalPlan()
+    out: list[str] = []
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        name = str(node.nodeName())
+        if name.startswith("Scan ") or "FileSourceScan" in str(node.getClass().getSimpleName()):
+            metrics = node.metrics()
+
+            def metric(key: str, metrics: Any = metrics) -> str:
+                m = metrics.get(key)
+                return str(m.get().value()) if m.isDefined() else "?"
+
+            try:
+                tasks = str(node.inputRDDs().head().getNumPartitions())
+            except Exception:
+                tasks = "?"
+            location = str(node.relation().location().toString())[:60]
+            out.append(f"{location}: files {metric('numFiles')}, bytes {metric('filesSize')}, tasks {tasks}, "
+                       f"rows {metric('numOutputRows')}")
+            continue
+        kids = [node.children().apply(i) for i in range(int(node.children().size()))]
+        for attr in ("plan", "child"):  # query stages, reused exchanges
+            if not kids and hasattr(node, attr) and name.endswith(("QueryStage", "Exchange", "ReusedExchange")):
+                try:
+                    kids = [getattr(node, attr)()]
+                except Exception:
+                    pass
+        stack.extend(kids)
+    return sorted(out)
 
 
 # ----------------------------------------------------------------------------- report
@@ -572,13 +676,17 @@ def report(results: list[dict[str, Any]]) -> str:
             for k, v in res["plans"].items():
                 lines.append(f"| {k} | " + " | ".join(str(v[m]) for m in PLAN_MARKERS) + " |")
         if res.get("profile"):
-            lines.append("\nphases (one warm run each):\n")
-            lines.append("| query:variant | wall s | Spark phases ms | file-index callbacks (count, ms) |")
-            lines.append("|---|---|---|---|")
+            lines.append("\nwhere the time goes (medians of the profiled warm runs; requests and callbacks of the last):\n")
+            lines.append("| query:variant | wall s | sql() s | action s | driver CPU s | requests | Spark phases ms "
+                         "| file-index callbacks (count, ms) | scans |")
+            lines.append("|---|---|---|---|---|---|---|---|---|")
             for k, v in res["profile"].items():
                 cb = ", ".join(f"{m} {d['count']}x {d['total_ms']:.0f}" for m, d in v["callbacks"].items())
-                ph = ", ".join(f"{p} {ms}" for p, ms in v["spark_phases_ms"].items())
-                lines.append(f"| {k} | {v['wall_s']:.3f} | {ph} | {cb or '-'} |")
+                ph = ", ".join(f"{p} {ms}" for p, ms in v.get("spark_phases_ms", {}).items())
+                rq = ", ".join(f"{m} {n}" for m, n in v.get("requests", {}).items())
+                sc = "; ".join(v.get("scans", []))
+                lines.append(f"| {k} | {v['wall_s']:.3f} | {v['sql_call_s']:.3f} | {v['action_s']:.3f} | "
+                             f"{v['driver_cpu_s']:.3f} | {rq or '-'} | {ph or '-'} | {cb or '-'} | {sc or '-'} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -594,7 +702,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma list of {VARIANTS}")
     ap.add_argument("--plans", action="store_true", help="Spark: DPP / runtime-filter markers in executed plans")
     ap.add_argument("--plans-dir", default=None, help="also write those plans here")
-    ap.add_argument("--profile", default="", help="Spark classic: per-phase breakdown for these queries")
+    ap.add_argument("--profile", default="", help="Spark: where the time of these queries goes, per variant")
+    ap.add_argument("--profile-runs", type=int, default=3,
+                    help="warm runs per variant of each profiled query (medians; one more round for cProfile)")
     ap.add_argument("--json", default=None, help="write all results (times, rows counts, plans) here")
     ap.add_argument("--driver-memory", default="3g")
     ap.add_argument("--sail-python", default=os.environ.get("TPCH_SAIL_PYTHON"),
@@ -634,7 +744,7 @@ def worker_argv(args: argparse.Namespace, engine: str, out: str) -> list[str]:
     if args.plans_dir:
         argv += ["--plans-dir", args.plans_dir]
     if args.profile:
-        argv += ["--profile", ",".join(map(str, args.profile))]
+        argv += ["--profile", ",".join(map(str, args.profile)), "--profile-runs", str(args.profile_runs)]
     if args.keep_rows:
         argv.append("--keep-rows")
     return argv

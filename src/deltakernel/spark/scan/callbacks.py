@@ -56,9 +56,11 @@ def note_callback(jvm: Any) -> None:
         return  # a Python thread's own connection (the JVM calls back on the thread Python called it from)
     if conn not in _CALLERS:
         try:
-            server = _gateway_server(jvm)
-            # both calls run on the calling JVM thread (py4j answers on the connection the callback came on)
-            entry = (jvm.java.lang.Thread.currentThread(), server.getCallbackClient().getPerThreadConnection())
+            from .jvm_refs import static
+
+            # both calls run on the calling JVM thread (py4j answers on the connection the callback came on): two
+            # round trips on the query's path (a Spark pool thread's first callback - often one per query)
+            entry = (static(jvm, "java.lang.Thread", "currentThread")(), _callback_client(jvm).getPerThreadConnection())
         except Exception:
             return
         with _lock:
@@ -89,12 +91,25 @@ def reap(jvm: Any, force: bool = False) -> int:
         with _lock:
             _CALLERS.pop(conn, None)
         try:
-            client = _gateway_server(jvm).getCallbackClient()
+            client = _callback_client(jvm)
             client.connectionStopped(jconn)  # out of py4j's connection list
             jconn.shutdown()  # closes the socket: the Python thread serving it ends
         except Exception:
             pass
     return len(ended)
+
+
+_CLIENTS: dict[int, Any] = {}  # gateway client -> the JVM GatewayServer's callback client (set once it is started)
+
+
+def _callback_client(jvm: Any) -> Any:
+    """The JVM's callback client (py4j's PythonClient), fetched once per gateway: `ensure_callbacks` set it up
+    before any callback can arrive, and nothing replaces it afterwards."""
+    key = id(jvm._gateway_client)
+    found = _CLIENTS.get(key)
+    if found is None:
+        found = _CLIENTS[key] = _gateway_server(jvm).getCallbackClient()
+    return found
 
 
 def _gateway_server(jvm: Any) -> Any:

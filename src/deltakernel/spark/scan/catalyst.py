@@ -2,8 +2,12 @@
 
 `FileIndex.listFiles` receives the filters Spark's optimizer pushed to the scan, whatever the query's shape
 (SQL, views, joins, DataFrame chains): analyzed Catalyst trees whose attributes are the scan's own columns.
-Each tree is read in one py4j call (`toJSON`: classes, child positions, attribute names and types, literal
-text); only values JSON renders lossily (dates, timestamps, binary, `InSet`'s set) are fetched from the node.
+All the trees of one scan are read in two py4j calls (`translate_all`: the filters become the children of one
+`CreateArray` node - a container, never analysed nor evaluated - whose `toJSON` holds every tree: classes, child
+positions, attribute names and types, literal text); only values JSON renders lossily (timestamps, binary,
+`InSet`'s set; dates where the JVM's default time zone is not a fixed offset) are fetched from the node. A query
+plans every scan through this, so each round trip saved is saved per scan and query (a round trip from a callback
+is 0.3-3 ms on a loaded driver).
 
 Translation gives `(predicate, exact)`:
 - a predicate every matching row satisfies (never an approximation that could drop a matching file), or None
@@ -20,12 +24,14 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...kernel.expressions import predicate as ex
 from ...kernel.schema.types import DataType, DecimalType, PrimitiveType
+from .jvm_refs import jclass, static
 
 _PKG = "org.apache.spark.sql.catalyst.expressions."
 _CMP = {"EqualTo": "=", "LessThan": "<", "LessThanOrEqual": "<=", "GreaterThan": ">", "GreaterThanOrEqual": ">="}
@@ -66,9 +72,10 @@ def parse_json(text: str) -> Node:
 
 
 class _Translator:
-    def __init__(self, root_obj: Any, resolve: Resolver) -> None:
+    def __init__(self, root_obj: Any, resolve: Resolver, dates_from_text: bool = False) -> None:
         self.root_obj = root_obj
         self.resolve = resolve
+        self.dates_from_text = dates_from_text  # a date literal's JSON text is its exact day (`_date_text`)
 
     # ------------------------------------------------------------------ py4j fetches
     def _obj(self, node: Node) -> Any:
@@ -99,6 +106,10 @@ class _Translator:
                 return True, str(value).lower() == "true", dtype
             if dtype.startswith("decimal"):
                 return True, decimal.Decimal(str(value)), dtype
+            if dtype == "date" and self.dates_from_text:
+                day = _date_text(value)
+                if day is not None:
+                    return True, day, dtype
             if dtype in ("date", "timestamp", "timestamp_ntz", "binary"):
                 return True, _internal(self._obj(node).value(), dtype), dtype
         except Exception:
@@ -277,6 +288,67 @@ def translate(expr: Any, resolve: Resolver) -> tuple[ex.Expr | None, bool]:
         return None, False
 
 
+@dataclass
+class Filters:
+    """The pushed filters of one scan, translated (`translate_all`): `(predicate or None, exact)` per filter, in
+    the Seq's order; `expression(i)` is the i-th filter's JVM object (fetched only when asked: two round trips)."""
+
+    translated: list[tuple[ex.Expr | None, bool]]
+    expression: Callable[[int], Any]
+
+
+def translate_all(jvm: Any, filters: Any, resolve: Resolver) -> Filters:
+    """Every Catalyst filter of a Scala `Seq[Expression]`, read in two py4j calls (the module docstring); when the
+    batch cannot be read (a tree `toJSON` refuses), one filter at a time as `translate`."""
+    try:
+        array = jclass(jvm, _PKG + "CreateArray")(filters)
+        root = parse_json(str(array.toJSON()))
+    except Exception:
+        exprs = [filters.apply(i) for i in range(int(filters.size()))]
+        return Filters([translate(e, resolve) for e in exprs], exprs.__getitem__)
+    translator = _Translator(array, resolve, dates_from_text=_fixed_default_zone(jvm))
+    out: list[tuple[ex.Expr | None, bool]] = []
+    for child in root.children:
+        try:
+            out.append(translator.translate(child))
+        except Exception:
+            out.append((None, False))
+    return Filters(out, lambda i: array.children().apply(i))
+
+
+_ZONES: dict[int, bool] = {}  # gateway client -> is the JVM's default time zone a fixed offset
+
+
+def _fixed_default_zone(jvm: Any) -> bool:
+    """Is the driver JVM's default time zone a fixed offset (asked once per gateway)? Spark versions that render a
+    date literal's JSON through `java.sql.Date` print it in that zone: with a fixed offset the text is the day."""
+    key = id(getattr(jvm, "_gateway_client", jvm))
+    found = _ZONES.get(key)
+    if found is None:
+        try:
+            found = bool(static(jvm, "java.time.ZoneId", "systemDefault")().getRules().isFixedOffset())
+        except Exception:
+            found = False
+        _ZONES[key] = found
+    return found
+
+
+_DATE_TEXT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+def _date_text(value: Any) -> dt.date | None:
+    """A date literal's JSON text as the date, for years 1600-9999 only: there every Spark version's rendering
+    (proleptic `LocalDate`, or `java.sql.Date` in a fixed-offset zone - the Julian calendar ends in 1582) is the
+    literal's exact day; None otherwise (the value is then fetched from the node)."""
+    m = _DATE_TEXT.match(value) if isinstance(value, str) else None
+    if m is None or int(m.group(1)) < 1600:
+        return None
+    try:
+        return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
 # ----------------------------------------------------------------------------- helpers
 def _type_name(dtype: DataType) -> str:
     if isinstance(dtype, DecimalType):
@@ -372,4 +444,4 @@ def next_prefix(prefix: str) -> str | None:
     return None
 
 
-__all__ = ["Node", "Resolver", "parse_json", "translate"]
+__all__ = ["Filters", "Node", "Resolver", "parse_json", "translate", "translate_all"]

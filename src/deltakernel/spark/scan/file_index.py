@@ -89,7 +89,10 @@ class DeltaFileIndex:
         self._uris: pa.Array | None = None
         self._partition_arrays: list[pa.Array] | None = None
         self.listings: list[Listing] = []
-        self._root_paths: tuple[Listing | None, Any] | None = None  # (listing shown, JVM Seq[Path])
+        self._root_paths: tuple[str, Any] | None = None  # (the kept-files text shown, JVM Seq[Path])
+        self._conf: Any = None  # the session's JVM RuntimeConfig (`_stats_skipping`)
+        self._size: int | None = None  # `sizeInBytes`
+        self._no_time: Any = None  # `metadataOpsTimeNs`
         self.id = next(_ids)
         INDEXES[self.id] = self
 
@@ -133,21 +136,23 @@ class DeltaFileIndex:
     def listFiles(self, partitionFilters: Any, dataFilters: Any) -> Any:
         start = time.perf_counter()
         note_callback(self._jvm)  # a JVM pool thread's connection is closed once that thread ends
-        part_exprs = _seq(partitionFilters)
-        data_exprs = _seq(dataFilters)
+        # the filters are read in bulk (`catalyst.translate_all`): a few round trips per scan, not a few per filter
+        n_part = int(partitionFilters.size())
         preds: list[Expr] = []
         inexact_partition: list[Any] = []
-        for e in part_exprs:
-            pred, exact = catalyst.translate(e, self._resolve)
-            if pred is not None:
-                preds.append(pred)
-            if not exact:
-                inexact_partition.append(e)
-        if self._stats_skipping():
-            for e in data_exprs:
-                pred, _exact = catalyst.translate(e, self._resolve)
+        if n_part:
+            part = catalyst.translate_all(self._jvm, partitionFilters, self._resolve)
+            for i, (pred, exact) in enumerate(part.translated):
                 if pred is not None:
                     preds.append(pred)
+                if not exact:
+                    inexact_partition.append(part.expression(i))
+        if self._stats_skipping():
+            data = catalyst.translate_all(self._jvm, dataFilters, self._resolve)
+            preds += [pred for pred, _exact in data.translated if pred is not None]
+            n_data = len(data.translated)
+        else:
+            n_data = int(dataFilters.size())
         n = self.files.num_rows
         if preds and n:
             keep = file_skipping_mask(self.snapshot, self.files, preds[0] if len(preds) == 1 else And(*preds))
@@ -162,7 +167,7 @@ class DeltaFileIndex:
         kept_files = kept.num_rows
         if inexact_partition:
             listing, kept_files = self._filter_partitions(listing, inexact_partition)
-        record = Listing(n, kept_files, len(part_exprs), len(data_exprs), time.perf_counter() - start)
+        record = Listing(n, kept_files, n_part, n_data, time.perf_counter() - start)
         with self._lock:
             self.listings = [*self.listings[-15:], record]
         _log.info("deltakernel: scan of %s keeps %d of %d files (%d partition + %d data filters, %.3f s)",
@@ -172,9 +177,13 @@ class DeltaFileIndex:
         return listing
 
     def _stats_skipping(self) -> bool:
-        """delta-spark's switch for statistics-based skipping (partition pruning always applies)."""
+        """delta-spark's switch for statistics-based skipping (partition pruning always applies); read at every
+        listing (one round trip: the session's `RuntimeConfig` is the same object for its lifetime)."""
         try:
-            value = self._spark._jsparkSession.conf().get(STATS_SKIPPING_CONF, "true")
+            conf = self._conf
+            if conf is None:
+                conf = self._conf = self._spark._jsparkSession.conf()
+            value = conf.get(STATS_SKIPPING_CONF, "true")
         except Exception:
             return True
         return str(value).strip().lower() != "false"
@@ -186,7 +195,10 @@ class DeltaFileIndex:
         """Nothing to refresh: the index serves one snapshot (a new read plans the next version)."""
 
     def sizeInBytes(self) -> int:
-        return int(pc.sum(self.files.column("size")).as_py() or 0) if self.files.num_rows else 0
+        """The files' total size (Spark's plan statistics ask for it many times per query: computed once)."""
+        if self._size is None:
+            self._size = int(pc.sum(self.files.column("size")).as_py() or 0) if self.files.num_rows else 0
+        return self._size
 
     def partitionSchema(self) -> Any:
         return self._partition_schema
@@ -194,27 +206,29 @@ class DeltaFileIndex:
     def rootPaths(self) -> Any:
         """The table root, its URI fragment naming the version and the latest listing's kept files. Spark asks for
         it whenever it describes the scan (the SQL UI event of every (re)planned stage: ~9 calls per query), so
-        the JVM list is built once per listing shown."""
+        the JVM list is built once per distinct text shown."""
         last = self.listings[-1] if self.listings else None
-        cached = self._root_paths
-        if cached is not None and cached[0] is last:
-            return cached[1]
-        jvm = self._jvm
         kept = f"kept {last.files_kept} of {last.files_total} files" if last else f"{self.files.num_rows} files"
+        cached = self._root_paths
+        if cached is not None and cached[0] == kept:
+            return cached[1]  # the same text: the same list (a query re-run over this index lists the same files)
+        jvm = self._jvm
         uri_class = jclass(jvm, "java.net.URI")
         root = uri_class(file_uri(self.snapshot.storage, ""))
         uri = uri_class(root.getScheme(), root.getSchemeSpecificPart(), f"delta v{self.snapshot.version}, {kept}")
         paths = jclass(jvm, "java.util.ArrayList")()
         paths.add(jclass(jvm, "org.apache.hadoop.fs.Path")(uri))
         out = as_scala_list(jvm, paths)
-        self._root_paths = (last, out)
+        self._root_paths = (kept, out)
         return out
 
     def isTimeTravel(self) -> bool:
         return self._time_travel
 
     def metadataOpsTimeNs(self) -> Any:
-        return static(self._jvm, "scala.Option", "empty")()
+        if self._no_time is None:  # Scala's `None` singleton: fetched once, then no round trip in the callback
+            self._no_time = static(self._jvm, "scala.Option", "empty")()
+        return self._no_time
 
     def toString(self) -> str:
         return f"{NAME}#{self.id}({self.label})"

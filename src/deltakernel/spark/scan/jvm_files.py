@@ -181,20 +181,32 @@ class _Errors:
 def decode(spark: Any, document: bytes) -> Any:
     """Decode an XMLDecoder document in the driver's JVM; a decoding error is a DeltaError."""
     from .callbacks import ensure_callbacks
-    from .jvm_refs import jclass, static
+    from .jvm_refs import jclass
 
     jvm = ensure_callbacks(spark)
     listener = _Errors()
-    loader = static(jvm, "org.apache.spark.util.Utils", "getContextOrSparkClassLoader")()
     stream = jclass(jvm, "java.io.ByteArrayInputStream")(document)
-    decoder = jclass(jvm, "java.beans.XMLDecoder")(stream, None, listener, loader)
-    try:
-        out = decoder.readObject()
-    finally:
-        decoder.close()
+    decoder = jclass(jvm, "java.beans.XMLDecoder")(stream, None, listener, _loader(jvm))
+    # no `close()`: it closes the in-memory stream (a no-op) once parsing is complete, which `readObject` ensures
+    out = decoder.readObject()
     if listener.errors:
         raise DeltaError(f"building Spark's file listing failed: {listener.errors[0]}")
     return out
+
+
+_LOADERS: dict[int, Any] = {}  # gateway client -> the class loader XMLDecoder resolves the document's classes with
+
+
+def _loader(jvm: Any) -> Any:
+    """Spark's class loader, fetched once per gateway: the document names only JDK, Hadoop and Spark classes, which
+    every thread's loader resolves alike, so one round trip per listing less."""
+    from .jvm_refs import static
+
+    key = id(jvm._gateway_client)
+    found = _LOADERS.get(key)
+    if found is None:
+        found = _LOADERS[key] = static(jvm, "org.apache.spark.util.Utils", "getContextOrSparkClassLoader")()
+    return found
 
 
 def partition_directories(spark: Any, document: bytes) -> Any:

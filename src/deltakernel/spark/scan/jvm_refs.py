@@ -64,8 +64,8 @@ def scala_object(jvm: Any, fqn: str) -> Any:
 
 
 def as_scala_list(jvm: Any, java_list: Any) -> Any:
-    """A `java.util.List` as an immutable Scala `List` (two round trips)."""
-    return static(jvm, "scala.jdk.javaapi.CollectionConverters", "asScala")(java_list).toList()
+    """A `java.util.List` as an immutable Scala `List` (one round trip: pyspark's own `PythonUtils.toList`)."""
+    return static(jvm, "org.apache.spark.api.python.PythonUtils", "toList")(java_list)
 
 
 __all__ = ["as_scala_list", "jclass", "scala_object", "static"]

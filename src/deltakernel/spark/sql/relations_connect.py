@@ -119,7 +119,7 @@ class ConnectRelations:
                 zone.append(str(self.spark.conf.get("spark.sql.session.timeZone")))
             return zone[0]
 
-        pushed = pushed_conjuncts(found.state[0], tables, time_zone) if tables else None
+        pushed = pushed_conjuncts(found.state[0], tables, time_zone, found.state[1]) if tables else None
         if pushed is None:
             for use in uses:
                 if use.view is not None or use.frame_view is not None:
