@@ -31,11 +31,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..expressions.predicate import Expr, Not, referenced_columns
+from ..expressions.predicate import Expr, referenced_columns
 from ..schema.geospatial import parse_geo_type
 from ..schema.types import StructType
 from ..stats.parse import FileStats, stats_leaf_columns
-from .row_groups import cached_row_group_stats, convert_bounds
+from .row_groups import convert_bounds, covered_row_groups
 from .skipping import skipping_mask
 from .thrift_compact import I32, I64, LIST, STRUCT, Struct, ThriftError, read_struct, write_struct
 
@@ -233,22 +233,6 @@ def _one_column_file(meta: Struct, rg: Struct, j: int, chunk: _Chunk, pages: np.
     footer = write_struct(new_meta)
     body += footer + struct.pack("<I", len(footer)) + b"PAR1"
     return bytes(body)
-
-
-def covered_row_groups(metadata: pq.FileMetaData, file_schema: pa.Schema, predicate: Expr, schema: StructType,
-                       mode: str, partition_names: set[str]) -> set[int]:
-    """The row groups whose footer statistics prove that no row makes `predicate` false (the evaluator finds
-    `NOT predicate` impossible there): every row is kept or null for it, so their page indexes cannot rule out
-    a page worth the decoding. Empty when nothing is proven (partition columns and unknown leaves prove nothing)."""
-    columns = {c for c in referenced_columns(predicate) if c[0].lower() not in partition_names}
-    n = metadata.num_row_groups
-    if not columns or not n:
-        return set()
-    stats = cached_row_group_stats(metadata, file_schema, schema, mode, partition_names, columns)
-    if not stats.min_values:
-        return set()
-    may_fail = np.asarray(skipping_mask(Not(predicate), stats, {}, n).to_pylist(), dtype=np.bool_)
-    return set(np.flatnonzero(~may_fail).tolist())
 
 
 def read_pruned(pf: pq.ParquetFile, source: Any, columns: list[str], groups: list[int] | None, predicate: Expr,

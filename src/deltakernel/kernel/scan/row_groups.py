@@ -157,6 +157,22 @@ def row_groups_to_read(pf: pq.ParquetFile, predicate: Expr | None, schema: Struc
     return out
 
 
+def covered_row_groups(metadata: pq.FileMetaData, file_schema: pa.Schema, predicate: Expr, schema: StructType,
+                       mode: str, partition_names: set[str]) -> set[int]:
+    """The row groups whose footer statistics prove that no row makes `predicate` false (the evaluator finds
+    `NOT predicate` impossible there): every row is kept or null for it, so their page indexes cannot rule out
+    a page worth the decoding. Empty when nothing is proven (partition columns and unknown leaves prove nothing)."""
+    columns = {c for c in referenced_columns(predicate) if c[0].lower() not in partition_names}
+    n = metadata.num_row_groups
+    if not columns or not n:
+        return set()
+    stats = cached_row_group_stats(metadata, file_schema, schema, mode, partition_names, columns)
+    if not stats.min_values:
+        return set()
+    may_fail = np.asarray(skipping_mask(Not(predicate), stats, {}, n).to_pylist(), dtype=np.bool_)
+    return set(np.flatnonzero(~may_fail).tolist())
+
+
 def _never_null(e: Expr) -> bool:
     """True when `e` is TRUE or FALSE (never NULL) on every row whose referenced columns are all non-null:
     junctions, negations, IS NULL, and comparisons / IN lists of a column against non-null literals only."""
@@ -189,19 +205,23 @@ def rows_all_match(pf: pq.ParquetFile, groups: list[int] | None, predicate: Expr
     columns = referenced_columns(predicate)
     if not columns or any(c[0].lower() in partition_names for c in columns):
         return False
+    wanted = list(range(n)) if groups is None else groups
+    if not wanted:
+        return False
     try:
-        stats = cached_row_group_stats(metadata, pf.schema_arrow, schema, mode, partition_names, set(columns))
-        wanted = np.arange(n) if groups is None else np.asarray(groups, dtype=np.int64)
-        if not len(wanted):
+        covered = covered_row_groups(metadata, pf.schema_arrow, predicate, schema, mode, partition_names)
+        if not all(g in covered for g in wanted):
             return False
+        stats = cached_row_group_stats(metadata, pf.schema_arrow, schema, mode, partition_names, set(columns))
+        taken = pa.array(wanted, pa.int64())
         for c in columns:
             nulls = stats.null_count.get(c)
-            if nulls is None or nulls.null_count or any(nulls.take(pa.array(wanted)).to_pylist()):
+            if nulls is None or nulls.null_count or pc.any(pc.not_equal(nulls.take(taken), 0)).as_py():
                 return False
-        may_fail = np.asarray(skipping_mask(Not(predicate), stats, {}, n).to_pylist(), dtype=np.bool_)
     except (pa.ArrowException, KeyError, ValueError, TypeError):
         return False
-    return not bool(may_fail[wanted].any())
+    return True
 
 
-__all__ = ["cached_row_group_stats", "convert_bounds", "row_group_stats", "row_groups_to_read", "rows_all_match"]
+__all__ = ["cached_row_group_stats", "convert_bounds", "covered_row_groups", "row_group_stats", "row_groups_to_read",
+           "rows_all_match"]
