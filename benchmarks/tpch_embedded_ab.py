@@ -3,9 +3,8 @@
 Why a separate script: `tpch.py` compares engines; choosing deltakernel's own DataFusion settings needs the *same*
 engine several times in one process - arm A (deltakernel's current settings) and one arm per candidate (A plus its
 settings: B, C, ...) over the same tables - run in rotated, alternating order so that a loaded machine's drift hits
-every arm alike, with the
-process CPU seconds beside the wall seconds (CPU time is steadier than wall time when other processes share the
-cores). The listing path's Parquet options live in the ListingTables (made by `listing._builder_context()`), so a
+every arm alike, with the process CPU seconds beside the wall seconds (CPU time is steadier than wall time when
+other processes share the cores). The listing path's Parquet options live in the ListingTables (made by `listing._builder_context()`), so a
 `parquet.*` candidate is applied to the builder for that arm's registrations; other keys go to the arm's session.
 DuckDB (delta extension) can run beside them as the reference. Rows of every arm are compared (as in tpch.py).
 
