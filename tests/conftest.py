@@ -33,9 +33,16 @@ def pytest_configure(config):
 
 
 def _part(item) -> str:
-    if item.get_closest_marker("own_jvm") is not None:
-        return "own-jvm"
-    return "shared-spark" if SPARK_TESTS in item.path.parents else "rest"
+    if SPARK_TESTS not in item.path.parents:
+        return "rest"
+    return "shared-spark" if item.get_closest_marker("own_jvm") is None else "own-jvm"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Part 1 (`rest`) has no test under tests/spark: not even imported there."""
+    if config.getoption("suite_part") == "rest" and collection_path == SPARK_TESTS:
+        return True
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
