@@ -46,7 +46,7 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Splits the suite into scripts/test.sh's two parts (`--suite-part`) and orders part 1's files.
+    """Splits the suite into scripts/test.sh's three parts (`--suite-part`) and orders part 1's files.
 
     `own_jvm` tests live in tests/spark but start JVMs / servers of their own (a standalone cluster, fresh
     sessions, separate Connect servers): nothing ties them to part 2's one process and its shared sessions, so
