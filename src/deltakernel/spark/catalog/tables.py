@@ -361,6 +361,8 @@ def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> 
     view = frame_view_table(spark, name)  # Connect: a temporary view made from a Delta DataFrame
     if view is not None:
         return view
+    if _text_view(spark, name):  # Connect: a temporary view made by SQL over Delta tables, read as SQL reads it
+        return spark.sql(f"SELECT * FROM {_q(name)}")
     ref = resolve_name(spark, name)
     if ref is None:
         return _read_view(spark, name)
@@ -371,12 +373,24 @@ def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> 
     return cache_catalog_plan(spark, ref)
 
 
+def _text_view(spark: Any, name: str) -> bool:
+    """Is `name` a temporary view whose text this session recorded (`CREATE TEMPORARY VIEW v AS SELECT ... FROM
+    <Delta table>` on Connect: `relations_connect`)? Read through the router (as SQL over it is), it plans its files
+    at the tables' latest versions with the conditions chained after it; Spark's own copy of it reads the versions
+    it was made at, through the Python data source."""
+    from ..scan.connect_plan import text_view
+
+    return "_dk_text_views" in spark.__dict__ and "." not in name and "`" not in name and \
+        text_view(spark, name) is not None
+
+
 def _read_view(spark: Any, name: str) -> Any:
     """`spark.table(view)` of a permanent view: read as `SELECT * FROM view` through the Delta SQL router, which
     expands the view's stored text (its Delta catalog tables read natively, their files skipped by the
-    statement's conditions). Why not Spark's own resolution: over Spark Connect the server would read a Delta
-    catalog table inside the view through the registered Python data source, which is given no path option
-    (`a Delta table path is needed`); one route for both session kinds. None for anything but a view."""
+    statement's conditions, and on Connect by the conditions chained after it: `connect_plan.RoutedQuery`).
+    Why not Spark's own resolution: over Spark Connect the server would read a Delta catalog table inside the
+    view through the registered Python data source, which is given no path option (`a Delta table path is
+    needed`); one route for both session kinds. None for anything but a view."""
     entry = lookup(spark, split_name(spark, name))
     if entry is None or not entry.view_text:
         return None
