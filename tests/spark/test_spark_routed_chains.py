@@ -5,7 +5,9 @@ over Delta relations filtered with the DataFrame API; on Connect through `connec
 One table (12 files, ids sorted across files, 4 partitions), a catalog table over it, a permanent view and a
 temporary view made by SQL over that. Each shape is read once before the files its conditions rule out are deleted
 from storage (a file named to Spark that the query does not need then fails it with PATH_NOT_FOUND /
-FILE_NOT_EXIST), then again: one file kept per Delta scan (`scan_report`) and the rows of the first read.
+FILE_NOT_EXIST), then again: one file kept per Delta scan (`scan_report`) and the rows of the first read. (Read
+before the deletion also because on Connect the first statement of a shape is analysed eagerly with its own,
+unfiltered scans, which name every file: docs/decisions.md, "Conditions chained after routed SQL frames".)
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ SHAPES = [
                                                                                           "id BETWEEN 60 AND 69")),
     ("spark.table(temporary view made by SQL).where", lambda spark, path: spark.table(TEMP).where("id = 66")),
 ]
+#: read by Spark's own copy of the view on Connect: its Delta table through the Python data source, which plans with
+#: the filters Spark pushes to it - no Parquet scan `scan_report` sees; the rows after the deletion show it skips
+SPARKS_OWN_COPY = {"spark.table(temporary view made by SQL).where"}
 
 
 def test_conditions_chained_after_routed_frames_choose_files(spark, source, tmp_path):
@@ -77,8 +82,9 @@ def test_conditions_chained_after_routed_frames_choose_files(spark, source, tmp_
             Path(path, p).unlink()
         for name, build in SHAPES:
             df = build(spark, path)
-            reports = dks.scan_report(df)
-            assert [(r.files_kept, r.files_total) for r in reports] == [(1, FILES)], name
+            reports = [(r.files_kept, r.files_total) for r in dks.scan_report(df)]
+            if not (name in SPARKS_OWN_COPY and not reports):  # Connect: the Python source (the rows show it skips)
+                assert reports == [(1, FILES)], name
             assert sorted(map(tuple, df.collect())) == before[name], name
             assert before[name], name
         # the proof device: a chained condition that needs a deleted file fails the query

@@ -361,8 +361,6 @@ def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> 
     view = frame_view_table(spark, name)  # Connect: a temporary view made from a Delta DataFrame
     if view is not None:
         return view
-    if _text_view(spark, name):  # Connect: a temporary view made by SQL over Delta tables, read as SQL reads it
-        return spark.sql(f"SELECT * FROM {_q(name)}")
     ref = resolve_name(spark, name)
     if ref is None:
         return _read_view(spark, name)
@@ -371,17 +369,6 @@ def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> 
     if options:
         return latest_frame(spark, ref.location, options, table=(ref.db or "default", str(ref.table)))
     return cache_catalog_plan(spark, ref)
-
-
-def _text_view(spark: Any, name: str) -> bool:
-    """Is `name` a temporary view whose text this session recorded (`CREATE TEMPORARY VIEW v AS SELECT ... FROM
-    <Delta table>` on Connect: `relations_connect`)? Read through the router (as SQL over it is), it plans its files
-    at the tables' latest versions with the conditions chained after it; Spark's own copy of it reads the versions
-    it was made at, through the Python data source."""
-    from ..scan.connect_plan import text_view
-
-    return "_dk_text_views" in spark.__dict__ and "." not in name and "`" not in name and \
-        text_view(spark, name) is not None
 
 
 def _read_view(spark: Any, name: str) -> Any:
