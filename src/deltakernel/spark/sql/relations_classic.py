@@ -71,6 +71,9 @@ class ClassicRelations:
     def remember(self, key: Any) -> Callable[[], None]:
         return lambda: None
 
+    def filterable(self, found: Found, frame: Any, replan: Callable[[tuple[str, ...]], Any]) -> Any:
+        return frame  # Spark's optimizer pushes chained conditions into the native plan's file index
+
     def qualify(self, text: str, database: str) -> str | None:
         return None  # views are expanded with the session switched to their database
 
