@@ -274,3 +274,24 @@ def test_conditions_chained_after_a_view_are_one_request(cspark, requests, tmp_p
             assert _sent(requests) == [("execute", "root")], requests
         [report] = scan_report(cspark.sql(f"SELECT * FROM {db}.t").where("id = 17"))
         assert (report.files_kept, report.files_total) == (1, 3)
+
+
+def test_a_delta_read_plan_records_no_call_sites(cspark, tmp_path, monkeypatch):
+    """The Parquet scan a Connect Delta read sends is built with PySpark's call-site capture off: each Column
+    function would record a deltakernel frame as its origin - and try `import IPython`, a failed import per call
+    where IPython is not installed (docs/decisions.md, "Connect: the last two point-query shapes")."""
+    import pyspark.errors.utils as pyspark_errors
+
+    captured: list[int] = []
+    original = pyspark_errors._capture_call_site
+
+    def capture(depth: int) -> str:
+        captured.append(depth)
+        return original(depth)
+
+    monkeypatch.setattr(pyspark_errors, "_capture_call_site", capture)
+    path = _table(str(tmp_path / "t"))
+    df = cspark.read.format("delta").load(path).where("id = 13")
+    captured.clear()
+    assert [tuple(r) for r in df.collect()] == [(13, "s13")]  # the leaf's files and plan are built here
+    assert captured == []

@@ -25,6 +25,7 @@ from ...kernel.schema.column_mapping import physical_name
 from ...kernel.snapshot import Snapshot
 from ..common.geo_types import session_geo_types
 from ..common.schema import spark_path
+from ..common.task_errors import internal_plans
 from . import file_columns as fc
 from .deleted_rows import drop_deleted_rows
 from .hive_layout import base_path, hive_discoverable
@@ -106,10 +107,13 @@ def map_lookups(meta: pa.Table, key: Any, types: dict[str, Any]) -> list[Any]:
     return out
 
 
+@internal_plans()
 def public_frame(spark: Any, snapshot: Snapshot, predicate: Any = None, *, row_tracking: bool = False,
                  files: pa.Table | None = None) -> Any:
     """The snapshot's logical rows (files kept for `predicate`, or `files` when given) as a DataFrame of
-    `spark`'s kind."""
+    `spark`'s kind. Built with PySpark's call-site capture off (`internal_plans`): every Column function of it
+    would otherwise record a deltakernel frame as its origin - and on Connect try to import IPython, a failed
+    import per call when it is not installed (measured: 9 per point query, ~20 % of the router's client time)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
     from pyspark.sql.types import StructField as SparkField
