@@ -14,6 +14,13 @@ that thread and the connection's Java side; `reap` shuts down the connections wh
 connection can never be used again: py4j keys connections by thread), which ends the Python thread serving it.
 Connections of live threads are left alone (closing one under a thread about to call back could fail that
 call), so the count is bounded by the JVM's live pool threads.
+
+That bound is still large: Spark's pools keep a thread per task until their cap (128 for `broadcast-exchange`)
+with 60 s keep-alive, so back-to-back joins keep ~(query rate x 60 s) serving threads alive. What each one
+cost was not its socket or stack but the Arrow allocator's per-thread heap left by the listing's Arrow work
+(~0.5 MiB each, docs/decisions.md "Issue 31 item 4"). So the callbacks do their Arrow work on the bounded
+`arrow_workers` pool and keep only JVM calls on the serving thread: the serving threads stay cheap and the
+memory no longer follows their number.
 """
 
 from __future__ import annotations
