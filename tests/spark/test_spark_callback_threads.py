@@ -20,7 +20,7 @@ from deltakernel.errors import DeltaError
 
 pytestmark = pytest.mark.classic_only("the file index is called back over py4j by the driver JVM")
 
-QUERIES = 6
+QUERIES = 4
 
 
 def _table(path: str, start: int) -> None:
