@@ -16,6 +16,13 @@ Connections of live threads are left alone (closing one under a thread about to 
 call), so the count is bounded by the JVM's live pool threads. `reap` runs inside a callback - on the query's
 path - so it asks the JVM for the ids of all its live threads at once (two round trips), not each remembered
 thread whether it is alive (one round trip per connection: ~10-40 per reap in a TPC-H session).
+
+That bound is still large: Spark's pools keep a thread per task until their cap (128 for `broadcast-exchange`)
+with 60 s keep-alive, so back-to-back joins keep ~(query rate x 60 s) serving threads alive. What each one
+cost was not its socket or stack but the Arrow allocator's per-thread heap left by the listing's Arrow work
+(~0.5 MiB each, docs/decisions.md "Issue 31 item 4"). So the callbacks do their Arrow work on the bounded
+`arrow_workers` pool and keep only JVM calls on the serving thread: the serving threads stay cheap and the
+memory no longer follows their number.
 """
 
 from __future__ import annotations

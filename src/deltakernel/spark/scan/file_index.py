@@ -38,7 +38,7 @@ from ...kernel.scan.partition_values import partition_columns_table
 from ...kernel.scan.skipping import file_skipping_mask
 from ...kernel.schema.types import DataType
 from ...kernel.snapshot import Snapshot
-from . import catalyst, jvm_files
+from . import arrow_workers, catalyst, jvm_files
 from .callbacks import note_callback
 from .jvm_refs import as_scala_list, jclass, static
 from .paths import file_uri, file_uris
@@ -154,17 +154,9 @@ class DeltaFileIndex:
         else:
             n_data = int(dataFilters.size())
         n = self.files.num_rows
-        if preds and n:
-            keep = file_skipping_mask(self.snapshot, self.files, preds[0] if len(preds) == 1 else And(*preds))
-        else:
-            keep = pa.array(np.ones(n, dtype=np.bool_))
-        kept = self.files.filter(keep)
-        document = jvm_files.listing_xml(
-            self.uris().filter(keep), kept.column("size").combine_chunks().fill_null(0),
-            kept.column("modification_time").combine_chunks().fill_null(0),
-            [a.filter(keep) for a in self._partitions()])
+        # the Arrow work on deltakernel's bounded workers, not on this (per-JVM-thread) serving thread
+        document, kept_files = arrow_workers.run(self._listing_document, preds)
         listing = jvm_files.partition_directories(self._spark, document)
-        kept_files = kept.num_rows
         if inexact_partition:
             listing, kept_files = self._filter_partitions(listing, inexact_partition)
         record = Listing(n, kept_files, n_part, n_data, time.perf_counter() - start)
@@ -175,6 +167,20 @@ class DeltaFileIndex:
         if self._on_listing is not None:
             self._on_listing(record)
         return listing
+
+    def _listing_document(self, preds: list[Expr]) -> tuple[bytes, int]:
+        """The listing document of the files `preds` keep, and how many (Arrow work only: no JVM call)."""
+        n = self.files.num_rows
+        if preds and n:
+            keep = file_skipping_mask(self.snapshot, self.files, preds[0] if len(preds) == 1 else And(*preds))
+        else:
+            keep = pa.array(np.ones(n, dtype=np.bool_))
+        kept = self.files.filter(keep)
+        document = jvm_files.listing_xml(
+            self.uris().filter(keep), kept.column("size").combine_chunks().fill_null(0),
+            kept.column("modification_time").combine_chunks().fill_null(0),
+            [a.filter(keep) for a in self._partitions()])
+        return document, kept.num_rows
 
     def _stats_skipping(self) -> bool:
         """delta-spark's switch for statistics-based skipping (partition pruning always applies); read at every
@@ -189,7 +195,7 @@ class DeltaFileIndex:
         return str(value).strip().lower() != "false"
 
     def inputFiles(self) -> Any:
-        return jvm_files.decode(self._spark, jvm_files.strings_xml(self.uris()))
+        return jvm_files.decode(self._spark, arrow_workers.run(lambda: jvm_files.strings_xml(self.uris())))
 
     def refresh(self) -> None:
         """Nothing to refresh: the index serves one snapshot (a new read plans the next version)."""
@@ -197,8 +203,11 @@ class DeltaFileIndex:
     def sizeInBytes(self) -> int:
         """The files' total size (Spark's plan statistics ask for it many times per query: computed once)."""
         if self._size is None:
-            self._size = int(pc.sum(self.files.column("size")).as_py() or 0) if self.files.num_rows else 0
+            self._size = arrow_workers.run(self._total_size)
         return self._size
+
+    def _total_size(self) -> int:
+        return int(pc.sum(self.files.column("size")).as_py() or 0) if self.files.num_rows else 0
 
     def partitionSchema(self) -> Any:
         return self._partition_schema
