@@ -64,8 +64,9 @@ def make_source() -> None:
     pq.write_table(pa.concat_tables([hit, new]), SOURCE)
 
 
-def prepared_session() -> Any:
-    """The tables and the MERGE source written (once), and a `local[2]` session with deltakernel enabled."""
+def prepared_session(confs: dict[str, str] | None = None) -> Any:
+    """The tables and the MERGE source written (once), and a `local[2]` session with deltakernel enabled
+    (`confs`: more session confs, e.g. the Connect server plugin)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     make_tables()
     make_source()
@@ -73,8 +74,11 @@ def prepared_session() -> Any:
 
     import deltakernel.spark as dks
 
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g").getOrCreate())
+    builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "2g"))
+    for key, value in (confs or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     dks.enable(spark)
     return spark

@@ -409,21 +409,62 @@ def _jobs_so_far(classic_spark) -> int:
     return int(counter if isinstance(counter, int) else counter.get())
 
 
-def test_dv_upsert_runs_three_spark_jobs(spark, classic_spark, tmp_path):
+def _count_round_trips(spark, classic_spark, monkeypatch) -> list[str]:
+    """The driver's round trips to Spark from now on, one entry each: py4j commands on classic (by kind: `c` call,
+    `r` reflection, `i` constructor, ...; not `m`, the deletes py4j sends when Python's garbage collector frees a
+    JVM object's proxy - at its own time), requests of the Connect client (`execute`, `analyze`, `config`)."""
+    sent: list[str] = []
+    if spark is classic_spark:
+        client = classic_spark._jvm._gateway_client
+        send = client.send_command
+
+        def counted(command, *args, **kwargs):
+            if not command.startswith("m"):
+                sent.append(command[:1])
+            return send(command, *args, **kwargs)
+
+        monkeypatch.setattr(client, "send_command", counted)
+        return sent
+    for name, kind in (("_execute_and_fetch_as_iterator", "execute"), ("_execute", "execute"),
+                       ("_analyze", "analyze"), ("config", "config")):
+        original = getattr(spark.client, name)
+
+        def wrapper(*args, _original=original, _kind=kind, **kwargs):
+            sent.append(_kind)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(spark.client, name, wrapper)
+    return sent
+
+
+# the driver's round trips of test_dv_upsert_runs_three_spark_jobs' MERGE, measured alone in a fresh session (the
+# first MERGE also looks Spark's SQL functions up once: common/jvm_functions.py): 661 py4j commands (1,268 for the
+# 5M-row benchmark's MERGE before helper mergedrv's cuts, 737 after; benchmarks/profile_spark_merge.py --count),
+# 15 Connect requests (22 before)
+MERGE_PY4J_COMMANDS = 700
+MERGE_CONNECT_REQUESTS = 15
+
+
+def test_dv_upsert_runs_three_spark_jobs(spark, classic_spark, tmp_path, monkeypatch):
     """A MERGE with deletion vectors whose written rows are copies of a small source's rows (`UPDATE SET *`,
     `INSERT *`) runs 3 Spark jobs (issue 32 item 3; 9, then 5 before): the source materialized with its stats
     observed and its rows read to the driver (1); the broadcast of the source (1); the target scan + join,
     its tasks returning the pairs (1). The driver writes the DVs (touched.deletion_vectors_on_driver) and the
-    rows (driver_rows.py): no shuffle by file, no DV job, no write job."""
+    rows (driver_rows.py): no shuffle by file, no DV job, no write job. Between those jobs the driver plans with
+    at most MERGE_PY4J_COMMANDS py4j commands (classic) or MERGE_CONNECT_REQUESTS requests (Connect)."""
     ours, theirs = _copies(tmp_path, "unpartitioned", DV)
     src = spark.createDataFrame(_source([1, 2, 3, 40, 41, 100, 101], "keep")).alias("s")
     before = _jobs_so_far(classic_spark)
+    sent = _count_round_trips(spark, classic_spark, monkeypatch)
     DeltaTable.forPath(spark, ours).alias("t").merge(src, "t.id = s.id").whenMatchedUpdateAll() \
         .whenNotMatchedInsertAll().execute()
+    trips = len(sent)  # (the patches go at the test's end)
     jobs = _jobs_so_far(classic_spark) - before
     metrics = _last(ours)["operationMetrics"]
     assert (int(metrics["numTargetRowsUpdated"]), int(metrics["numTargetRowsInserted"])) == (5, 2)
     assert jobs == 3, jobs
+    limit = MERGE_PY4J_COMMANDS if spark is classic_spark else MERGE_CONNECT_REQUESTS
+    assert trips <= limit, (trips, sorted(set(sent)))
 
 
 @pytest.mark.parametrize("mode", ["dv", "cow"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -146,18 +146,24 @@ def check_writable(target: Target, operation: str) -> None:
         raise ConstraintViolationError(f"delta.appendOnly: this table only allows appends, {operation} is refused")
 
 
-def commit_properties(spark: Any) -> CommitProperties:
-    """delta-spark's session conf `spark.databricks.delta.commitInfo.userMetadata` as the commit's userMetadata."""
-    try:
-        meta = spark.conf.get(USER_METADATA_CONF, None)
-    except Exception:
-        meta = None
+def commit_properties(spark: Any, known: Mapping[str, str | None] | None = None) -> CommitProperties:
+    """delta-spark's session conf `spark.databricks.delta.commitInfo.userMetadata` as the commit's userMetadata
+    (`known`: confs read already, in one request with others)."""
+    if known is not None and USER_METADATA_CONF in known:
+        meta = known[USER_METADATA_CONF]
+    else:
+        try:
+            meta = spark.conf.get(USER_METADATA_CONF, None)
+        except Exception:
+            meta = None
     return CommitProperties(custom_metadata={"userMetadata": str(meta)} if meta else None)
 
 
-def run_commit(op: SparkDml, start: float) -> tuple[dict[str, Any], int | None]:
-    """Run `op` and commit its transaction (see module docstring); (metrics, version or None)."""
-    metrics, version = run_and_commit(op, op.txn, start, commit_properties(op.target.spark), None)
+def run_commit(op: SparkDml, start: float,
+               known: Mapping[str, str | None] | None = None) -> tuple[dict[str, Any], int | None]:
+    """Run `op` and commit its transaction (see module docstring); (metrics, version or None). `known`: session
+    confs read already."""
+    metrics, version = run_and_commit(op, op.txn, start, commit_properties(op.target.spark, known), None)
     _log.debug("deltakernel Spark %s: version %s, %s", op.txn.operation, version, metrics)
     return metrics, version
 

@@ -35,8 +35,9 @@ def _join_node(plan: Any) -> Any:
 
 def analyze_condition(joined: Any) -> Analysis:
     """Keys and target-only conjuncts of the condition of `joined` (target on the left), from Spark's
-    analyzed plan: attributes are told apart by expression id, so aliases, case and unqualified names
-    resolve exactly as Spark resolves them."""
+    analyzed plan: attributes are told apart by expression id (membership in each side's output set), so
+    aliases, case and unqualified names resolve exactly as Spark resolves them. Asked in the JVM per conjunct,
+    never per output column (each is a py4j round trip)."""
     out = Analysis()
     try:
         join = _join_node(joined._jdf.queryExecution().analyzed())
@@ -44,8 +45,7 @@ def analyze_condition(joined: Any) -> Analysis:
             return out
         cond = join.condition().get()
         out.sql = str(cond.sql())
-        left = {a.exprId().id(): str(a.name()) for a in _seq(join.left().output())}
-        right = {a.exprId().id(): str(a.name()) for a in _seq(join.right().output())}
+        left, right = join.left().outputSet(), join.right().outputSet()
         stack = [cond]
         while stack:
             e = stack.pop()
@@ -53,28 +53,28 @@ def analyze_condition(joined: Any) -> Analysis:
             if name == "And":
                 stack += [e.right(), e.left()]
                 continue
-            refs = {r.exprId().id() for r in _seq(e.references().toSeq())}
             if name == "EqualTo":
                 key = _key(e.left(), e.right(), left, right) or _key(e.right(), e.left(), left, right)
                 if key is not None:
                     out.keys.append(key)
                     continue
-            if refs and refs <= set(left):
+            refs = e.references()
+            if not refs.isEmpty() and refs.subsetOf(left):
                 out.target_only.append(str(e.sql()))
     except Exception as exc:  # an unexpected plan shape: no pruning, Spark still decides
         _log.debug("deltakernel MERGE: cannot analyze the join condition for pruning: %s", exc)
     return out
 
 
-def _key(t: Any, s: Any, left: dict[int, str], right: dict[int, str]) -> tuple[str, str] | None:
-    """(target, source) column names when `t` is a bare target attribute and `s` a (cast) source one."""
+def _key(t: Any, s: Any, left: Any, right: Any) -> tuple[str, str] | None:
+    """(target, source) column names when `t` is a bare target attribute and `s` a (cast) source one (`left`,
+    `right`: the join sides' output attribute sets)."""
     if s.nodeName() == "Cast":
         s = s.child()
     if t.nodeName() != "AttributeReference" or s.nodeName() != "AttributeReference":
         return None
-    ti, si = t.exprId().id(), s.exprId().id()
-    if ti in left and si in right:
-        return left[ti], right[si]
+    if left.contains(t) and right.contains(s):
+        return str(t.name()), str(s.name())
     return None
 
 

@@ -153,7 +153,8 @@ def target_frame(target: Target, files: pa.Table, fids: Sequence[int] | np.ndarr
         df = _scan(spark, snapshot, read_schema, sub.filter(keep), layout.data_names())
         group_meta = meta.filter(keep)
         if not parts and group_meta.num_rows <= MAP_LOOKUP_FILES:
-            df = df.select(*[c for c in df.columns if c != _PATH], *_lookups(group_meta))
+            # no `df.columns`: a schema is an analyze request on Spark Connect (py4j calls on classic)
+            df = df.select(F.col("*"), *_lookups(group_meta)).drop(_PATH)
         else:
             df = df.join(F.broadcast(spark.createDataFrame(group_meta)), _PATH, "inner").drop(_PATH)
         if with_dv:

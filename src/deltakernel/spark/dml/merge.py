@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -83,10 +83,19 @@ from ...operations.dml.merge.plan import (
 from ...operations.dml.rewrite import remove_action
 from ...operations.files.change_data import cdf_enabled
 from ...operations.write.enforcement import Enforcer
+from ..common.confs import get_confs
 from ..common.task_errors import internal_plans
 from ..writing import identity as idc
 from . import driver_rows
-from .commit import ENGINE_INFO, SparkDml, check_writable, load_target, native_readable, run_commit
+from .commit import (
+    ENGINE_INFO,
+    USER_METADATA_CONF,
+    SparkDml,
+    check_writable,
+    load_target,
+    native_readable,
+    run_commit,
+)
 from .frame import FID, ROW, Target
 from .merge_plan import ACTION, S_MARK, SID, MergePlan, SparkClause, text_of
 from .merge_write import ClauseRules, MergeRowsPlan, write_merge_rows
@@ -127,9 +136,11 @@ class SparkMerge(SparkDml):
     metrics: MergeMetrics  # type: ignore[assignment]  # MERGE's counters, not DELETE/UPDATE's
 
     def __init__(self, target: Target, plan: MergePlan, txn: KernelTransaction,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+                 progress: Callable[[int, int], None] | None = None,
+                 confs: Mapping[str, str | None] | None = None) -> None:
         super().__init__(target, txn, progress)
         self.plan = plan
+        self.confs = confs  # session confs read once for this MERGE (`execute`), or None: read when needed
         self.metrics = MergeMetrics()
         # identity columns inserted rows get generated values for (per column: the clauses not assigning it)
         self.idents = idc.identities(txn.metadata, txn.protocol)
@@ -162,7 +173,7 @@ class SparkMerge(SparkDml):
                 # deletion vectors: when every written value comes from the source row alone, the rows written
                 # are the source rows left-joined with the pairs' clauses (`source_rows`), and classification
                 # scans only the columns the join reads
-                from_source = plan.source_update_values() if use_dv and out.simple and hidden is None else None
+                from_source = self._from_source(driver) if use_dv and out.simple and hidden is None else None
                 carried = out if use_dv and from_source is None else None
                 # the pairs over every file, planned meanwhile too: used when pruning keeps every file
                 everything = self._pairs(snapshot.files, carried) if snapshot.files.num_rows else None
@@ -200,7 +211,7 @@ class SparkMerge(SparkDml):
                     if files.num_rows else None
                 try:  # the write's plan is analyzed while the DV job runs
                     if from_source is not None and not collect:
-                        prebuilt = plan.source_rows(pairs.where("matched"), from_source)
+                        prebuilt = plan.source_rows(pairs.where("matched"), from_source())
                 finally:
                     result, collected = dv_job.result() if dv_job is not None else (None, None)
             touched, counts, duplicates = self._dv_counts(files, result)
@@ -209,7 +220,7 @@ class SparkMerge(SparkDml):
                     (collected is not None or files.num_rows == 0):
                 driver_table = driver_rows.rows(plan, source, collected, driver_rows.arrow_schema(txn.metadata))
             elif from_source is not None and collect:
-                prebuilt = self._source_rows(pairs, collected, from_source, files.num_rows > 0)
+                prebuilt = self._source_rows(pairs, collected, from_source(), files.num_rows > 0)
         else:
             touched, counts, duplicates = self._classify(pairs)
         self.step()
@@ -267,10 +278,21 @@ class SparkMerge(SparkDml):
                 any(r.metadata is not None for r in self._rules()):
             return None
         found = driver_rows.plan_driver_rows(self.plan)
-        if found is None or write_path_choice(self.target.spark, {}) != "auto":
+        if found is None or write_path_choice(self.target.spark, {}, self.confs) != "auto":
             return None
         size = facts_of(self.target.spark).size_estimate(self.plan.source)
         return found if size is not None and size <= driver_rows.COLLECT_SOURCE_BYTES else None
+
+    def _from_source(self, driver: driver_rows.DriverRows | None) -> Callable[[], list[Any]] | None:
+        """The written values when every one comes from the source row (`MergePlan.source_update_values`), as a
+        function: with `driver` (copies of source columns, `UPDATE SET *` of every column) they are known to be,
+        and are built only when a Spark write needs them (the driver writes the rows otherwise). None: an
+        update reads the target row."""
+        if driver is not None:
+            plan = self.plan
+            return lambda: plan.source_update_values() or []  # never None for such clauses
+        values = self.plan.source_update_values()
+        return None if values is None else (lambda: values)
 
     def _outputs(self, hidden: tuple[str, str] | None) -> _Outputs:
         """The columns of the rows written: new values, hidden row-tracking columns and, when the rows go
@@ -300,7 +322,7 @@ class SparkMerge(SparkDml):
 
         plan = self.plan
         hidden = out.hidden if out is not None else None
-        j = plan.joined(files, hidden=hidden, keep_target=bool(plan.by_source), copies=out is not None)
+        j = plan.joined(files, hidden=hidden, keep_target=bool(plan.by_source), copies=out is not None, check=False)
         s, act = F.col(S_MARK).isNotNull(), F.col(ACTION)
         carried = [v for v, n in zip(out.values, out.names) if n != ACTION] if out is not None else []
         return j.where(s | (act >= 0)).select(FID, ROW, F.col(SID), act.alias("a"), s.alias("matched"),
@@ -335,10 +357,12 @@ class SparkMerge(SparkDml):
         the touched files' new DVs and counts, per file, the rows updated and deleted and the most pairs of one
         target row (`touched.write_deletion_vectors`); with `collect`, also returns every pair's `(sid, a)`
         (None: too many)."""
+        from pyspark.sql import functions as F
+
         clauses = (tuple(self.plan.updates), tuple(self.plan.deletes))
         conf = self.txn.metadata.configuration
         if collect:
-            four = pairs.select(FID, ROW, "a", SID)
+            four = pairs.select(F.col(FID), F.col(ROW), F.col("a"), F.col(SID))  # Columns: see frame.target_frame
             if DRIVER_DVS:
                 found = deletion_vectors_on_driver(self.target, files, four, conf, clauses,
                                                    self.metrics.num_source_rows)
@@ -507,10 +531,12 @@ class SparkMerge(SparkDml):
 @internal_plans()
 def merge(spark: Any, path: str, source: Any, condition: Any, clauses: list[SparkClause], *,
           alias: str | None = None, schema_evolution: bool = False, storage_options: dict[str, str] | None = None,
-          progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+          progress: Callable[[int, int], None] | None = None,
+          confs: Mapping[str, str | None] | None = None) -> dict[str, Any]:
     """MERGE `source` (a Spark DataFrame, aliased or not) into the table at `path` on `condition`;
     returns deltalake's metrics dict (the commit carries delta-spark's). Unchanged table on any error;
-    nothing to do -> no commit. `progress(done, total)` is called per job."""
+    nothing to do -> no commit. `progress(done, total)` is called per job; `confs`: session confs read
+    already (`DeltaMergeBuilder.execute`; else each is read when needed)."""
     start = time.monotonic()
     if not clauses:
         raise MergeError("MERGE needs at least one WHEN clause (whenMatchedUpdate, whenNotMatchedInsert, ...)")
@@ -536,8 +562,8 @@ def merge(spark: Any, path: str, source: Any, condition: Any, clauses: list[Spar
         txn.operation_parameters["predicate"] = plan.analysis.sql
     if not native_readable(target):
         return _embedded(target, source, condition, clauses, schema_evolution)
-    op = SparkMerge(target, plan, txn, progress)
-    metrics, _ = run_commit(op, start)
+    op = SparkMerge(target, plan, txn, progress, confs)
+    metrics, _ = run_commit(op, start, confs)
     return metrics
 
 
@@ -656,22 +682,19 @@ class DeltaMergeBuilder:
     def execute(self) -> Any:
         """Run the MERGE; a one-row DataFrame `num_affected_rows, num_updated_rows, num_deleted_rows,
         num_inserted_rows` (delta-spark 4's)."""
-        evolve = self._evolve or _conf_true(self._spark, AUTO_MERGE_CONF)
+        from ..writing.native_write import WRITE_PATH_CONF
+
+        # the session confs a MERGE reads, at once: one request on Spark Connect, not one per conf
+        confs = get_confs(self._spark, [AUTO_MERGE_CONF, WRITE_PATH_CONF, USER_METADATA_CONF])
+        evolve = self._evolve or str(confs.get(AUTO_MERGE_CONF) or "false").strip().lower() == "true"
         m = merge(self._spark, self._path, self._source, self._condition, list(self._clauses), alias=self._alias,
-                  schema_evolution=evolve)
+                  schema_evolution=evolve, confs=confs)
         u, d, i = (int(m.get("num_target_rows_updated", 0)), int(m.get("num_target_rows_deleted", 0)),
                    int(m.get("num_target_rows_inserted", 0)))
         table = pa.table({"num_affected_rows": [u + d + i], "num_updated_rows": [u], "num_deleted_rows": [d],
                           "num_inserted_rows": [i]}, schema=pa.schema([(n, pa.int64()) for n in (
                               "num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows")]))
         return self._spark.createDataFrame(table)
-
-
-def _conf_true(spark: Any, key: str) -> bool:
-    try:
-        return str(spark.conf.get(key, "false")).strip().lower() == "true"
-    except Exception:
-        return False
 
 
 __all__ = ["DeltaMergeBuilder", "SparkMerge", "merge"]

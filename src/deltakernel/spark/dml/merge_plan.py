@@ -57,6 +57,22 @@ PARTITION_IN_LIMIT = 1000  # as the embedded MERGE: distinct source values of a 
 _log = logging.getLogger(__name__)
 
 
+# Spark types whose `simpleString()` Spark's type parser reads back as the very same type whatever the session's
+# confs (not `string`: a session's default collation; not `timestamp`: `spark.sql.timestampType`)
+_TYPE_NAMES = frozenset({"boolean", "tinyint", "smallint", "int", "bigint", "float", "double", "binary", "date",
+                         "timestamp_ntz"})
+
+
+def cast_to(col: Any, data_type: Any) -> Any:
+    """`col.cast(data_type)`, by the type's name when Spark parses that name back to the same type (plain
+    atomic types, decimals). Why: a classic `Column.cast(DataType)` looks the active session up and has the JVM
+    parse the type's JSON (~10 py4j round trips); by name it is one call, the same cast."""
+    name = data_type.simpleString()
+    if name in _TYPE_NAMES or (name.startswith("decimal(") and type(data_type).__name__ == "DecimalType"):
+        return col.cast(name)
+    return col.cast(data_type)
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
@@ -161,6 +177,7 @@ class MergePlan:
         self._shared: list[Any] = []
         self._values_cache: dict[tuple[int, ...] | None, list[Any]] = {}
         self._source_side: tuple[Any, Any] | None = None
+        self._action_column: Any = None  # `_action()`, built once (a Column is a plan, reusable in every join)
         self.collected_source: pa.Table | None = None  # `source_stats(collect)`'s rows
 
     # ------------------------------------------------------------------ the two sides
@@ -183,7 +200,9 @@ class MergePlan:
         cond = F.lit(True) if c.condition is None else as_column(c.condition, "a MERGE clause condition")
         return cond.alias(f"__dk_c{i}")
 
-    def source_side(self, matched_sids: Any = None) -> Any:
+    def source_side(self, matched_sids: Any = None, check: bool = True) -> Any:
+        """The source rows with the marker, the internal copies of its columns and the NOT MATCHED clauses'
+        columns (`check`: analyzed now, see `joined`)."""
         from pyspark.sql import functions as F
 
         if matched_sids is None and self._source_side is not None and self._source_side[0] is self.source:
@@ -191,7 +210,8 @@ class MergePlan:
         cols = [F.col(quote(n)).alias(f"__dk_s{j}") for j, n in enumerate(self.s_names)]
         base = self.source if matched_sids is None else self.source.join(matched_sids, SID, "left_anti")
         try:
-            side = resolved(base.select("*", *cols, F.lit(True).alias(S_MARK), *self._extras(self.inserts)))
+            side = base.select("*", *cols, F.lit(True).alias(S_MARK), *self._extras(self.inserts))
+            side = resolved(side) if check else side
             if matched_sids is None:
                 self._source_side = (self.source, side)
             return side
@@ -200,7 +220,7 @@ class MergePlan:
                                      f"only): {_first_line(e)}") from e
 
     def target_side(self, files: pa.Table | None, fids: Any, hidden: tuple[str, str] | None,
-                    copies: bool = True) -> Any:
+                    copies: bool = True, check: bool = True) -> Any:
         """The target rows with the marker, the one-sided clauses' columns and (`copies`) the internal copies
         of the target's columns that old values (`old`) read."""
         from pyspark.sql import functions as F
@@ -216,7 +236,8 @@ class MergePlan:
                 base = base.alias(self.target.alias)
         cols = [F.col(quote(n)).alias(f"__dk_t{i}") for i, n in enumerate(self.t_names)] if copies else []
         try:
-            return resolved(base.select("*", *cols, F.lit(True).alias(T_MARK), *self._extras(self.by_source)))
+            side = base.select("*", *cols, F.lit(True).alias(T_MARK), *self._extras(self.by_source))
+            return resolved(side) if check else side
         except analysis_error() as e:
             raise InvalidFilterError(f"invalid NOT MATCHED BY SOURCE clause (it may read target columns only): "
                                      f"{_first_line(e)}") from e
@@ -255,19 +276,21 @@ class MergePlan:
         self._shared = []
 
     def joined(self, files: pa.Table | None, fids: Any = None, *, hidden: tuple[str, str] | None = None,
-               keep_target: bool = False, matched_sids: Any = None, copies: bool = True) -> Any:
+               keep_target: bool = False, matched_sids: Any = None, copies: bool = True, check: bool = True) -> Any:
         """The target rows of `files` (file ids `fids`, all when None) joined with the source (left outer
         with `keep_target`, else inner: Spark broadcasts a small source), `ACTION` added. With `matched_sids`
-        (a frame of `__dk_sid`): the source rows NOT among them instead, as source-only rows (no target scan)."""
+        (a frame of `__dk_sid`): the source rows NOT among them instead, as source-only rows (no target scan).
+        `check=False`: not analyzed now - for the join `prepare()` analyzed already on an empty target of the
+        same columns (a Spark Connect analysis is a request, and the server plans the target's scan again)."""
         if matched_sids is not None:
             return self._join(self.target_side(None, None, hidden), self.source_side(matched_sids), "right")
-        return self._join(self.target_side(files, fids, hidden, copies), self.source_side(),
-                          "left" if keep_target else "inner")
+        return self._join(self.target_side(files, fids, hidden, copies, check), self.source_side(check=check),
+                          "left" if keep_target else "inner", check)
 
-    def _join(self, t_side: Any, s_side: Any, how: str) -> Any:
+    def _join(self, t_side: Any, s_side: Any, how: str, check: bool = True) -> Any:
         try:
-            j = t_side.join(s_side, self.condition, how)
-            return resolved(j.select("*", self._action().alias(ACTION)))
+            j = t_side.join(s_side, self.condition, how).select("*", self._action().alias(ACTION))
+            return resolved(j) if check else j
         except analysis_error() as e:
             raise InvalidFilterError(f"invalid MERGE condition or WHEN MATCHED clause: {_first_line(e)}") from e
 
@@ -297,9 +320,12 @@ class MergePlan:
     def _action(self) -> Any:
         from pyspark.sql import functions as F
 
-        t, s = F.col(T_MARK).isNotNull(), F.col(S_MARK).isNotNull()
-        return F.when(t & s, self._chain(self.matched, True)).when(s, self._chain(self.inserts, False)) \
-            .when(t, self._chain(self.by_source, False)).otherwise(F.lit(-1)).cast("int")
+        if self._action_column is None:  # built once: each Column function is py4j round trips on classic
+            t, s = F.col(T_MARK).isNotNull(), F.col(S_MARK).isNotNull()
+            self._action_column = F.when(t & s, self._chain(self.matched, True)) \
+                .when(s, self._chain(self.inserts, False)) \
+                .when(t, self._chain(self.by_source, False)).otherwise(F.lit(-1)).cast("int")
+        return self._action_column
 
     def source_rows(self, pairs: Any, values: list[Any], pair_clauses: Any = None) -> Any:
         """The rows a MERGE writes when every written value comes from the source row (`values`, see
@@ -360,7 +386,7 @@ class MergePlan:
                 expr = F.when(act == i, branch) if expr is None else expr.when(act == i, branch)
             fallback = F.lit(None) if only else self.old(f.name)
             expr = fallback if expr is None else expr.otherwise(fallback)
-            cols.append(expr.cast(self.spark_schema[f.name].dataType).alias(f.name))
+            cols.append(cast_to(expr, self.spark_schema[f.name].dataType).alias(f.name))
         return cols
 
     def source_update_values(self) -> list[Any] | None:
@@ -412,7 +438,7 @@ class MergePlan:
         valid = None
         parts = {p.lower() for p in self.target.snapshot.partition_columns}
         for k, (t, s) in enumerate(keys):
-            c = F.col(quote(s)).cast(self.spark_schema[t].dataType)
+            c = cast_to(F.col(quote(s)), self.spark_schema[t].dataType)
             aggs += [F.min(c).alias(f"lo{k}"), F.max(c).alias(f"hi{k}")]
             if t.lower() in parts:
                 aggs.append(F.slice(F.array_sort(F.collect_set(c)), 1, PARTITION_IN_LIMIT + 1).alias(f"in{k}"))

@@ -254,6 +254,14 @@ def write_deletion_vectors_and_pairs(
     return (rows.sort_by("fid") if rows.num_rows else rows), pairs
 
 
+def _fetched_type() -> Any:
+    """`FETCHED` as a Spark type (a DDL string is parsed by the JVM: an analyze request on Spark Connect)."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(f.name, T.IntegerType() if f.type == pa.int32() else T.LongType())
+                         for f in _FETCHED_SCHEMA])
+
+
 def _fetch_task(limit: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A scan task's pairs as they are, or one overflow row (fid NULL) past `limit` of them."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -280,7 +288,7 @@ def deletion_vectors_on_driver(
     (a source row matching many target rows; never more than `PAIRS_LIMIT`): the caller runs the DV job."""
     per_task = min(PAIRS_LIMIT, max(PAIRS_PER_TASK_MIN, source_rows))
     with task_errors():
-        fetched = to_arrow(matched.mapInArrow(_fetch_task(per_task), FETCHED))  # `matched`: those 4 columns
+        fetched = to_arrow(matched.mapInArrow(_fetch_task(per_task), _fetched_type()))  # `matched`: those 4 columns
     if fetched.num_rows and fetched.column("fid").null_count:
         return None
     info = pa.table({"path": files.column("path"), "deletion_vector": files.column("deletion_vector"),

@@ -105,6 +105,8 @@ PATCHES: tuple[Patch, ...] = (
     Patch("pyspark.sql.connect.client.core", "SparkConnectClient", "config", "kinds.catalog_cache:client_config_hook"),
     # PySpark's call-site capture, asked per thread (see `_errors.internal_plans`)
     Patch("pyspark.errors.utils", None, "is_debugging_enabled", "common.task_errors:thread_debugging"),
+    # classic: Spark's SQL functions looked up once per gateway, not twice per Column (common/jvm_functions.py)
+    Patch("pyspark.sql.functions.builtin", None, "_get_jvm_function", "common.jvm_functions:cached_jvm_function"),
 )
 
 #: session confs `enable()` sets: column mapping id mode matches Parquet field ids (files without ids - older
