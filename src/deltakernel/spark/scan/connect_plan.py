@@ -227,6 +227,10 @@ def _path_predicate(leaf: DeltaScan, path: tuple[Any, ...]) -> Any:
             if not cf.deterministic(node.filter):
                 break
             preds += _translate(node.filter, state, schema)
+        elif kind == "ScanConditions":  # the router's conjuncts on a DataFrame view: files only (scan_conditions.py)
+            for cond in node.conditions:
+                if cf.deterministic(cond):
+                    preds += _translate(cond, state, schema)
         elif kind == "Project":
             new = _project(node._columns, state)
             if new is None:
