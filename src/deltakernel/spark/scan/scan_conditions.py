@@ -18,7 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .connect_plan import _plan_base
+
+def _plan_base() -> type:
+    try:
+        from pyspark.sql.connect.plan import LogicalPlan
+    except ImportError:  # pragma: no cover - pyspark without the connect extra: never instantiated
+        return object
+    return LogicalPlan  # type: ignore[no-any-return]
 
 
 class ScanConditions(_plan_base()):  # type: ignore[misc]
