@@ -261,8 +261,9 @@ def test_dataframe_view_conditions_choose_files_only(cspark, source, tmp_path):
     try:
         for _ in range(2):  # a new shape (analysed at spark.sql()), then the same shape unsent
             df = cspark.sql("SELECT id FROM dkc_shapes_v WHERE s <> 'x' AND id >= 1100 AND id < 1103")
-            [with_relations] = _relations(df._plan.to_proto(cspark.client).root, "with_relations")
-            assert with_relations.references and not any(_relations(r, "filter") for r in with_relations.references)
+            [sent] = _relations(df._plan.to_proto(cspark.client).root, "with_relations")
+            refs = list(sent.with_relations.references)
+            assert refs and not any(_relations(r, "filter") for r in refs)
             assert kept(df) == [1] and sorted(r.id for r in df.collect()) == [1100, 1101, 1102]
     finally:
         cspark.catalog.dropTempView("dkc_shapes_v")

@@ -24,7 +24,7 @@ def _plan_base() -> type:
         from pyspark.sql.connect.plan import LogicalPlan
     except ImportError:  # pragma: no cover - pyspark without the connect extra: never instantiated
         return object
-    return LogicalPlan  # type: ignore[no-any-return]
+    return LogicalPlan
 
 
 class ScanConditions(_plan_base()):  # type: ignore[misc]
