@@ -95,6 +95,10 @@ def shapes(spark: Any, path: str, kind: str) -> dict[str, Any]:
             f"SELECT id, x FROM {view}_chain WHERE id = {k}").collect()),
         "permanent view": lambda: spark.sql(f"SELECT id FROM dk_bench_shapes.v_{kind} WHERE id = {k}").collect(),
         "temp view made by SQL": lambda: spark.sql(f"SELECT id FROM {sql_view} WHERE id = {k}").collect(),
+        # conditions chained after a frame the SQL router made (Connect: `connect_plan.RoutedQuery` re-plans it)
+        "spark.table(permanent view).where": lambda: spark.table(f"dk_bench_shapes.v_{kind}").where(f"id = {k}")
+        .collect(),
+        "SQL frame then where": lambda: spark.sql(f"SELECT id, s FROM {t}").where(f"id = {k}").collect(),
         # Spark's own cost of each kind, no Delta: the one needed file as plain Parquet (the baseline of the ratios)
         "baseline: Parquet SQL": lambda: spark.sql(f"SELECT id, s FROM parquet.`{ONE_FILE}` WHERE id = {k}").collect(),
         "baseline: Parquet read().where": lambda: spark.read.parquet(ONE_FILE).where(f"id = {k}").collect(),

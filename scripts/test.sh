@@ -12,39 +12,57 @@ fi
 if [ "$#" -gt 0 ]; then  # a selection of tests: one pytest run, as given
   exec "$VPY" -m pytest -q -p no:cacheprovider "$@"
 fi
-# The whole suite in two parts (docs/decisions.md, "CI time: the suite in two parts"):
-# 1. everything without Spark - the install suites (other Pythons, clean installs, older pyspark lines: mostly
+# The whole suite in three processes at the same time (docs/decisions.md, "CI time: the suite in two parts" and
+# "CI time: the parts overlap"):
+# 1. everything without Spark sessions - the install suites (other Pythons, clean installs, older pyspark lines:
 #    downloads and subprocesses) included - on both cores (pytest-xdist; a test file stays on one worker: its
-#    module fixtures, servers and tables are made once);
-# 2. the Spark tests, in one process (one shared SparkSession per kind).
-# DELTAKERNEL_TEST_OVERLAP=1 runs part 1 in the background at a lower CPU priority (nice) while part 2 runs, its
-# output kept in a file and printed after part 2's: part 2 (one driver + one JVM) is expected to leave about one
-# of the two cores idle, which part 1 would fill; not measured on an idle machine yet, so off by default
-# (docs/decisions.md, "CI time: part 2 under 22 minutes").
+#    module fixtures, servers and tables are made once; files with long-running tests start first:
+#    tests/conftest.py), in the background under `nice`: it fills the core the Spark tests leave idle and yields
+#    when they want both;
+# 2. the Spark tests on the shared sessions, in one process (one SparkSession per kind), in the foreground: the
+#    longest part, mostly one busy thread at a time (py4j / gRPC round trips);
+# 3. the Spark tests that start JVMs / servers of their own (marker `own_jvm`: a standalone cluster, fresh
+#    sessions, a separate Connect server), one after the other in the background at normal priority (their jobs
+#    have timeouts and want CPU), off part 2's path.
+# The background parts' output is kept in files and printed after part 2's. DELTAKERNEL_TEST_OVERLAP=0 runs the
+# same three one after the other. The exit code is non-zero when any part fails; all always run.
+q=("$VPY" -m pytest -q -p no:cacheprovider)
+part1=("${q[@]}" -n 2 --dist loadfile --no-loadscope-reorder --suite-part=rest tests)
+part2=("${q[@]}" --suite-part=shared-spark tests/spark)
+part3=("${q[@]}" --suite-part=own-jvm tests/spark)
 first=0
 second=0
-part1=("$VPY" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --ignore=tests/spark tests)
-part2=("$VPY" -m pytest -q -p no:cacheprovider tests/spark)
-if [ "${DELTAKERNEL_TEST_OVERLAP:-0}" = "1" ]; then
+third=0
+if [ "${DELTAKERNEL_TEST_OVERLAP:-1}" = "1" ]; then
   log1="$(mktemp "${TMPDIR:-/tmp}/deltakernel-part1.XXXXXX")"
-  echo ">> part 1 of 2 (the tests without Spark, on 2 workers) in the background, niced; its output follows part 2's"
+  log3="$(mktemp "${TMPDIR:-/tmp}/deltakernel-part3.XXXXXX")"
+  echo ">> part 1 of 3 (the tests without Spark sessions, on 2 workers) in the background, niced: $log1"
   nice -n 10 "${part1[@]}" >"$log1" 2>&1 &
   pid1=$!
-  trap 'kill "$pid1" 2>/dev/null || true' EXIT  # never leave part 1 running behind an interrupted run
-  echo ">> part 2 of 2: the Spark tests"
+  echo ">> part 3 of 3 (the Spark tests with JVMs of their own) in the background: $log3"
+  "${part3[@]}" >"$log3" 2>&1 &
+  pid3=$!
+  trap 'kill "$pid1" "$pid3" 2>/dev/null || true' EXIT  # never leave a part running behind an interrupted run
+  echo ">> part 2 of 3: the Spark tests on the shared sessions"
   "${part2[@]}" || second=$?
+  echo ">> part 2 done; waiting for parts 1 and 3"
+  wait "$pid3" || third=$?
   wait "$pid1" || first=$?
   trap - EXIT
-  echo ">> part 1 of 2: the tests without Spark (ran during part 2)"
+  echo ">> part 3 of 3: the Spark tests with JVMs of their own (ran during part 2)"
+  cat "$log3"
+  echo ">> part 1 of 3: the tests without Spark sessions (ran during part 2)"
   cat "$log1"
-  rm -f "$log1"
+  rm -f "$log1" "$log3"
 else
-  echo ">> part 1 of 2: the tests without Spark, on 2 workers"
+  echo ">> part 1 of 3: the tests without Spark sessions, on 2 workers"
   "${part1[@]}" || first=$?
-  echo ">> part 2 of 2: the Spark tests"
+  echo ">> part 2 of 3: the Spark tests on the shared sessions"
   "${part2[@]}" || second=$?
+  echo ">> part 3 of 3: the Spark tests with JVMs of their own"
+  "${part3[@]}" || third=$?
 fi
-if [ "$first" -ne 0 ] || [ "$second" -ne 0 ]; then
-  echo ">> FAILED (part 1 exit $first, part 2 exit $second)"
+if [ "$first" -ne 0 ] || [ "$second" -ne 0 ] || [ "$third" -ne 0 ]; then
+  echo ">> FAILED (part 1 exit $first, part 2 exit $second, part 3 exit $third)"
   exit 1
 fi

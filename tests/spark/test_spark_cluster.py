@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.own_jvm]  # own_jvm: a cluster of its own (tests/conftest.py)
 
 
 def _free_port() -> int:

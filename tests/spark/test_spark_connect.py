@@ -211,6 +211,7 @@ def connect_server(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.own_jvm  # its own Connect server and client process (tests/conftest.py)
 def test_separate_server_and_client_process(connect_server, tmp_path):
     """write, MERGE, read back (with skipping), history - from a client process that has no JVM."""
     path = str(tmp_path / "t")

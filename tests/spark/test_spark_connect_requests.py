@@ -251,3 +251,26 @@ def test_a_permanent_view_past_its_refresh_point_is_one_request(cspark, requests
         assert _sent(requests) == [("execute", "root")], requests
         assert cache.settle(30)
         assert requests.background, "the view's and its table's answers are asked again in the background"
+
+
+def test_conditions_chained_after_a_view_are_one_request(cspark, requests, tmp_path, monkeypatch):
+    """`spark.table(view).where(...)` (and a `spark.sql()` frame filtered so): the view's statement of an analysed
+    shape is not sent by `spark.table()`, and the chained conditions are planned into it when the action sends it
+    (`connect_plan.RoutedQuery`): one request per point query."""
+    from deltakernel.spark import scan_report
+    from deltakernel.spark.kinds.catalog_cache import cache_for
+
+    path = _table(str(tmp_path / "t"))
+    with spark_database(cspark, tmp_path / "warehouse", prefix="dk_req_") as db:
+        cspark.sql(f"CREATE TABLE {db}.t USING delta LOCATION '{path}'")
+        cspark.sql(f"CREATE VIEW {db}.v AS SELECT id, s FROM {db}.t")
+        monkeypatch.setattr(cache_for(cspark), "lifetime", 3600.0)  # a slow machine cannot expire the answers
+        assert [r.id for r in cspark.table(f"{db}.v").where("id = 3").collect()] == [3]
+        for key in (4, 25):
+            requests.clear()
+            df = cspark.table(f"{db}.v").where(f"id = {key}")
+            assert requests == [], requests  # nothing sent by spark.table()
+            assert [tuple(r) for r in df.collect()] == [(key, f"s{key}")]
+            assert _sent(requests) == [("execute", "root")], requests
+        [report] = scan_report(cspark.sql(f"SELECT * FROM {db}.t").where("id = 17"))
+        assert (report.files_kept, report.files_total) == (1, 3)

@@ -45,6 +45,7 @@ def _steps(stdout: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.own_jvm  # the pipeline starts its own sessions (tests/conftest.py)
 def test_pipeline_connect_gives_the_same_gold_table(tmp_path):
     pytest.importorskip("pyspark")
     pytest.importorskip("grpc")

@@ -49,6 +49,7 @@ def _run(env: dict[str, str], *args: str) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.own_jvm  # fresh sessions in fresh processes (tests/conftest.py)
 def test_worker_advice_followed_verbatim_works(tmp_path):
     pytest.importorskip("pyspark")
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
@@ -77,6 +78,7 @@ def test_worker_advice_followed_verbatim_works(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.own_jvm  # fresh sessions in fresh processes (tests/conftest.py)
 def test_connect_worker_advice_followed_verbatim_works(tmp_path):
     """`remote("local[...]")`: the server this process starts gives its workers the PYSPARK_PYTHON of its JVM."""
     pytest.importorskip("pyspark")

@@ -140,9 +140,10 @@ def cache_catalog_plan(spark: Any, ref: Any) -> Any:
         newer = cached is not None and cached.version > version and _exists(cached.storage, cached.version)
         if cached is not None and (cached.frame is frame or newer) and _still_cached(spark, ref):
             return cached.frame
-        jvm = spark._jvm
-        name = jvm.org.apache.spark.sql.catalyst.QualifiedTableName(SESSION_CATALOG, ref.db or "default", ref.table)
-        catalog = spark._jsparkSession.sessionState().catalog()
+        from ..kinds.classic import session_state
+
+        name = _qualified_name(spark, ref)
+        catalog = session_state(spark, "catalog")
         plan = frame._jdf.queryExecution().analyzed()
         catalog.invalidateCachedTable(name)
         catalog.cacheTable(name, plan)
@@ -174,12 +175,21 @@ def register_view(spark: Any, name: str, frame: Any) -> None:
 
 def _still_cached(spark: Any, ref: Any) -> bool:
     """Is our plan still in Spark's relation cache (REFRESH TABLE / DROP TABLE / eviction remove it)?"""
-    jvm = spark._jvm
-    name = jvm.org.apache.spark.sql.catalyst.QualifiedTableName(SESSION_CATALOG, ref.db or "default", ref.table)
+    from ..kinds.classic import session_state
+
     try:
-        return spark._jsparkSession.sessionState().catalog().getCachedTable(name) is not None
+        return session_state(spark, "catalog").getCachedTable(_qualified_name(spark, ref)) is not None
     except Exception:
         return False
+
+
+def _qualified_name(spark: Any, ref: Any) -> Any:
+    """The relation cache's key of catalog table `ref` (one round trip: the class resolved once per gateway, not
+    one package segment at a time on every statement naming the table)."""
+    from ..scan.jvm_refs import jclass
+
+    return jclass(spark._jvm, "org.apache.spark.sql.catalyst.QualifiedTableName")(
+        SESSION_CATALOG, ref.db or "default", ref.table)
 
 
 __all__ = ["MAX_KEPT", "cache_catalog_plan", "latest_frame", "register_view"]

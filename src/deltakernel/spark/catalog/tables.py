@@ -374,9 +374,10 @@ def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> 
 def _read_view(spark: Any, name: str) -> Any:
     """`spark.table(view)` of a permanent view: read as `SELECT * FROM view` through the Delta SQL router, which
     expands the view's stored text (its Delta catalog tables read natively, their files skipped by the
-    statement's conditions). Why not Spark's own resolution: over Spark Connect the server would read a Delta
-    catalog table inside the view through the registered Python data source, which is given no path option
-    (`a Delta table path is needed`); one route for both session kinds. None for anything but a view."""
+    statement's conditions, and on Connect by the conditions chained after it: `connect_plan.RoutedQuery`).
+    Why not Spark's own resolution: over Spark Connect the server would read a Delta catalog table inside the
+    view through the registered Python data source, which is given no path option (`a Delta table path is
+    needed`); one route for both session kinds. None for anything but a view."""
     entry = lookup(spark, split_name(spark, name))
     if entry is None or not entry.view_text:
         return None

@@ -6,7 +6,10 @@ import json
 from typing import Any
 
 from ..catalog.entry import CatalogEntry
+from ..scan.jvm_refs import jclass
 from .bound import SessionBound
+
+_TABLE_IDENTIFIER = "org.apache.spark.sql.catalyst.TableIdentifier"
 
 
 def _first_line(e: BaseException) -> str:
@@ -14,19 +17,32 @@ def _first_line(e: BaseException) -> str:
     return s.splitlines()[0] if s else type(e).__name__
 
 
+def session_state(spark: Any, name: str) -> Any:
+    """A member of the JVM session's `SessionState` (`catalog`, `sqlParser`), fetched once per session and kept on
+    the session object. Why: the router asks the catalog and the parser several times per statement, and each
+    `sessionState().catalog()` is two py4j round trips (and two finalizer deletes later). Safe to keep: a
+    SparkSession's `sessionState` is a lazy val, and its `catalog` / `sqlParser` are fixed when it is built."""
+    key = f"_dk_jvm_{name}"
+    found = spark.__dict__.get(key)
+    if found is None:
+        found = spark.__dict__.setdefault(key, getattr(spark._jsparkSession.sessionState(), name)())
+    return found
+
+
 class ClassicCatalog(SessionBound):
     """`CatalogAccess` through the JVM's `SessionCatalog`: one py4j call per question, exact as Spark answers."""
 
 
     def _catalog(self) -> Any:
-        return self._spark._jsparkSession.sessionState().catalog()
+        return session_state(self._spark, "catalog")
 
     def _ident(self, db: str, table: str) -> Any:
+        """`TableIdentifier(table, Some(db))` in two round trips (the classes resolved once per gateway)."""
         jvm = self._spark._jvm
-        return jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(db))
+        return jclass(jvm, _TABLE_IDENTIFIER)(table, jclass(jvm, "scala.Some")(db))
 
     def split_name(self, name: str) -> list[str]:
-        parser = self._spark._jsparkSession.sessionState().sqlParser()
+        parser = session_state(self._spark, "sqlParser")
         it = parser.parseMultipartIdentifier(name).iterator()
         parts = []
         while it.hasNext():
@@ -35,7 +51,7 @@ class ClassicCatalog(SessionBound):
 
     def unqualified(self, name: str) -> tuple[str, str] | None:
         cat = self._catalog()
-        if cat.isTempView(self._spark._jvm.PythonUtils.toSeq([name])):
+        if cat.isTempView(jclass(self._spark._jvm, _TABLE_IDENTIFIER)(name)):  # the name without a database
             return None
         return str(cat.getCurrentDatabase()), name
 
@@ -163,4 +179,5 @@ class ClassicKind:
         self.confs = ClassicConfs(spark)
 
 
-__all__ = ["ClassicCatalog", "ClassicConfs", "ClassicKind", "ClassicSources", "ClassicTasks", "ClassicTypes"]
+__all__ = ["ClassicCatalog", "ClassicConfs", "ClassicKind", "ClassicSources", "ClassicTasks", "ClassicTypes",
+           "session_state"]

@@ -10,10 +10,12 @@ side on a `broadcast-exchange` thread and adaptive result stages on `ResultQuery
 whose threads end after 60 s idle and are replaced by new ones. Measured (benchmarks/long_session.py): every
 join of Delta tables left two connections behind, +35 MiB of driver RSS per 100 mixed queries, without end.
 `note_callback` (called by the file index's callbacks) remembers, for each connection a JVM pool thread opened,
-that thread and the connection's Java side; `reap` shuts down the connections whose JVM thread has ended (such a
-connection can never be used again: py4j keys connections by thread), which ends the Python thread serving it.
+that thread's id and the connection's Java side; `reap` shuts down the connections whose JVM thread has ended (such
+a connection can never be used again: py4j keys connections by thread), which ends the Python thread serving it.
 Connections of live threads are left alone (closing one under a thread about to call back could fail that
-call), so the count is bounded by the JVM's live pool threads.
+call), so the count is bounded by the JVM's live pool threads. `reap` runs inside a callback - on the query's
+path - so it asks the JVM for the ids of all its live threads at once (two round trips), not each remembered
+thread whether it is alive (one round trip per connection: ~10-40 per reap in a TPC-H session).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from typing import Any
 
 _lock = threading.Lock()
 _STARTED: set[int] = set()
-# Python side of a callback connection -> (JVM thread that opened it, the connection's Java side)
-_CALLERS: dict[Any, tuple[Any, Any]] = {}
+# Python side of a callback connection -> (id of the JVM thread that opened it, the connection's Java side)
+_CALLERS: dict[Any, tuple[int, Any]] = {}
 _REAP_EVERY_S = 2.0
 _last_reap = 0.0
 
@@ -58,9 +60,10 @@ def note_callback(jvm: Any) -> None:
         try:
             from .jvm_refs import static
 
-            # both calls run on the calling JVM thread (py4j answers on the connection the callback came on): two
+            # these calls run on the calling JVM thread (py4j answers on the connection the callback came on): three
             # round trips on the query's path (a Spark pool thread's first callback - often one per query)
-            entry = (static(jvm, "java.lang.Thread", "currentThread")(), _callback_client(jvm).getPerThreadConnection())
+            thread_id = int(static(jvm, "java.lang.Thread", "currentThread")().getId())
+            entry = (thread_id, _callback_client(jvm).getPerThreadConnection())
         except Exception:
             return
         with _lock:
@@ -78,15 +81,14 @@ def reap(jvm: Any, force: bool = False) -> int:
             return 0
         _last_reap = now
         entries = list(_CALLERS.items())
-    ended = []
-    for conn, (thread, jconn) in entries:
-        try:
-            if getattr(conn, "socket", None) is not None and thread.isAlive():
-                continue
-        except Exception:
-            pass  # the JVM cannot tell: leave it for the next round
-            continue
-        ended.append((conn, jconn))
+    if not entries:
+        return 0
+    try:
+        alive = _live_thread_ids(jvm)
+    except Exception:
+        return 0  # the JVM cannot tell: leave them for the next round
+    ended = [(conn, jconn) for conn, (thread_id, jconn) in entries
+             if getattr(conn, "socket", None) is None or thread_id not in alive]
     for conn, jconn in ended:
         with _lock:
             _CALLERS.pop(conn, None)
@@ -97,6 +99,23 @@ def reap(jvm: Any, force: bool = False) -> int:
         except Exception:
             pass
     return len(ended)
+
+
+_MX: dict[int, Any] = {}  # gateway client -> the JVM's ThreadMXBean
+
+
+def _live_thread_ids(jvm: Any) -> set[int]:
+    """The ids of the JVM's live threads, in two round trips: the ids as a `long[]`, rendered as one string (py4j
+    would fetch a Java array's elements one round trip each). A thread's id is unique while it lives and HotSpot
+    never hands it out again; were one reused, a connection would only be kept longer (never closed early)."""
+    from .jvm_refs import static
+
+    key = id(jvm._gateway_client)
+    mx = _MX.get(key)
+    if mx is None:
+        mx = _MX[key] = static(jvm, "java.lang.management.ManagementFactory", "getThreadMXBean")()
+    text = str(static(jvm, "java.util.Arrays", "toString")(mx.getAllThreadIds()))
+    return {int(t) for t in text.strip("[]").split(",") if t.strip()}
 
 
 _CLIENTS: dict[int, Any] = {}  # gateway client -> the JVM GatewayServer's callback client (set once it is started)

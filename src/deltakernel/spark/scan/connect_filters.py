@@ -72,6 +72,59 @@ def conjunct_predicates(column: Any, resolve: Any, schema: StructType) -> list[A
     return out
 
 
+def conjunct_texts(column: Any, resolve: Any) -> list[str]:
+    """Spark SQL text of the conjuncts of a Connect Column whose every column reference `resolve(parts, plan_id)`
+    maps to a one-part name, each reference written as that name: the condition moved onto the relation that
+    name belongs to (`connect_plan.RoutedQuery`: a SQL statement's output). A conjunct with anything else - a
+    reference not resolved, a struct field, a subquery, a parameter, an aggregate or window function - is left
+    out (Spark still applies the whole condition where the user put it)."""
+    import sqlglot
+    from sqlglot import exp
+
+    from ...operations.sql_statement import has_subquery, sql_text
+
+    refs: list[tuple[tuple[str, ...], int | None]] = []
+    expr = getattr(column, "_expr", None)
+    if expr is None:
+        return []
+    try:
+        tree = sqlglot.parse_one(_sql(expr, True, refs), read="spark")
+    except _NoSql:
+        return []
+    except Exception as e:  # text sqlglot does not read, an expression class of another pyspark
+        _log.debug("deltakernel: no SQL conjuncts for %r: %s", expr, e)
+        return []
+    conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+    out: list[str] = []
+    for c in conjuncts:
+        while isinstance(c, exp.Paren):
+            c = c.this
+        if isinstance(c, exp.And):  # a parenthesized AND: its parts
+            conjuncts.extend(c.flatten())
+            continue
+        if has_subquery(c) or c.find(exp.Placeholder, exp.Parameter, exp.AggFunc, exp.Window, exp.Star,
+                                                    exp.Lambda) is not None:
+            continue
+        mapped = c.copy()
+        ok = True
+        for col in list(mapped.find_all(exp.Column)):
+            parts = tuple(p.name for p in col.parts)
+            if len(parts) == 1 and parts[0].startswith(_REF):
+                ref_parts, plan_id = refs[int(parts[0][len(_REF):])]
+                target = resolve(ref_parts, plan_id)
+            else:
+                target = resolve(parts, None)
+            if target is None or len(target) != 1:
+                ok = False
+                break
+            col.replace(exp.column(exp.to_identifier(target[0], quoted=True)))
+        if ok and mapped.find(exp.Column) is not None:
+            text = sql_text(mapped)
+            if text not in out:
+                out.append(text)
+    return out
+
+
 def skipping_predicate(conjunct: Any, schema: StructType) -> Any:
     """A kernel predicate every row satisfying `conjunct` (kernel SQL AST) satisfies: the exact one, or for
     `col LIKE 'prefix...'` the range `[prefix, next prefix)` (what the classic file index skips with)."""
@@ -439,5 +492,5 @@ def _literal(value: Any, data_type: Any) -> str:
     raise _NoSql
 
 
-__all__ = ["column_sql", "condition_predicate", "conjunct_predicates", "deterministic", "expression_sql",
-           "identifier_parts", "row_wise"]
+__all__ = ["column_sql", "condition_predicate", "conjunct_predicates", "conjunct_texts", "deterministic",
+           "expression_sql", "identifier_parts", "row_wise"]

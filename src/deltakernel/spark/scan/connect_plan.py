@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import logging
 import re
 import threading
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from .frame_keys import KEYING
 
 TESTED_PYSPARK = ("4.3.0",)
 
+_log = logging.getLogger(__name__)
 _ACTIVE: contextvars.ContextVar[_Assignment | None] = contextvars.ContextVar("dk_connect_pushdown", default=None)
 _MAX_FRAMES = 8  # planned frames kept per leaf (one per distinct pushed predicate)
 
@@ -141,12 +143,79 @@ def delta_frame(spark: Any, snapshot: Snapshot, row_tracking: bool = False, pred
     return ConnectDeltaFrame(DeltaScan(spark, snapshot, row_tracking, predicate), spark)
 
 
+# ----------------------------------------------------------------------------- a routed SQL query
+class RoutedQuery(_plan_base()):  # type: ignore[misc]
+    """The frame of a read-only query the Delta SQL router planned (`spark.sql(...)` over Delta relations, and so
+    `spark.table(permanent view)`): the statement as it was planned (`_child`: Connect's `SQL` plan carrying its
+    scans as references, or the eager command's result), and `replan(conditions)`: the same statement planned
+    by the router with `conditions` (Spark SQL over its output names) filtering its output, or None.
+
+    Why: the statement's scans were planned with the statement's own conditions; conditions chained after the
+    frame (`.where(...)`, `.select(...).where(...)`) are Python objects above this node until it is sent. The
+    pushdown pass (`assign`) carries them here as it carries them to a Delta leaf (`_path_conditions`), and the
+    statement sent is then the replanned one, its scans planned with them too. Without conditions - or when
+    replanning fails - the statement is sent as it was planned: never a wrong answer, at worst no skipping."""
+
+    def __init__(self, inner: Any, replan: Any) -> None:
+        super().__init__(inner)
+        self.replan = replan
+        self._replanned: dict[tuple[str, ...], Any] = {}
+        self._replan_lock = threading.Lock()
+
+    @property
+    def _plan_id(self) -> int:  # the statement's own: columns bound to the frame (`df["id"]`) resolve on it
+        return self._child._plan_id  # type: ignore[no-any-return]
+
+    def replanned(self, conditions: tuple[str, ...]) -> Any:
+        """The statement's plan with `conditions` on its output (kept per condition set), or None."""
+        with self._replan_lock:
+            if conditions in self._replanned:
+                return self._replanned[conditions]
+            try:
+                plan = self.replan(conditions)
+            except Exception as e:  # the statement cannot be planned again (a view dropped since...): as planned
+                _log.debug("deltakernel: routed query not replanned with %s: %s", conditions, e)
+                plan = None
+            if len(self._replanned) >= _MAX_FRAMES:
+                self._replanned.pop(next(iter(self._replanned)))
+            self._replanned[conditions] = plan
+            return plan
+
+    def plan(self, session: Any) -> Any:
+        active = _ACTIVE.get()
+        conditions = active.conditions.get(id(self)) if active is not None and KEYING.get() is None else None
+        target = self.replanned(conditions) if conditions else None
+        if target is None:
+            return self._child.plan(session)
+        rel = target.plan(session)
+        rel.common.plan_id = self._plan_id
+        return rel
+
+    def print(self, indent: int = 0) -> str:
+        return self._child.print(indent)  # type: ignore[no-any-return]
+
+    def _repr_html_(self) -> str:
+        return self._child._repr_html_()  # type: ignore[no-any-return]
+
+
+def routed_frame(frame: Any, replan: Any) -> Any:
+    """A Connect DataFrame of the routed query `frame` whose chained conditions choose files (`RoutedQuery`)."""
+    from ..kinds.connect_internals import plan_frame
+
+    out = plan_frame(RoutedQuery(frame._plan, replan), frame.sparkSession)
+    info = frame.__dict__.get("_execution_info")
+    if info is not None:
+        out._execution_info = info
+    return out
+
+
 # ----------------------------------------------------------------------------- the pushdown pass
 @dataclass
 class _Assignment:
     predicates: dict[int, Any]  # id(leaf) -> pushed kernel predicate (None: nothing pushed)
     leaves: dict[int, DeltaScan]
     view_mode: bool = False
+    conditions: dict[int, tuple[str, ...]] = field(default_factory=dict)  # id(RoutedQuery) -> its conditions
 
 
 @dataclass(frozen=True)
@@ -154,6 +223,17 @@ class _Col:
     name: str | None  # output name (None: an unnamed expression)
     leaf: tuple[str, ...] | None  # the Delta column it passes through unchanged, else None
     quals: frozenset[str] = frozenset()
+
+
+class _OpenCols(list):  # type: ignore[type-arg]
+    """The columns of a routed SQL query (`RoutedQuery`), whose output names the client does not know: a one-part
+    name found nowhere in the list is taken to be one of the query's own columns (the conditions on it are only
+    analysed against the statement: `relations.replanner`)."""
+
+
+def _like(cols: list[_Col], items: list[_Col]) -> list[_Col]:
+    """`items` as a column list open like `cols`."""
+    return _OpenCols(items) if isinstance(cols, _OpenCols) else items
 
 
 @dataclass
@@ -186,6 +266,7 @@ def assign(root: Any, view_mode: bool = False) -> _Assignment:
 
     found: dict[int, list[Any]] = {}
     leaves: dict[int, DeltaScan] = {}
+    routed: dict[int, list[tuple[str, ...]]] = {}
     stack: list[tuple[Any, tuple[Any, ...]]] = [(root, ())]
     seen_paths = 0
     while stack:
@@ -194,6 +275,8 @@ def assign(root: Any, view_mode: bool = False) -> _Assignment:
             leaves[id(node)] = node
             found.setdefault(id(node), []).append(_path_predicate(node, path))
             continue
+        if isinstance(node, RoutedQuery):  # its statement's own scans are below it (planned by the router)
+            routed.setdefault(id(node), []).append(_path_conditions(node, path))
         seen_paths += 1
         if seen_paths > 100_000:  # a pathological plan: push nothing rather than spend the time
             return _Assignment({}, leaves, view_mode)
@@ -206,19 +289,45 @@ def assign(root: Any, view_mode: bool = False) -> _Assignment:
             continue
         unique = list(dict.fromkeys(preds))
         predicates[key] = unique[0] if len(unique) == 1 else Or(*unique)
-    return _Assignment(predicates, leaves, view_mode)
+    # a routed query reached along several paths: the conditions when every path has the same ones, else none
+    conditions = {key: paths[0] for key, paths in routed.items() if paths[0] and len(set(paths)) == 1}
+    return _Assignment(predicates, leaves, view_mode, conditions)
 
 
 def _path_predicate(leaf: DeltaScan, path: tuple[Any, ...]) -> Any:
     """The conjuncts that filter `leaf`'s rows along one root-to-leaf path, as one kernel predicate or None."""
     from ...kernel.expressions.predicate import And
-    from . import connect_filters as cf
 
     names = [f.name for f in leaf.snapshot.schema.fields]
     cols = [_Col(n, (n,)) for n in names]
-    state = _State(cols, True, {leaf._plan_id: cols})
-    preds: list[Any] = []
     schema = leaf.snapshot.schema
+    preds = _walk(path, _State(cols, True, {leaf._plan_id: cols}),
+                  lambda column, state: _translate(column, state, schema))
+    if not preds:
+        return None
+    unique = list(dict.fromkeys(preds))
+    return unique[0] if len(unique) == 1 else And(*unique)
+
+
+def _path_conditions(node: RoutedQuery, path: tuple[Any, ...]) -> tuple[str, ...]:
+    """The conjuncts that filter a routed query's rows along one root-to-node path, as Spark SQL over its output
+    names (`connect_filters.conjunct_texts`); its output names are not known here (`_OpenCols`)."""
+    from . import connect_filters as cf
+
+    cols: list[_Col] = _OpenCols()
+    texts = _walk(path, _State(cols, False, {node._plan_id: cols}),
+                  lambda column, state: cf.conjunct_texts(column, lambda parts, plan_id: _resolve(state, parts,
+                                                                                                  plan_id)))
+    return tuple(dict.fromkeys(texts))
+
+
+def _walk(path: tuple[Any, ...], state: _State, translate: Any) -> list[Any]:
+    """Up one root-to-node path from the node (`state`: its columns): `translate(condition, state)` of every
+    condition that filters the node's rows (Filters, the join conditions that drop them), until a node that may
+    change which rows reach it."""
+    from . import connect_filters as cf
+
+    preds: list[Any] = []
     for node, slot in reversed(path):
         if slot == "ref":
             break
@@ -226,11 +335,11 @@ def _path_predicate(leaf: DeltaScan, path: tuple[Any, ...]) -> Any:
         if kind == "Filter":
             if not cf.deterministic(node.filter):
                 break
-            preds += _translate(node.filter, state, schema)
+            preds += translate(node.filter, state)
         elif kind == "ScanConditions":  # the router's conjuncts on a DataFrame view: files only (scan_conditions.py)
             for cond in node.conditions:
                 if cf.deterministic(cond):
-                    preds += _translate(cond, state, schema)
+                    preds += translate(cond, state)
         elif kind == "Project":
             new = _project(node._columns, state)
             if new is None:
@@ -261,7 +370,7 @@ def _path_predicate(leaf: DeltaScan, path: tuple[Any, ...]) -> Any:
         elif kind == "Join":
             above, inside, conjuncts = _join(node, slot, state)
             for c in conjuncts:
-                preds += _translate(c, inside, schema)
+                preds += translate(c, inside)
             if above is None:
                 break
             state = above
@@ -273,11 +382,7 @@ def _path_predicate(leaf: DeltaScan, path: tuple[Any, ...]) -> Any:
         else:  # anything else may change which rows reach the leaf: conditions above it do not apply
             break
         state.by_plan = {**state.by_plan, node._plan_id: state.cols}
-    preds = [p for p in preds if p is not None]
-    if not preds:
-        return None
-    unique = list(dict.fromkeys(preds))
-    return unique[0] if len(unique) == 1 else And(*unique)
+    return [p for p in preds if p is not None]
 
 
 def _translate(column: Any, state: _State, schema: Any) -> list[Any]:
@@ -298,6 +403,8 @@ def _resolve(state: _State, parts: tuple[str, ...], plan_id: int | None) -> tupl
     qualified = [c for c in cols if len(low) > 1 and low[0] in c.quals and (c.name or "").lower() == low[1]]
     if qualified and by_name:
         return None  # `a.b`: a qualifier and a struct column at once
+    if not qualified and not by_name and isinstance(cols, _OpenCols):
+        return (parts[0],) if len(parts) == 1 else None  # a routed query's own column (`_OpenCols`)
     if qualified:
         hit, rest = qualified, low[2:]
     else:
@@ -326,7 +433,7 @@ def _output(expr: Any, state: _State) -> list[_Col] | None:
         plan_id = getattr(e, "_plan_id", None)
         cols = state.by_plan.get(plan_id, []) if plan_id is not None else state.cols
         if target in (None, "*"):
-            return list(cols)
+            return _like(cols, list(cols))
         qual = target[:-2].strip("`").lower()
         return [c for c in cols if qual in c.quals]
     if isinstance(e, X.ColumnReference):
@@ -355,12 +462,14 @@ def _output(expr: Any, state: _State) -> list[_Col] | None:
 
 def _project(columns: list[Any], state: _State) -> _State | None:
     out: list[_Col] = []
+    opened = False  # a star over a routed query's columns: the unknown names pass through
     for c in columns:
         cols = _output(c, state)
         if cols is None:
             return None
+        opened = opened or isinstance(cols, _OpenCols)
         out += cols
-    return _State(out, state.complete, state.by_plan)
+    return _State(_OpenCols(out) if opened else out, state.complete, state.by_plan)
 
 
 def _aggregate(node: Any, state: _State) -> _State | None:
@@ -379,7 +488,7 @@ def _aggregate(node: Any, state: _State) -> _State | None:
 
 
 def _with_columns(names: list[str], columns: list[Any], state: _State) -> _State | None:
-    cols = list(state.cols)
+    cols = _like(state.cols, list(state.cols))
     for name, column in zip(names, columns):
         new = _output(column, state)
         if new is None or len(new) != 1:
@@ -419,7 +528,7 @@ def _join(node: Any, slot: str, state: _State) -> tuple[_State | None, _State, l
     other = node.right if slot == "left" else node.left
     other_ids = _plan_ids(other)
     by_plan = {k: v for k, v in state.by_plan.items() if k not in other_ids}  # a self-join: ambiguous
-    own = _State(state.cols, False, by_plan)
+    own = _State(list(state.cols), False, by_plan)  # closed: an unknown name may be the other side's
     on = node.on
     if on is None or isinstance(on, str):
         conds: list[Any] = []
@@ -724,7 +833,7 @@ class ConnectDeltaFrame(PlainNew, _connect_base()):  # type: ignore[misc]
         return leaf.snapshot.num_files - kept  # type: ignore[no-any-return]
 
 
-__all__ = ["ConnectDeltaFrame", "DeltaScan", "TESTED_PYSPARK", "assign", "delta_frame", "forget_view", "frame_view",
-           "has_delta_leaf", "record_text_view", "text_view", "cache_hook",
+__all__ = ["ConnectDeltaFrame", "DeltaScan", "RoutedQuery", "TESTED_PYSPARK", "assign", "delta_frame", "forget_view",
+           "frame_view", "has_delta_leaf", "record_text_view", "text_view", "cache_hook",
            "command_classes", "drop_temp_view_hook", "frame_view_table", "native_temp_view", "output_names",
-           "serialize_hook", "temp_view_hook"]
+           "routed_frame", "serialize_hook", "temp_view_hook"]

@@ -250,7 +250,7 @@ class DeltaFileIndex:
     def _filter_partitions(self, listing: Any, exprs: list[Any]) -> tuple[Any, int]:
         """Keep the directories whose partition values satisfy every expression, evaluated by Spark."""
         jvm = self._jvm
-        expressions = jvm.org.apache.spark.sql.catalyst.expressions
+        pkg = "org.apache.spark.sql.catalyst.expressions."  # classes resolved once per gateway (`jvm_refs`)
         attrs = _seq(static(jvm, "org.apache.spark.sql.catalyst.types.DataTypeUtils", "toAttributes")(
             self._partition_schema))
         names = [str(a.name()).lower() for a in attrs]
@@ -265,9 +265,9 @@ class DeltaFileIndex:
             for a in bound_attrs:
                 java_list.add(a)
             seq = as_scala_list(jvm, java_list)
-            attr_seq = getattr(expressions, "package$AttributeSeq")(seq)
-            bound = expressions.BindReferences.bindReference(e, attr_seq, False)
-            predicates.append(expressions.Predicate.createInterpreted(bound))
+            attr_seq = jclass(jvm, pkg + "package$AttributeSeq")(seq)
+            bound = static(jvm, pkg + "BindReferences", "bindReference")(e, attr_seq, False)
+            predicates.append(static(jvm, pkg + "Predicate", "createInterpreted")(bound))
         kept = jclass(jvm, "java.util.ArrayList")()
         files = 0
         for directory in _seq(listing):

@@ -59,7 +59,7 @@ def relation_frame(spark: Any, snapshot: Snapshot, read_schema: Any, partition_s
         index, part_j, data_j, static(jvm, "scala.Option", "empty")(), fmt, options, jspark)
     if table is None:
         return DataFrame(jspark.baseRelationToDataFrame(relation), spark), index
-    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(table[1], jvm.scala.Some(table[0]))
+    ident = jclass(jvm, "org.apache.spark.sql.catalyst.TableIdentifier")(table[1], jclass(jvm, "scala.Some")(table[0]))
     meta = jspark.sessionState().catalog().getTableMetadata(ident)
     plan = scala_object(jvm, "org.apache.spark.sql.execution.datasources.LogicalRelation").apply(relation, meta)
     return DataFrame(static(jvm, "org.apache.spark.sql.classic.Dataset", "ofRows")(jspark, plan), spark), index

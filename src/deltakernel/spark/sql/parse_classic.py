@@ -52,7 +52,9 @@ class ClassicParser:
         self.spark = spark
         self._text: str | None = None
         self._plan: Any = None
-        self.relations: RelationKind = ClassicRelations(spark, self.plan)  # the statement's Delta relations, rewritten
+        self._name: str | None = None
+        # the statement's Delta relations, rewritten
+        self.relations: RelationKind = ClassicRelations(spark, self.plan, self.plan_name)
 
     def plan(self, text: str) -> Any:
         """Spark's unresolved plan of `text` (kept for the call); DeltaSqlSyntaxError when Spark cannot parse it."""
@@ -61,12 +63,19 @@ class ClassicParser:
                 plan = P.parse_plan(self.spark, text)
             except P.parse_error_types() as e:
                 raise DeltaSqlSyntaxError(f"syntax error: {_first_line(e)} (in: {head(text)})") from e
-            self._text, self._plan = text, plan
+            self._text, self._plan, self._name = text, plan, None
         return self._plan
+
+    def plan_name(self, text: str) -> str:
+        """The node name of `text`'s plan (asked once per call: the statement kind and the relation finder ask)."""
+        plan = self.plan(text)
+        if self._name is None:
+            self._name = P.name(plan)
+        return self._name
 
     def parse(self, text: str) -> Statement | None:
         plan = self.plan(text)
-        reader = _READERS.get(P.name(plan))
+        reader = _READERS.get(self.plan_name(text))
         return reader(self, text, plan) if reader is not None else None
 
     # ------------------------------------------------------------------------- helpers

@@ -11,6 +11,7 @@ gives the same tree (spans of some nodes are partial, e.g. `IS NULL` of `c IS NU
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +20,10 @@ _EXPR_ID = re.compile(r"#\d+L?")
 
 
 def sql_parser(spark: Any) -> Any:
-    return spark._jsparkSession.sessionState().sqlParser()
+    """The session's JVM parser (fetched once per session: `kinds.classic.session_state`)."""
+    from ..kinds.classic import session_state
+
+    return session_state(spark, "sqlParser")
 
 
 def parse_plan(spark: Any, text: str) -> Any:
@@ -184,6 +188,75 @@ def walk(plan: Any) -> Iterator[tuple[Any, Any]]:
             stack.append((kid, node))
 
 
+# ----------------------------------------------------------------------------- the relations of a plan, in one call
+_LOGICAL = "org.apache.spark.sql.catalyst.plans.logical."
+_ANALYSIS = "org.apache.spark.sql.catalyst.analysis."
+_EXPRESSIONS = "org.apache.spark.sql.catalyst.expressions."
+#: parsed query nodes whose every plan and expression is in their `toJSON` (children in the pre-order list, the
+#: others - a subquery's plan, a filter's condition - as nested fields); nodes that keep plans where the JSON
+#: renderer drops them (UnresolvedWith's CTE definitions, inline tables' rows: sequences of tuples / of sequences),
+#: commands and anything not named here make `relation_names` answer None
+_PLANS_IN_JSON = frozenset({
+    _LOGICAL + n for n in ("Project", "Filter", "Aggregate", "Join", "Sort", "GlobalLimit", "LocalLimit", "Offset",
+                           "SubqueryAlias", "Distinct", "Union", "Intersect", "Except", "Deduplicate",
+                           "OneRowRelation", "Window", "RepartitionByExpression", "Repartition", "Sample",
+                           "ResolvedHint", "UnresolvedHint")}) | frozenset({
+    _ANALYSIS + n for n in ("UnresolvedRelation", "UnresolvedHaving", "UnresolvedSubqueryColumnAliases")})
+#: expression classes of `catalyst.analysis` (unresolved names and functions: no plan inside)
+_ANALYSIS_EXPRESSIONS = frozenset({
+    _ANALYSIS + n for n in ("UnresolvedAttribute", "UnresolvedFunction", "UnresolvedStar", "UnresolvedAlias",
+                            "UnresolvedOrdinal", "UnresolvedExtractValue", "UnresolvedRegex", "UnresolvedStarExcept",
+                            "UnresolvedNamedLambdaVariable", "UnresolvedSeed")})
+
+
+def relation_names(plan: Any, text: str) -> list[list[str]] | None:
+    """The name parts of every table reference of a parsed query, read from one `toJSON` call instead of a py4j
+    walk of the tree (~8 round trips per node, plus a finalizer delete per object fetched); None when the JSON
+    cannot vouch for the whole statement - a node kind outside `_PLANS_IN_JSON`, quoted identifiers (a name part
+    may then hold `, `, which the JSON renders as the separator), a JSON Spark cannot render - and the caller walks
+    the plan (`walk`)."""
+    if "`" in text or '"' in text:  # quoted identifiers (backquotes; double quotes under ANSI identifiers)
+        return None
+    try:
+        flat = json.loads(str(plan.toJSON()))
+    except Exception:
+        return None
+    names: list[list[str]] = []
+    return names if _collect(flat, names) else None
+
+
+def _collect(value: Any, names: list[list[str]]) -> bool:
+    """Walk a `toJSON` value, appending each UnresolvedRelation's name parts; False when it meets a node whose plans
+    the JSON may not hold (see `_PLANS_IN_JSON`)."""
+    if isinstance(value, list):
+        return all(_collect(v, names) for v in value)
+    if not isinstance(value, dict):
+        return True
+    cls = value.get("class")
+    if isinstance(cls, str):
+        if cls.startswith(_EXPRESSIONS) or cls in _ANALYSIS_EXPRESSIONS:
+            pass  # an expression: its children are in the list, a subquery's plan is a field rendered below
+        elif cls not in _PLANS_IN_JSON:
+            return False
+        if cls == _ANALYSIS + "UnresolvedRelation":
+            parts = _name_parts(value.get("multipartIdentifier"))
+            if parts is None:
+                return False
+            names.append(parts)
+    return all(_collect(v, names) for k, v in value.items() if k != "class")
+
+
+def _name_parts(rendered: Any) -> list[str] | None:
+    """`[a, b]` (Spark's rendering of a `Seq[String]` field) as ["a", "b"]; None when it cannot be exact."""
+    if not isinstance(rendered, str) or not (rendered.startswith("[") and rendered.endswith("]")):
+        return None
+    parts = rendered[1:-1].split(", ")
+    if not parts or any(not p or p != p.strip() or "," in p or "[" in p or "]" in p for p in parts) or \
+            "more field" in rendered:
+        return None
+    return parts
+
+
 def cte_names(plan: Any) -> set[str]:
     """Names defined by WITH clauses anywhere in the statement (lower-cased)."""
     out: set[str] = set()
@@ -206,6 +279,7 @@ __all__ = [
     "query_text",
     "quote",
     "quote_name",
+    "relation_names",
     "relation_span",
     "scala_map",
     "seq",

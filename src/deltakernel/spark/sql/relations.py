@@ -49,6 +49,21 @@ MAX_VIEW_DEPTH = 16  # views expanded inside views, at most
 MAX_VIEWS = 256  # views of plain queries kept per session where views are per predicate (`RelationKind.bounded`)
 _views_lock = threading.Lock()
 _depth: contextvars.ContextVar[int] = contextvars.ContextVar("dk_view_depth", default=0)
+#: the table frames a statement read, by (location, read options): recorded while a statement is rewritten, and
+#: required when it is planned again with conditions on its output (`replanner`: the same versions)
+_pinned: contextvars.ContextVar[_Pins | None] = contextvars.ContextVar("dk_pinned_tables", default=None)
+
+
+class _Pins:
+    """The table frames one statement read (`_pinned`); `frozen`: nothing may be read afresh."""
+
+    def __init__(self) -> None:
+        self.frames: dict[tuple[Any, ...], Any] = {}
+        self.frozen = False
+
+
+class _Unpinned(Exception):
+    """A replanned statement reads a table its first plan did not: it is not planned again."""
 
 
 @dataclass
@@ -161,6 +176,13 @@ class RelationKind(Protocol):
         """Called before a statement of this key is analysed; the returned callable records that it was (not
         recorded when what the key depends on may have changed in between)."""
 
+    def filterable(self, found: Found, frame: Any, replan: Callable[[tuple[str, ...]], Any]) -> Any:
+        """The frame a read-only query returns, such that conditions chained after it (`.where(...)`) choose the
+        files of the tables it reads: on Connect a plan node that sends `replan(conditions)` (a frame of the
+        statement planned with them) when there are some (`connect_plan.RoutedQuery`); on classic the frame as
+        it is (Spark's optimizer pushes the conditions into the file index). Called only for scoped statements
+        without parameters or `{df}` frames (`lazy` given to `run`)."""
+
 
 def changes_source(spark: Any, fn: str, args: list[Any]) -> tuple[DeltaRef, dict[str, str]]:
     """The table and the change-feed read options of a `table_changes[_by_path](table, start [, end])` call
@@ -212,7 +234,12 @@ def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[..., An
     session (`analysed`): so a statement that fails analysis - a wrong column, a type error - still raises at
     `spark.sql()` as it does on a classic session (docs/decisions.md, "Connect: one request per point query")."""
     found = kind.find(text, passthrough)
-    rewritten = rewrite(spark, text, kind, found, passthrough) if found is not None else None
+    pins = _Pins()
+    token = _pinned.set(pins)
+    try:
+        rewritten = rewrite(spark, text, kind, found, passthrough) if found is not None else None
+    finally:
+        _pinned.reset(token)
     if rewritten is None:
         out = passthrough(text)
     else:
@@ -227,9 +254,64 @@ def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[..., An
             out = passthrough(rewritten.text, rewritten.relations)
             if done is not None:
                 done()
+        if lazy is not None and not rewritten.registered:
+            pins.frozen = True
+            out = kind.filterable(found, out, replanner(spark, text, kind, passthrough, lazy, pins))
     if found is not None:
         kind.after(found)
     return out
+
+
+#: how a statement is wrapped to plan it with conditions on its output (newlines: a trailing `--` comment ends)
+_OUTER = ("SELECT * FROM (\n", "\n) AS __dk_q WHERE ")
+
+
+def replanner(spark: Any, text: str, kind: RelationKind, passthrough: Callable[..., Any],
+              lazy: Callable[[str, dict[str, Any]], Any], pins: _Pins) -> Callable[[tuple[str, ...]], Any]:
+    """`replan(conditions)`: the plan of the query `text` whose output rows are filtered by `conditions` (Spark SQL
+    over its output names), each table read planned with the conjuncts that reach it, or None.
+
+    How: the router rewrites `SELECT * FROM (<text>) AS __dk_q WHERE <conditions>` - the statement the user could
+    have written, so the one analysis (`RelationKind.push_conditions`: CTEs, derived tables, unions, joins, views)
+    decides which conjuncts filter which table, and views are expanded with theirs - at the versions the statement
+    first read (`_pinned`; a table it did not read: None). The wrapper is then cut off again: the statement Spark
+    runs is `text` with its relations replaced (the conditions stay where the user chained them, and a name the
+    analysis cannot place is never sent inside the statement). None when the rewritten text does not keep the
+    wrapper as it was, or when it registered temporary views."""
+
+    def replan(conditions: tuple[str, ...]) -> Any:
+        suffix = _OUTER[1] + " AND ".join(f"({c})" for c in conditions)
+        wrapped = _OUTER[0] + text + suffix
+        token = _pinned.set(pins)
+        try:
+            found = kind.find(wrapped, passthrough)
+            done = rewrite(spark, wrapped, kind, found, passthrough) if found is not None else None
+        except _Unpinned:
+            return None
+        finally:
+            _pinned.reset(token)
+        if done is None or done.registered or not done.text.startswith(_OUTER[0]) or not done.text.endswith(suffix):
+            return None
+        return lazy(done.text[len(_OUTER[0]):len(done.text) - len(suffix)], done.relations)._plan
+
+    return replan
+
+
+def _table_frame(spark: Any, use: RelationUse) -> Any:
+    """The frame a table use reads: the latest plan, or the one the statement read first (`_pinned`)."""
+    from ..catalog.table_frames import latest_frame
+
+    assert use.ref is not None
+    pins = _pinned.get()
+    key = (use.ref.location, tuple(sorted(use.options.items())))
+    if pins is not None and key in pins.frames:
+        return pins.frames[key]
+    if pins is not None and pins.frozen:
+        raise _Unpinned(use.label)
+    frame = latest_frame(spark, use.ref.location, use.options)
+    if pins is not None:
+        pins.frames[key] = frame
+    return frame
 
 
 @dataclass
@@ -260,9 +342,7 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found,
     rewritten = [u for u in uses if u.start >= 0 and rewrites(u, kind)]
     if not rewritten:
         return None
-    from ..catalog.table_frames import latest_frame
-
-    bases = [latest_frame(spark, u.ref.location, u.options) if u.ref is not None else None for u in rewritten]
+    bases = [_table_frame(spark, u) if u.ref is not None else None for u in rewritten]
     kind.push_conditions(found, rewritten, bases)
     frames: set[str] = set()
     names: list[str] = []

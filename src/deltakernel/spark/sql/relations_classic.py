@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..catalog.tables import catalog_table, resolve
+from ..kinds import kind_of
 from . import plans as P
 from .commands import evaluate_timestamp
 from .relations import CHANGES_FUNCTIONS, MAX_VIEW_DEPTH, Found, RelationUse, StoredView, changes_source, default_alias
@@ -30,14 +31,20 @@ class ClassicRelations:
     bounded = False  # one view per table and read options
     scoped = False  # views registered through py4j cost no round trip
 
-    def __init__(self, spark: Any, plan: Callable[[str], Any]) -> None:
+    def __init__(self, spark: Any, plan: Callable[[str], Any], plan_name: Callable[[str], str] | None = None) -> None:
         self.spark = spark
         self.plan = plan  # Spark's unresolved plan of a text (the parser's, kept per call)
+        self.plan_name = plan_name or (lambda text: P.name(self.plan(text)))  # its node name (kept per call too)
 
     def find(self, text: str, run_sql: Callable[[str], Any]) -> Found | None:
         plan = self.plan(text)
-        name = P.name(plan)
-        return Found(find_uses(self.spark, plan, run_sql), defines_view=name in ("CreateView", "AlterViewAs"),
+        name = self.plan_name(text)
+        names = P.relation_names(plan, text)  # one round trip; None: walk the plan node by node
+        if names is not None and not any(_may_read_delta(self.spark, parts) for parts in _distinct(names)):
+            uses: list[RelationUse] = []
+        else:
+            uses = find_uses(self.spark, plan, run_sql)
+        return Found(uses, defines_view=name in ("CreateView", "AlterViewAs"),
                      persists=name.startswith(("Create", "Cache")))
 
     def push_conditions(self, found: Found, uses: list[RelationUse], bases: list[Any]) -> None:
@@ -64,11 +71,34 @@ class ClassicRelations:
     def remember(self, key: Any) -> Callable[[], None]:
         return lambda: None
 
+    def filterable(self, found: Found, frame: Any, replan: Callable[[tuple[str, ...]], Any]) -> Any:
+        return frame  # Spark's optimizer pushes chained conditions into the native plan's file index
+
     def qualify(self, text: str, database: str) -> str | None:
         return None  # views are expanded with the session switched to their database
 
     def after(self, found: Found) -> None:
         return None
+
+
+def _distinct(names: list[list[str]]) -> list[list[str]]:
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for parts in names:
+        key = tuple(parts)  # as written: under spark.sql.caseSensitive `T` and `t` are two names
+        if key not in seen:
+            seen.add(key)
+            out.append(parts)
+    return out
+
+
+def _may_read_delta(spark: Any, parts: list[str]) -> bool:
+    """Could the table reference `parts` be a Delta use (`find_uses`: a Delta table, or a permanent view whose text
+    may read one)? A one-part name of a temporary view is neither (one catalog question); anything else is asked as
+    `find_uses` asks it."""
+    if len(parts) == 1 and kind_of(spark).catalog.unqualified(parts[0]) is None:
+        return False  # a temporary view (a CTE name never reaches here: statements with WITH are walked)
+    return resolve(spark, parts) is not None or _permanent_view(spark, parts) is not None
 
 
 def _literal(node: Any, run_sql: Any) -> Any:

@@ -229,6 +229,18 @@ class ConnectRelations:
         epoch = cache.epoch  # a change of the catalog or a conf while Spark analyses: not recorded
         return lambda: cache.put(key, True, epoch, time.monotonic())  # its lifetime starts when analysis succeeded
 
+    def filterable(self, found: Found, frame: Any, replan: Callable[[tuple[str, ...]], Any]) -> Any:
+        """A query's frame as a `connect_plan.RoutedQuery`: conditions chained after it reach the statement's
+        scans when it is sent (replanned with them); anything but a query (commands, EXPLAIN, views) as it is."""
+        from sqlglot import exp
+
+        from ..scan.connect_plan import routed_frame
+
+        tree, _, view, explained = found.state
+        if explained or view is not None or found.persists or found.defines_view or not isinstance(tree, exp.Query):
+            return frame
+        return routed_frame(frame, replan)
+
     def after(self, found: Found) -> None:
         """CREATE [OR REPLACE] TEMPORARY VIEW v AS <query over Delta tables> ran: v's text is recorded."""
         tree, text, view, _ = found.state
