@@ -237,6 +237,38 @@ def test_temporary_views_made_from_dataframes(cspark, source, catalog_table, tmp
     assert frame_view(cspark, "dkc_shapes_v") is None
 
 
+def _relations(message, kind: str) -> list:
+    """Every `Relation` of `kind` (its `rel_type`) inside a Connect proto message."""
+    out = []
+    stack = [message]
+    while stack:
+        m = stack.pop()
+        if m.DESCRIPTOR.name == "Relation" and m.WhichOneof("rel_type") == kind:
+            out.append(m)
+        for field, value in m.ListFields():
+            if field.message_type is None:
+                continue
+            stack.extend(v for v in (value if not hasattr(value, "ListFields") else [value]) if hasattr(v, "ListFields"))
+    return out
+
+
+def test_dataframe_view_conditions_choose_files_only(cspark, source, tmp_path):
+    """The statement's conditions on a DataFrame view choose its files and reach Spark only as the statement's own
+    WHERE: no Filter of their own in the view's reference (Spark would run that one first, in the pushdown's order -
+    TPC-H Q6 on Connect, scan_conditions.py)."""
+    path = pruned_copy(source, tmp_path / "t", "id >= 1100 AND id < 1150")
+    cspark.read.format("delta").load(path).createOrReplaceTempView("dkc_shapes_v")
+    try:
+        for _ in range(2):  # a new shape (analysed at spark.sql()), then the same shape unsent
+            df = cspark.sql("SELECT id FROM dkc_shapes_v WHERE s <> 'x' AND id >= 1100 AND id < 1103")
+            [sent] = _relations(df._plan.to_proto(cspark.client).root, "with_relations")
+            refs = list(sent.with_relations.references)
+            assert refs and not any(_relations(r, "filter") for r in refs)
+            assert kept(df) == [1] and sorted(r.id for r in df.collect()) == [1100, 1101, 1102]
+    finally:
+        cspark.catalog.dropTempView("dkc_shapes_v")
+
+
 def test_permanent_views_over_delta_catalog_tables(cspark, source, catalog_table, tmp_path):
     path = pruned_copy(source, tmp_path / "t", "id >= 1100 AND id < 1150")
     table = catalog_table(path)

@@ -336,6 +336,10 @@ def _walk(path: tuple[Any, ...], state: _State, translate: Any) -> list[Any]:
             if not cf.deterministic(node.filter):
                 break
             preds += translate(node.filter, state)
+        elif kind == "ScanConditions":  # the router's conjuncts on a DataFrame view: files only (scan_conditions.py)
+            for cond in node.conditions:
+                if cf.deterministic(cond):
+                    preds += translate(cond, state)
         elif kind == "Project":
             new = _project(node._columns, state)
             if new is None:

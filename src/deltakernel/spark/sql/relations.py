@@ -358,9 +358,11 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found,
             registered = registered or frame is None or inner_registered
             continue
         if use.frame_view is not None:
-            frame = use.frame_view
-            for c in use.conditions:  # they reach its Delta leaves through the client plan's pushdown
-                frame = frame.where(c)
+            from ..scan.scan_conditions import with_scan_conditions
+
+            # they reach its Delta leaves through the client plan's pushdown, and choose files only: a Filter here
+            # would put them before the statement's own conditions in Spark's plan (scan_conditions.py)
+            frame = with_scan_conditions(use.frame_view, use.conditions)
             name = view_name((use.name.lower(), id(use.frame_view), use.conditions), "__delta_fv_")
         else:
             frame, key = kind.bind(use, base)
