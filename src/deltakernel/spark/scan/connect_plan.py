@@ -46,6 +46,13 @@ _ACTIVE: contextvars.ContextVar[_Assignment | None] = contextvars.ContextVar("dk
 _MAX_FRAMES = 8  # planned frames kept per leaf (one per distinct pushed predicate)
 
 
+def _keep(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    """`memo[key] = value`, the oldest entry dropped first when `memo` holds `_MAX_FRAMES` (caller holds its lock)."""
+    if len(memo) >= _MAX_FRAMES:
+        memo.pop(next(iter(memo)))
+    memo[key] = value
+
+
 def _plan_base() -> type:
     try:
         from pyspark.sql.connect.plan import LogicalPlan
@@ -89,9 +96,7 @@ class DeltaScan(_plan_base()):  # type: ignore[misc]
         frame = public_frame(self.spark, self.snapshot, files=files, row_tracking=self.row_tracking)
         out = (frame, files.num_rows)
         with self._frames_lock:
-            if len(self._frames) >= _MAX_FRAMES:
-                self._frames.pop(next(iter(self._frames)))
-            self._frames[key] = out
+            _keep(self._frames, key, out)
         return out
 
     def plan(self, session: Any) -> Any:
@@ -176,9 +181,7 @@ class RoutedQuery(_plan_base()):  # type: ignore[misc]
             except Exception as e:  # the statement cannot be planned again (a view dropped since...): as planned
                 _log.debug("deltakernel: routed query not replanned with %s: %s", conditions, e)
                 plan = None
-            if len(self._replanned) >= _MAX_FRAMES:
-                self._replanned.pop(next(iter(self._replanned)))
-            self._replanned[conditions] = plan
+            _keep(self._replanned, conditions, plan)
             return plan
 
     def plan(self, session: Any) -> Any:

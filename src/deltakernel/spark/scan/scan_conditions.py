@@ -18,13 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _plan_base() -> type:
-    try:
-        from pyspark.sql.connect.plan import LogicalPlan
-    except ImportError:  # pragma: no cover - pyspark without the connect extra: never instantiated
-        return object
-    return LogicalPlan
+from .connect_plan import _plan_base
 
 
 class ScanConditions(_plan_base()):  # type: ignore[misc]
@@ -44,9 +38,10 @@ def with_scan_conditions(df: Any, conditions: list[str]) -> Any:
     if not conditions:
         return df
     from pyspark.sql import functions as F
-    from pyspark.sql.connect.dataframe import DataFrame
 
-    return DataFrame(ScanConditions(df._plan, [F.expr(c) for c in conditions]), df.sparkSession)
+    from ..kinds.connect_internals import plan_frame
+
+    return plan_frame(ScanConditions(df._plan, [F.expr(c) for c in conditions]), df.sparkSession)
 
 
 __all__ = ["ScanConditions", "with_scan_conditions"]
