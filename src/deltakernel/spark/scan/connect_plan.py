@@ -53,7 +53,8 @@ def _keep(memo: dict[Any, Any], key: Any, value: Any) -> None:
     memo[key] = value
 
 
-def _plan_base() -> type:
+def plan_base() -> type:
+    """The Connect client's `LogicalPlan` class (`object` without the connect extra): the base of every plan node here."""
     try:
         from pyspark.sql.connect.plan import LogicalPlan
     except ImportError:  # pragma: no cover - pyspark without the connect extra: never instantiated
@@ -62,7 +63,7 @@ def _plan_base() -> type:
 
 
 # ----------------------------------------------------------------------------- the leaf
-class DeltaScan(_plan_base()):  # type: ignore[misc]
+class DeltaScan(plan_base()):  # type: ignore[misc]
     """A Delta table read: snapshot and options; the files are chosen when the plan is serialized."""
 
     def __init__(self, spark: Any, snapshot: Snapshot, row_tracking: bool = False, predicate: Any = None) -> None:
@@ -149,7 +150,7 @@ def delta_frame(spark: Any, snapshot: Snapshot, row_tracking: bool = False, pred
 
 
 # ----------------------------------------------------------------------------- a routed SQL query
-class RoutedQuery(_plan_base()):  # type: ignore[misc]
+class RoutedQuery(plan_base()):  # type: ignore[misc]
     """The frame of a read-only query the Delta SQL router planned (`spark.sql(...)` over Delta relations, and so
     `spark.table(permanent view)`): the statement as it was planned (`_child`: Connect's `SQL` plan carrying its
     scans as references, or the eager command's result), and `replan(conditions)`: the same statement planned

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .connect_plan import _plan_base
+from .connect_plan import plan_base
 
 
-class ScanConditions(_plan_base()):  # type: ignore[misc]
+class ScanConditions(plan_base()):  # type: ignore[misc]
     """A client-only node: `conditions` (Connect Columns) filter the Delta leaves below for file skipping only."""
 
     def __init__(self, child: Any, conditions: list[Any]) -> None:
