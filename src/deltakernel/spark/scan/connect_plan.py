@@ -54,7 +54,7 @@ def _keep(memo: dict[Any, Any], key: Any, value: Any) -> None:
 
 
 def plan_base() -> type:
-    """The Connect client's `LogicalPlan` class (`object` without the connect extra): the base of every plan node here."""
+    """The Connect client's `LogicalPlan` (`object` without the connect extra): the base of every plan node here."""
     try:
         from pyspark.sql.connect.plan import LogicalPlan
     except ImportError:  # pragma: no cover - pyspark without the connect extra: never instantiated
