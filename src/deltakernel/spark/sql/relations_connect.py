@@ -234,8 +234,9 @@ class ConnectRelations:
         there, as on a classic session) with every Delta scan in it read through the Python data source
         (`connect_plan.analysis_scans`), so Spark checks no data file; the command's result - that plan - is not
         used: the caller returns the unsent statement, whose action plans the files. Should Spark refuse the
-        statement so (something the Python source's relation lacks, e.g. the `_metadata` column of a Parquet
-        scan), it is analysed again with its scans as planned: that error, or success, is Spark's answer.
+        statement so (something the Python source's relation lacks that a Parquet scan has, such as its hidden
+        `_metadata` column), it is analysed again with its scans as planned: that error, or success, is Spark's
+        answer (one more request, only on an analysis error).
         Anything but a query (commands, EXPLAIN, views) is not analysed apart."""
         from pyspark.errors import AnalysisException
 
