@@ -10,7 +10,8 @@ Connect session:
   definition or a dropped view makes Spark's copy again; the same for a view over a chain
   (`spark.table(t).withColumn(...)`), whose SQL reads are one request too;
 - a permanent view's point query stays one request when its catalog answers are past their refresh point (they
-  are asked again in the background, not before the statement).
+  are asked again in the background, not before the statement);
+- `spark.table(view).where(...)` of a permanent view or of a temporary view made by SQL is one request too.
 """
 
 from __future__ import annotations
@@ -274,6 +275,20 @@ def test_conditions_chained_after_a_view_are_one_request(cspark, requests, tmp_p
             assert _sent(requests) == [("execute", "root")], requests
         [report] = scan_report(cspark.sql(f"SELECT * FROM {db}.t").where("id = 17"))
         assert (report.files_kept, report.files_total) == (1, 3)
+        # a temporary view made by SQL: `spark.table()` reads it through the router too
+        cspark.sql(f"CREATE OR REPLACE TEMPORARY VIEW dk_req_tv AS SELECT id, s FROM {db}.t")
+        try:
+            assert [r.id for r in cspark.table("dk_req_tv").where("id = 3").collect()] == [3]
+            for key in (4, 25):
+                requests.clear()
+                df = cspark.table("dk_req_tv").where(f"id = {key}")
+                assert requests == [], requests
+                assert [tuple(r) for r in df.collect()] == [(key, f"s{key}")]
+                assert _sent(requests) == [("execute", "root")], requests
+            [report] = scan_report(df)
+            assert (report.files_kept, report.files_total) == (1, 3)
+        finally:
+            cspark.catalog.dropTempView("dk_req_tv")
 
 
 def test_a_delta_read_plan_records_no_call_sites(cspark, tmp_path, monkeypatch):

@@ -1,13 +1,15 @@
 """Conditions chained after a frame the Delta SQL router made choose files on both session kinds (issue 31 item 1:
-`spark.table(permanent view)` over a Delta catalog table, `spark.read.table(view)`, and frames of `spark.sql(...)`
-over Delta relations filtered with the DataFrame API; on Connect through `connect_plan.RoutedQuery`).
+`spark.table(permanent view)` over a Delta catalog table, `spark.read.table(view)`, `spark.table(temporary view
+made by SQL)`, and frames of `spark.sql(...)` over Delta relations filtered with the DataFrame API; on Connect
+through `connect_plan.RoutedQuery`).
 
 One table (12 files, ids sorted across files, 4 partitions), a catalog table over it, a permanent view and a
-temporary view made by SQL over that. Each shape is read once before the files its conditions rule out are deleted
-from storage (a file named to Spark that the query does not need then fails it with PATH_NOT_FOUND /
-FILE_NOT_EXIST), then again: one file kept per Delta scan (`scan_report`) and the rows of the first read. (Read
-before the deletion also because on Connect the first statement of a shape is analysed eagerly with its own,
-unfiltered scans, which name every file: docs/decisions.md, "Conditions chained after routed SQL frames".)
+temporary view made by SQL over that. The files every shape's conditions rule out are deleted from storage before
+anything reads the table (a file named to Spark that the query does not need then fails it with PATH_NOT_FOUND /
+FILE_NOT_EXIST): so the first `spark.sql(...)` / `spark.table(view)` of each statement shape - which Spark Connect
+analyses eagerly, its scans read through the Python source (`connect_plan.analysis_scans`) - names no data file
+either. Each shape is then read twice (the second time a statement of an analysed shape, sent unsent): one file
+kept per Delta scan (`scan_report`) and the rows the shape should answer.
 """
 
 from __future__ import annotations
@@ -41,52 +43,59 @@ def source(tmp_path_factory):
     return path
 
 
+
+def _rows(ids, *columns):
+    """The rows of `ids` with `columns` of the table (`skipping_file`'s values) and `x` = id * 2."""
+    value = {"id": lambda i: i, "s": lambda i: f"k{i:06d}", "part": lambda i: f"p{i // ROWS % 4}",
+             "x": lambda i: i * 2}
+    return [tuple(value[c](i) for c in columns) for i in ids]
+
+
 SHAPES = [
-    # (name, build(spark, path)): every one needs the rows of file 6 only
-    ("spark.table(view).where", lambda spark, path: spark.table(VIEW).where("id = 64")),
+    # (name, build(spark, path), the rows it answers or None: file 6's `id = 64` row, all columns): every one needs
+    # the rows of file 6 only
+    ("spark.table(view).where", lambda spark, path: spark.table(VIEW).where("id = 64"), _rows([64], "id", "s", "part")),
     ("spark.table(view).select().where",
-     lambda spark, path: spark.table(VIEW).select("id", "s").where("id = 64")),
+     lambda spark, path: spark.table(VIEW).select("id", "s").where("id = 64"), _rows([64], "id", "s")),
     ("spark.read.table(view).filter(column)",
-     lambda spark, path: spark.read.table(VIEW).filter(F.col("id") == 64)),
+     lambda spark, path: spark.read.table(VIEW).filter(F.col("id") == 64), _rows([64], "id", "s", "part")),
     ("spark.table(view).withColumn().where", lambda spark, path: spark.table(VIEW)
-     .withColumn("x", F.col("id") * 2).where(F.col("id").between(61, 63))),
+     .withColumn("x", F.col("id") * 2).where(F.col("id").between(61, 63)), _rows([61, 62, 63], "id", "s", "part", "x")),
     ("spark.table(view).select(alias).where", lambda spark, path: spark.table(VIEW)
-     .select(F.col("id").alias("key"), "s").where("key IN (60, 69)")),
-    ("sql(path).where", lambda spark, path: spark.sql(f"SELECT * FROM delta.`{path}`").where("id = 64")),
+     .select(F.col("id").alias("key"), "s").where("key IN (60, 69)"), _rows([60, 69], "id", "s")),
+    ("sql(path).where", lambda spark, path: spark.sql(f"SELECT * FROM delta.`{path}`").where("id = 64"), None),
     ("sql(catalog name).where", lambda spark, path: spark.sql(f"SELECT id, s FROM {DB}.t WHERE part = 'p2'")
-     .where(F.col("id") < 70).where("id >= 60")),
+     .where(F.col("id") < 70).where("id >= 60"), _rows(range(60, 70), "id", "s")),
     ("sql(view).where", lambda spark, path: spark.sql(f"SELECT id, part FROM {VIEW}").where("part = 'p2' AND "
-                                                                                          "id BETWEEN 60 AND 69")),
-    ("spark.table(temporary view made by SQL).where", lambda spark, path: spark.table(TEMP).where("id = 66")),
+                                                                                          "id BETWEEN 60 AND 69"),
+     _rows(range(60, 70), "id", "part")),
+    ("spark.table(temporary view made by SQL).where", lambda spark, path: spark.table(TEMP).where("id = 66"),
+     _rows([66], "id", "s")),
 ]
-#: read by Spark's own copy of the view on Connect: its Delta table through the Python data source, which plans with
-#: the filters Spark pushes to it - no Parquet scan `scan_report` sees; the rows after the deletion show it skips
-SPARKS_OWN_COPY = {"spark.table(temporary view made by SQL).where"}
 
 
 def test_conditions_chained_after_routed_frames_choose_files(spark, source, tmp_path):
-    path = str(tmp_path / "t")
+    path = str(tmp_path / "t")  # a new table: no statement over it analysed before in the session
     shutil.copytree(source, path)
+    snap = DeltaTable(path).snapshot
+    keep = set(Scan(snap, predicate=ksql.to_predicate(ksql.parse_sql(NEED), snap.schema)).plan()
+               .column("path").to_pylist())
+    assert len(keep) == 1
+    for p in set(snap.files.column("path").to_pylist()) - keep:
+        Path(path, p).unlink()
+    whole_row = sorted(map(tuple, spark.createDataFrame(skipping_file(6, ROWS)).where("id = 64").collect()))
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
     spark.sql(f"DROP TABLE IF EXISTS {DB}.t")
     spark.sql(f"CREATE TABLE {DB}.t USING delta LOCATION '{path}'")
     spark.sql(f"CREATE OR REPLACE VIEW {VIEW} AS SELECT id, s, part FROM {DB}.t WHERE id >= 5")
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {TEMP} AS SELECT id, s FROM {DB}.t")
     try:
-        before = {name: sorted(map(tuple, build(spark, path).collect())) for name, build in SHAPES}
-        snap = DeltaTable(path).snapshot
-        keep = set(Scan(snap, predicate=ksql.to_predicate(ksql.parse_sql(NEED), snap.schema)).plan()
-                   .column("path").to_pylist())
-        assert len(keep) == 1
-        for p in set(snap.files.column("path").to_pylist()) - keep:
-            Path(path, p).unlink()
-        for name, build in SHAPES:
-            df = build(spark, path)
-            reports = [(r.files_kept, r.files_total) for r in dks.scan_report(df)]
-            if not (name in SPARKS_OWN_COPY and not reports):  # Connect: the Python source (the rows show it skips)
-                assert reports == [(1, FILES)], name
-            assert sorted(map(tuple, df.collect())) == before[name], name
-            assert before[name], name
+        for read in ("first", "again"):
+            for name, build, rows in SHAPES:
+                df = build(spark, path)  # "first": the first statement of its shape over this table
+                assert [(r.files_kept, r.files_total) for r in dks.scan_report(df)] == [(1, FILES)], (name, read)
+                assert sorted(map(tuple, df.collect())) == (rows or whole_row), (name, read)
+        assert whole_row
         # the proof device: a chained condition that needs a deleted file fails the query
         with pytest.raises(Exception, match="PATH_NOT_FOUND|FILE_NOT_EXIST|FileNotFound|does not exist"):
             spark.table(VIEW).where("id < 20").collect()

@@ -359,6 +359,8 @@ def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> 
     from ..scan.connect_plan import frame_view_table
 
     view = frame_view_table(spark, name)  # Connect: a temporary view made from a Delta DataFrame
+    if view is None:
+        view = _read_text_view(spark, name)  # Connect: one made by SQL
     if view is not None:
         return view
     ref = resolve_name(spark, name)
@@ -369,6 +371,20 @@ def read_table(spark: Any, name: str, options: dict[str, Any] | None = None) -> 
     if options:
         return latest_frame(spark, ref.location, options, table=(ref.db or "default", str(ref.table)))
     return cache_catalog_plan(spark, ref)
+
+
+def _read_text_view(spark: Any, name: str) -> Any:
+    """`spark.table(v)` of a temporary view whose text this session recorded (`CREATE TEMPORARY VIEW v AS <query
+    over Delta tables>` on Connect: `connect_plan.text_view`): `SELECT * FROM v` through the Delta SQL router, as
+    SQL over `v` reads it - its tables at their latest version, Parquet scans of the files its conditions and
+    those chained after the frame keep (`connect_plan.RoutedQuery`) - rather than Spark's own copy of the view
+    (its tables through the Python data source at the versions of when it was made). None for any other name (a
+    classic session records none: Spark's view there reads the native plan)."""
+    from ..scan.connect_plan import text_view
+
+    if "." in name or "`" in name or text_view(spark, name) is None:
+        return None
+    return spark.sql(f"SELECT * FROM {_q(name)}")
 
 
 def _read_view(spark: Any, name: str) -> Any:

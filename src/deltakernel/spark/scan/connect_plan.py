@@ -16,7 +16,8 @@ still applies every condition: never a wrong answer). So every DataFrame shape s
 Temporary views made from such DataFrames (`df.createOrReplaceTempView`) are remembered here (name -> DataFrame)
 so the SQL router and `spark.table(view)` expand them with the statement's conditions; Spark's own copy of the
 view reads the Delta leaves through the registered Python data source (no file named, filters pushed to it by
-Spark), so creating it touches no data file.
+Spark), so creating it touches no data file. The eager analysis of a routed query (`analysis_scans`) reads its
+Delta leaves the same way: Spark checks no data file at `spark.sql()`, and the action plans the files.
 
 Connect client internals used (one place; pyspark 4.3.0 tested, attributes unchanged since 3.5/4.0):
 `LogicalPlan` (`_child`, `_references`, `_plan_id`, `plan`, `to_proto`, `command` of its subclasses), `Filter.filter`,
@@ -27,6 +28,7 @@ read by `connect_filters`.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import logging
@@ -43,6 +45,8 @@ TESTED_PYSPARK = ("4.3.0",)
 
 _log = logging.getLogger(__name__)
 _ACTIVE: contextvars.ContextVar[_Assignment | None] = contextvars.ContextVar("dk_connect_pushdown", default=None)
+#: a plan serialized now is only analysed by Spark, never executed (`analysis_scans`)
+_ANALYSIS: contextvars.ContextVar[bool] = contextvars.ContextVar("dk_connect_analysis", default=False)
 _MAX_FRAMES = 8  # planned frames kept per leaf (one per distinct pushed predicate)
 
 
@@ -105,8 +109,9 @@ class DeltaScan(plan_base()):  # type: ignore[misc]
         if versions is not None:  # `frame_keys.plan_key` builds the plan's key
             return self._key_relation(versions)
         active = _ACTIVE.get()
-        if active is not None and active.view_mode and self.predicate is None and not self.row_tracking:
-            frame = _source_frame(self.spark, self.snapshot)
+        if active is not None and not self.row_tracking and (active.analysis or (active.view_mode and
+                                                                                  self.predicate is None)):
+            frame = _source_frame(self.spark, self.snapshot)  # names no data file (see `analysis_scans`)
         else:
             pushed = active.predicates.get(id(self)) if active is not None else None
             frame = self.planned(pushed)[0]
@@ -220,6 +225,7 @@ class _Assignment:
     leaves: dict[int, DeltaScan]
     view_mode: bool = False
     conditions: dict[int, tuple[str, ...]] = field(default_factory=dict)  # id(RoutedQuery) -> its conditions
+    analysis: bool = False  # the plan is only analysed: every leaf through the Python source (`analysis_scans`)
 
 
 @dataclass(frozen=True)
@@ -615,7 +621,9 @@ def _wrap(method: Any, view_mode: bool = False) -> Any:
     def serialize(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _ACTIVE.get() is not None:  # nested: the outer pass covers this tree
             return method(self, *args, **kwargs)
-        token = _ACTIVE.set(assign(self, view_mode or _view_command(self)))
+        active = assign(self, view_mode or _view_command(self))
+        active.analysis = _ANALYSIS.get()
+        token = _ACTIVE.set(active)
         try:
             return method(self, *args, **kwargs)
         finally:
@@ -623,6 +631,24 @@ def _wrap(method: Any, view_mode: bool = False) -> Any:
 
     serialize._dk_original = method  # type: ignore[attr-defined]
     return serialize
+
+
+@contextlib.contextmanager
+def analysis_scans() -> Any:
+    """Within it, a plan serialized is one Spark only analyses (Spark Connect's eager `sql_command` of a routed
+    query, whose result the router does not use): every Delta leaf of it - filtered or not, but a row-tracking
+    read's - is sent as a read through the registered Python data source with the snapshot's schema and version.
+
+    Why: a Parquet scan names its files, and Spark checks each one exists while it analyses (one status call per
+    file; PATH_NOT_FOUND for a file deleted from storage), so an unfiltered statement's analysis named every data
+    file of its tables - also those the conditions chained after the frame rule out, or a 10,000-file table's
+    all. The Python source with its schema given is analysed without a Python worker and without a file: the
+    files are chosen when the query runs, by the plan the action sends (`DeltaScan.planned`, `RoutedQuery`)."""
+    token = _ANALYSIS.set(True)
+    try:
+        yield
+    finally:
+        _ANALYSIS.reset(token)
 
 
 def _view_command(node: Any) -> bool:
@@ -754,7 +780,8 @@ def record_text_view(spark: Any, name: str, view: Any) -> None:
 
 def text_view(spark: Any, name: str) -> Any:
     """The recorded text of temporary view `name`, or None."""
-    return _text_views(spark).get(name.lower())
+    store = spark.__dict__.get("_dk_text_views")  # none recorded (a classic session): nothing set on the session
+    return store.get(name.lower()) if store is not None else None
 
 
 def native_temp_view(df: Any, name: str, native: bool = True) -> None:
@@ -837,7 +864,8 @@ class ConnectDeltaFrame(PlainNew, _connect_base()):  # type: ignore[misc]
         return leaf.snapshot.num_files - kept  # type: ignore[no-any-return]
 
 
-__all__ = ["ConnectDeltaFrame", "DeltaScan", "RoutedQuery", "TESTED_PYSPARK", "assign", "delta_frame", "forget_view",
+__all__ = ["ConnectDeltaFrame", "DeltaScan", "RoutedQuery", "TESTED_PYSPARK", "analysis_scans", "assign", "delta_frame",
+           "forget_view",
            "frame_view", "has_delta_leaf", "record_text_view", "text_view", "cache_hook",
            "command_classes", "drop_temp_view_hook", "frame_view_table", "native_temp_view", "output_names",
            "routed_frame", "serialize_hook", "temp_view_hook"]

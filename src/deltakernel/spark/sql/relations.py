@@ -176,6 +176,14 @@ class RelationKind(Protocol):
         """Called before a statement of this key is analysed; the returned callable records that it was (not
         recorded when what the key depends on may have changed in between)."""
 
+    def analyse(self, found: Found, send: Callable[[], Any]) -> bool:
+        """Have Spark analyse a read-only query now without naming a data file, when the kind's `spark.sql()`
+        analyses eagerly with the scans as planned (Connect's `sql_command`: an unfiltered statement's scans name
+        every file, which Spark checks): `send()` sends the statement, the kind choosing how its scans are
+        serialized; True when done so - the caller then returns the unsent statement, whose action plans the
+        files (with the conditions chained after it). False: the statement is sent as it is and its result
+        returned (classic: Spark's analysis lists no file; anything but a query). Called only with `lazy`."""
+
     def filterable(self, found: Found, frame: Any, replan: Callable[[tuple[str, ...]], Any]) -> Any:
         """The frame a read-only query returns, such that conditions chained after it (`.where(...)`) choose the
         files of the tables it reads: on Connect a plan node that sends `replan(conditions)` (a frame of the
@@ -232,7 +240,9 @@ def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[..., An
     sent by its first action: one round trip per query instead of Spark Connect's eager analysis and then the
     execution. It is used only for a query whose `statement_key` Spark already analysed without error in this
     session (`analysed`): so a statement that fails analysis - a wrong column, a type error - still raises at
-    `spark.sql()` as it does on a classic session (docs/decisions.md, "Connect: one request per point query")."""
+    `spark.sql()` as it does on a classic session (docs/decisions.md, "Connect: one request per point query").
+    Any other query is analysed at `spark.sql()` by the kind (`analyse`: on Connect with its scans read through the
+    Python source, so the analysis names no data file) and returned unsent as well: its action plans the files."""
     found = kind.find(text, passthrough)
     pins = _Pins()
     token = _pinned.set(pins)
@@ -251,7 +261,12 @@ def run(spark: Any, text: str, kind: RelationKind, passthrough: Callable[..., An
             out = lazy(rewritten.text, rewritten.relations)
         else:
             done = kind.remember(key) if key is not None else None
-            out = passthrough(rewritten.text, rewritten.relations)
+            sent = rewritten
+            if lazy is not None and not rewritten.registered and \
+                    kind.analyse(found, lambda: passthrough(sent.text, sent.relations)):
+                out = lazy(rewritten.text, rewritten.relations)  # analysed without a file named: the action plans
+            else:
+                out = passthrough(rewritten.text, rewritten.relations)
             if done is not None:
                 done()
         if lazy is not None and not rewritten.registered:

@@ -71,6 +71,9 @@ class ClassicRelations:
     def remember(self, key: Any) -> Callable[[], None]:
         return lambda: None
 
+    def analyse(self, found: Found, send: Callable[[], Any]) -> bool:
+        return False  # Spark's analysis names no data file: the native plan's file index lists when planned
+
     def filterable(self, found: Found, frame: Any, replan: Callable[[tuple[str, ...]], Any]) -> Any:
         return frame  # Spark's optimizer pushes chained conditions into the native plan's file index
 

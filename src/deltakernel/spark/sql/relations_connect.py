@@ -229,17 +229,34 @@ class ConnectRelations:
         epoch = cache.epoch  # a change of the catalog or a conf while Spark analyses: not recorded
         return lambda: cache.put(key, True, epoch, time.monotonic())  # its lifetime starts when analysis succeeded
 
+    def analyse(self, found: Found, send: Callable[[], Any]) -> bool:
+        """A query's eager analysis (Spark Connect's `spark.sql()` sends a `sql_command`: analysis errors raise
+        there, as on a classic session) with every Delta scan in it read through the Python data source
+        (`connect_plan.analysis_scans`), so Spark checks no data file; the command's result - that plan - is not
+        used: the caller returns the unsent statement, whose action plans the files. Should Spark refuse the
+        statement so (something the Python source's relation lacks that a Parquet scan has, such as its hidden
+        `_metadata` column), it is analysed again with its scans as planned: that error, or success, is Spark's
+        answer (one more request, only on an analysis error).
+        Anything but a query (commands, EXPLAIN, views) is not analysed apart."""
+        from pyspark.errors import AnalysisException
+
+        from ..scan.connect_plan import analysis_scans
+
+        if not _query(found):
+            return False
+        try:
+            with analysis_scans():
+                send()
+        except AnalysisException:
+            send()
+        return True
+
     def filterable(self, found: Found, frame: Any, replan: Callable[[tuple[str, ...]], Any]) -> Any:
         """A query's frame as a `connect_plan.RoutedQuery`: conditions chained after it reach the statement's
         scans when it is sent (replanned with them); anything but a query (commands, EXPLAIN, views) as it is."""
-        from sqlglot import exp
-
         from ..scan.connect_plan import routed_frame
 
-        tree, _, view, explained = found.state
-        if explained or view is not None or found.persists or found.defines_view or not isinstance(tree, exp.Query):
-            return frame
-        return routed_frame(frame, replan)
+        return routed_frame(frame, replan) if _query(found) else frame
 
     def after(self, found: Found) -> None:
         """CREATE [OR REPLACE] TEMPORARY VIEW v AS <query over Delta tables> ran: v's text is recorded."""
@@ -259,6 +276,14 @@ class ConnectRelations:
         except Exception:  # asked again when read
             columns = None
         record_text_view(self.spark, parts[0], StoredView(None, parts[0], body, database, columns))
+
+
+def _query(found: Found) -> bool:
+    """Is the statement a query (not a command, EXPLAIN, a view definition, nor one that keeps its views)?"""
+    from sqlglot import exp
+
+    tree, _, view, explained = found.state
+    return not (explained or view is not None or found.persists or found.defines_view) and isinstance(tree, exp.Query)
 
 
 def _view_kind(tree: Any) -> str | None:
