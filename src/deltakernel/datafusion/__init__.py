@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import row_filters
 from .changes import ChangesDataset, changes_dataset, table_changes
 from .dataset import DatasetMetrics, DeltaDataset, DeltaFragment, DeltaScanner
 from .dml import DmlError, DmlSyntaxError, DmlTargetError, execute_dml, metrics_dataframe
@@ -83,11 +84,13 @@ def sql(ctx: Any, statement: str, *args: Any, **kwargs: Any) -> Any:
     syntax) on a Delta table registered through deltakernel runs here, eagerly, and returns a one-row
     DataFrame of its metrics (delta-spark's names). Errors in DML are DeltaErrors (`DmlError`,
     `DmlSyntaxError`, `DmlTargetError` or the operation's own: `InvalidFilterError`, `SchemaError`,
-    `MergeDuplicateMatchError`, ...); the table is then unchanged. Other arguments go to `ctx.sql`."""
+    `MergeDuplicateMatchError`, ...); the table is then unchanged. Other arguments go to `ctx.sql`.
+    A query may read some Delta tables through their views without the Parquet row filter where that is
+    cheaper (`row_filters.py`; same rows)."""
     check_context(ctx)
     metrics = execute_dml(ctx, statement)
-    if metrics is None:
-        return ctx.sql(statement, *args, **kwargs)
+    if metrics is None:  # a query: the Parquet row filter only where it pays (row_filters.py)
+        return row_filters.query(ctx, statement, *args, **kwargs)
     return metrics_dataframe(ctx, metrics)
 
 
