@@ -17,7 +17,7 @@ Delta DML in SQL (Spark SQL syntax, as delta-spark users write it) goes through 
     dkdf.sql(ctx, "INSERT INTO sales SELECT * FROM staging")     # also INSERT OVERWRITE, REPLACE WHERE
     dkdf.sql(ctx, "MERGE INTO sales t USING (SELECT * FROM updates) s ON t.id = s.id "
                   "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-    dkdf.sql(ctx, "SELECT count(*) FROM sales")                  # anything else: exactly ctx.sql(...)
+    dkdf.sql(ctx, "SELECT count(*) FROM sales")                  # anything else: ctx.sql(...) (row_filters.py)
 
 Targets are the Delta tables registered through deltakernel in `ctx`: `register(...)`, `CREATE EXTERNAL
 TABLE ... STORED AS DELTA` on a session set up by `install` / `session_context`, and `register_catalog`

@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,6 +49,9 @@ import pyarrow.compute as pc
 from ..kernel.scan.partition_values import partition_columns_table
 from ..kernel.schema.column_mapping import physical_name
 from . import links, native
+
+if TYPE_CHECKING:
+    from datafusion.catalog import Table
 
 #: more live files than this: the DeltaDataset provider (its skipping by the log's statistics pays most there, and
 #: the first registration reads every footer to check its schema)
@@ -348,7 +351,7 @@ def register_in(ctx: Any, name: str, dataset: Any) -> None:
         ctx.register_view(name, provider)
 
 
-def as_table(dataset: Any) -> Any:
+def as_table(dataset: Any) -> Table:
     """`dataset` as a `datafusion.catalog.Table` (catalogs, table functions, table factories)."""
     from datafusion.catalog import Table
 

@@ -147,7 +147,8 @@ def query(ctx: Any, statement: str, *args: Any, **kwargs: Any) -> Any:
     """`ctx.sql(statement, ...)` for a query, with the tables `tables_without_row_filter` picks read through
     their twin views without the Parquet row filter (same rows). Anything else: exactly `ctx.sql(...)`."""
     df = ctx.sql(statement, *args, **kwargs)
-    if POLICY == "off" or not is_query(statement):
+    if POLICY == "off" or not is_query(statement) \
+            or not any(getattr(ds, "scan_path", None) == "listing" for ds in registered_tables(ctx).values()):
         return df
     try:
         off = tables_without_row_filter(ctx, df.execution_plan())
