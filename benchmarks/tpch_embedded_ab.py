@@ -11,6 +11,11 @@ DuckDB (delta extension) can run beside them as the reference. Rows of every arm
     PYTHONPATH=src .venv/bin/python benchmarks/tpch_embedded_ab.py --queries 1,6,12,15,17 --runs 4 \\
         --b datafusion.execution.batch_size=16384 --duckdb
     PYTHONPATH=src .venv/bin/python benchmarks/tpch_embedded_ab.py --queries 6 --explain   # EXPLAIN ANALYZE of A
+    PYTHONPATH=src .venv/bin/python benchmarks/tpch_embedded_ab.py --b deltakernel.row_filters=dynamic
+
+The pseudo-setting `deltakernel.row_filters=<policy>` makes an arm run its queries through `dkdf.sql` with
+`deltakernel.datafusion.row_filters.POLICY` set to `<policy>` (per table, the Parquet row filter only where a
+join's dynamic filter reaches the scan); arms without it run `ctx.sql`, the registered views as they are.
 
 Measurements only: nothing here asserts a time.
 """
@@ -32,6 +37,8 @@ sys.path.insert(0, str(HERE))
 from tpch import DuckDBContender, arrow_rows, normalize, table_path  # noqa: E402
 from tpch_queries import TABLES, render  # noqa: E402
 
+POLICY_KEY = "deltakernel.row_filters"  # pseudo-setting: the arm runs dkdf.sql with this policy
+
 
 def parse_settings(items: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -50,7 +57,8 @@ class Arm:
 
     def __init__(self, name: str, settings: dict[str, str], variant: str, data: Path) -> None:
         self.name, self.variant, self.data = f"{name}:{variant}", variant, data
-        self.session = {k: v for k, v in settings.items() if ".parquet." not in k}
+        self.policy = settings.get(POLICY_KEY)
+        self.session = {k: v for k, v in settings.items() if ".parquet." not in k and k != POLICY_KEY}
         self.builder = {k: v for k, v in settings.items() if ".parquet." in k}
 
     def prepare(self) -> None:
@@ -70,10 +78,25 @@ class Arm:
             listing.BUILDER_OPTIONS.update(saved)
             listing._builder.clear()
 
+    def frame(self, sql: str) -> Any:
+        if self.policy is None:
+            return self.ctx.sql(sql)
+        import deltakernel.datafusion as dkdf
+        from deltakernel.datafusion import row_filters
+
+        saved, row_filters.POLICY = row_filters.POLICY, self.policy
+        try:
+            return dkdf.sql(self.ctx, sql)
+        finally:
+            row_filters.POLICY = saved
+
     def run(self, sql: str) -> list[tuple[Any, ...]]:
-        return arrow_rows(self.ctx.sql(sql).to_arrow_table())
+        return arrow_rows(self.frame(sql).to_arrow_table())
 
     def explain(self, sql: str) -> str:
+        if self.policy is not None:  # the plan of the statement as dkdf.sql planned it (printed by DataFusion)
+            self.frame(sql).explain(analyze=True)
+            return ""
         rows = self.ctx.sql("EXPLAIN ANALYZE " + sql).to_arrow_table().to_pylist()
         return "\n".join(str(r.get("plan", r)) for r in rows)
 

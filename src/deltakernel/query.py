@@ -127,16 +127,18 @@ class QueryBuilder:
         `MERGE INTO`) runs here and returns its metrics row; its errors are DeltaErrors
         (`deltakernel.datafusion.DmlSyntaxError`, `DmlTargetError`, `DmlError`, or the operation's own such
         as `InvalidFilterError`) and leave the table unchanged."""
+        from .datafusion import row_filters
         from .datafusion.dml import execute_dml
+        from .datafusion.streams import reader
 
         ctx = self._session()
         metrics = execute_dml(ctx, sql)  # None: not Delta DML
         if metrics is not None:
             return metrics.to_reader()
         try:
-            df = ctx.sql(sql)
+            df = row_filters.query(ctx, sql)  # the Parquet row filter only where it pays (same rows)
             schema = df.schema()
-            stream = pa.RecordBatchReader.from_stream(df)
+            stream = reader(df)  # all partitions at once: a join's dynamic filter waits for each (streams.py)
         except DeltaError:
             raise
         except Exception as e:  # DataFusion raises plain Exception subclasses

@@ -17,7 +17,7 @@ Delta DML in SQL (Spark SQL syntax, as delta-spark users write it) goes through 
     dkdf.sql(ctx, "INSERT INTO sales SELECT * FROM staging")     # also INSERT OVERWRITE, REPLACE WHERE
     dkdf.sql(ctx, "MERGE INTO sales t USING (SELECT * FROM updates) s ON t.id = s.id "
                   "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-    dkdf.sql(ctx, "SELECT count(*) FROM sales")                  # anything else: exactly ctx.sql(...)
+    dkdf.sql(ctx, "SELECT count(*) FROM sales")                  # anything else: ctx.sql(...) (row_filters.py)
 
 Targets are the Delta tables registered through deltakernel in `ctx`: `register(...)`, `CREATE EXTERNAL
 TABLE ... STORED AS DELTA` on a session set up by `install` / `session_context`, and `register_catalog`
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import row_filters
 from .changes import ChangesDataset, changes_dataset, table_changes
 from .dataset import DatasetMetrics, DeltaDataset, DeltaFragment, DeltaScanner
 from .dml import DmlError, DmlSyntaxError, DmlTargetError, execute_dml, metrics_dataframe
@@ -83,11 +84,13 @@ def sql(ctx: Any, statement: str, *args: Any, **kwargs: Any) -> Any:
     syntax) on a Delta table registered through deltakernel runs here, eagerly, and returns a one-row
     DataFrame of its metrics (delta-spark's names). Errors in DML are DeltaErrors (`DmlError`,
     `DmlSyntaxError`, `DmlTargetError` or the operation's own: `InvalidFilterError`, `SchemaError`,
-    `MergeDuplicateMatchError`, ...); the table is then unchanged. Other arguments go to `ctx.sql`."""
+    `MergeDuplicateMatchError`, ...); the table is then unchanged. Other arguments go to `ctx.sql`.
+    A query may read some Delta tables through their views without the Parquet row filter where that is
+    cheaper (`row_filters.py`; same rows)."""
     check_context(ctx)
     metrics = execute_dml(ctx, statement)
-    if metrics is None:
-        return ctx.sql(statement, *args, **kwargs)
+    if metrics is None:  # a query: the Parquet row filter only where it pays (row_filters.py)
+        return row_filters.query(ctx, statement, *args, **kwargs)
     return metrics_dataframe(ctx, metrics)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import DeltaError
+from . import row_filters
 
 
 def split_statements(text: str) -> list[str]:
@@ -91,7 +92,7 @@ class SqlError(DeltaError):
 def _execute(ctx: Any, statement: str) -> pa.Table:
     """Run one statement; DataFusion's own exceptions (plain ValueError/Exception) become `SqlError`."""
     try:
-        return ctx.sql(statement).to_arrow_table()
+        return row_filters.query(ctx, statement).to_arrow_table()  # ctx.sql; row filters per table
     except DeltaError:
         raise
     except Exception as e:

@@ -27,6 +27,7 @@ from .session_tables import (
     registered_tables,
     table_key,
 )
+from .streams import reader
 from .udtf_errors import udtf_error
 
 
@@ -152,7 +153,7 @@ def run_query(ctx: Any, text: str, what: str) -> pa.RecordBatchReader:
     try:
         df = ctx.sql(text)
         schema = df.schema()
-        stream = pa.RecordBatchReader.from_stream(df)
+        stream = reader(df)  # all partitions at once: a join's dynamic filter waits for each (streams.py)
     except DeltaError:
         raise
     except Exception as e:

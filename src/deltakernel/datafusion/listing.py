@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,6 +49,9 @@ import pyarrow.compute as pc
 from ..kernel.scan.partition_values import partition_columns_table
 from ..kernel.schema.column_mapping import physical_name
 from . import links, native
+
+if TYPE_CHECKING:
+    from datafusion.catalog import Table
 
 #: more live files than this: the DeltaDataset provider (its skipping by the log's statistics pays most there, and
 #: the first registration reads every footer to check its schema)
@@ -65,21 +68,25 @@ BUILDER_OPTIONS = {
     "datafusion.execution.parquet.pushdown_filters": "true",
     "datafusion.execution.parquet.reorder_filters": "true",
 }
-_builder: dict[int, Any] = {}
+#: what the twin of a view without the Parquet row filter changes (`without_row_filter`, `row_filters.py`)
+NO_ROW_FILTER = {"datafusion.execution.parquet.pushdown_filters": "false"}
+_builder: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
 _builder_lock = threading.Lock()
 
 
-def _builder_context() -> Any:
+def _builder_context(row_filter: bool = True) -> Any:
     """A process-wide SessionContext that only creates the per-file ListingTables (queries run in the
-    caller's context, with its configuration). One per DataFusion instance (a fork child reloads it)."""
+    caller's context, with its configuration), with `BUILDER_OPTIONS` (and `NO_ROW_FILTER` when not
+    `row_filter`). One per DataFusion instance and option set (a fork child reloads it)."""
     import datafusion
 
-    key = id(datafusion.SessionContext)
+    options = {**BUILDER_OPTIONS, **({} if row_filter else NO_ROW_FILTER)}
+    key = (id(datafusion.SessionContext), tuple(sorted(options.items())))
     with _builder_lock:
         ctx = _builder.get(key)
         if ctx is None:
             config = datafusion.SessionConfig()
-            for k, v in BUILDER_OPTIONS.items():
+            for k, v in options.items():
                 config = config.set(k, v)
             ctx = _builder[key] = datafusion.SessionContext(config)
         return ctx
@@ -108,9 +115,10 @@ def _nested(t: pa.DataType) -> bool:
     return bool(pa.types.is_nested(t))
 
 
-def plan(dataset: Any) -> Any | None:
+def plan(dataset: Any, row_filter: bool = True) -> Any | None:
     """The view's DataFrame for `dataset` (a `DeltaDataset`), or None when the table must use the dataset
-    provider (see the module docstring). Reads the footers of files not checked yet (once per dataset)."""
+    provider (see the module docstring). Reads the footers of files not checked yet (once per dataset).
+    `row_filter=False`: its scans evaluate no predicate inside the Parquet reader (`row_filters.py`)."""
     from ..errors import ForkedProcessError
     from .forking import ensure_usable
 
@@ -148,7 +156,7 @@ def plan(dataset: Any) -> Any | None:
         ensure_usable()
     except ForkedProcessError:
         return None
-    return _on_helper_thread(lambda: _frame(dataset, local, physical, groups, dv_part))
+    return _on_helper_thread(lambda: _frame(dataset, local, physical, groups, dv_part, row_filter))
 
 
 def _on_helper_thread(build: Any) -> Any | None:
@@ -205,7 +213,7 @@ def _files_ok(dataset: Any, paths: list[str], sizes: list[int | None], physical:
 
 
 def _frame(dataset: Any, local: list[str], physical: dict[str, str],
-           groups: list[tuple[dict[str, Any], list[int]]], dv_part: Any | None) -> Any:
+           groups: list[tuple[dict[str, Any], list[int]]], dv_part: Any | None, row_filter: bool = True) -> Any:
     """The view: the `UNION ALL` of DataFusion scans of the files (each renaming physical to logical columns)
     and of `dv_part` (the dataset provider over the files with deletion vectors, which only the kernel's
     reader applies). An unpartitioned table is one scan. A partitioned table is one scan of a hive layout of
@@ -216,7 +224,7 @@ def _frame(dataset: Any, local: list[str], physical: dict[str, str],
     out_schema: pa.Schema = dataset.schema  # DataFusion sees the dataset's schema (view types or not)
     data_schema = pa.schema([pa.field(physical[f.name], out_schema.field(f.name).type, f.nullable)
                              for f in dataset._data_fields])
-    builder = _builder_context()
+    builder = _builder_context(row_filter)
     part_names = [f.name for f in dataset.snapshot.partition_fields]
     hive: list[tuple[str, list[int]]] = []
     literal: list[tuple[dict[str, Any], list[int]]] = []
@@ -233,13 +241,14 @@ def _frame(dataset: Any, local: list[str], physical: dict[str, str],
     if hive:
         targets = [local[i] for _, members in hive for i in members]
         subdirs = [d for d, members in hive for _ in members]
-        one = builder.read_parquet(links.link_dir(targets, subdirs), schema=data_schema, file_extension=".parquet",
+        one = builder.read_parquet(_scanned(dataset, links.link_dir(targets, subdirs)), schema=data_schema,
+                                   file_extension=".parquet",
                                    table_partition_cols=[(n, out_schema.field(n).type) for n in part_names])
         scans.append(one.select(*[col(native.quote(f.name if f.name in part_names else physical[f.name]))
                                   .alias(f.name) for f in out_schema]))
     for values, members in literal:
-        one = builder.read_parquet(links.link_dir([local[i] for i in members]), schema=data_schema,
-                                   file_extension=".parquet")
+        one = builder.read_parquet(_scanned(dataset, links.link_dir([local[i] for i in members])),
+                                   schema=data_schema, file_extension=".parquet")
         exprs = []
         for f in out_schema:
             if f.name in values:
@@ -295,6 +304,18 @@ _TRUE = pc.scalar(True)
 
 
 
+def _scanned(dataset: Any, directory: str) -> str:
+    """Record `directory` (a link directory the view scans) on `dataset`: `scanned_dirs` tells which table
+    a scan of a physical plan reads (`row_filters.py`)."""
+    dataset.__dict__.setdefault("_scanned_dirs", set()).add(os.path.basename(directory.rstrip(os.sep)))
+    return directory
+
+
+def scanned_dirs(dataset: Any) -> frozenset[str]:
+    """Names of the link directories (under `links`' root) the listing view of `dataset` scans."""
+    return frozenset(dataset.__dict__.get("_scanned_dirs", ()))
+
+
 def provider_for(dataset: Any) -> Any:
     """What to register for `dataset` in a SessionContext: the listing view's DataFrame when `plan()`
     accepts the table (and `dataset.provider` is "auto"), else the dataset itself. Sets
@@ -302,6 +323,23 @@ def provider_for(dataset: Any) -> Any:
     frame = plan(dataset) if dataset.provider == "auto" else None
     dataset.scan_path = "dataset" if frame is None else "listing"
     return dataset if frame is None else frame
+
+
+def without_row_filter(dataset: Any) -> Any | None:
+    """The listing view of `dataset` whose scans use their predicates (static and join-dynamic) only to prune
+    files, row groups and pages, and filter after decoding (`row_filters.py` says when that is cheaper);
+    made once per dataset. None when `dataset` is not on the listing path."""
+    if dataset.scan_path != "listing":
+        return None
+    with _builder_lock:
+        cached = dataset.__dict__.get("_without_row_filter")
+    if cached is None:
+        cached = plan(dataset, row_filter=False)
+        if cached is None:
+            return None
+        with _builder_lock:
+            cached = dataset.__dict__.setdefault("_without_row_filter", cached)
+    return cached
 
 
 def register_in(ctx: Any, name: str, dataset: Any) -> None:
@@ -313,7 +351,7 @@ def register_in(ctx: Any, name: str, dataset: Any) -> None:
         ctx.register_view(name, provider)
 
 
-def as_table(dataset: Any) -> Any:
+def as_table(dataset: Any) -> Table:
     """`dataset` as a `datafusion.catalog.Table` (catalogs, table functions, table factories)."""
     from datafusion.catalog import Table
 
@@ -326,5 +364,5 @@ def same_columns(a: pa.Schema, b: pa.Schema) -> bool:
     return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]
 
 
-__all__ = ["BUILDER_OPTIONS", "MAX_FILES", "MAX_GROUPS", "as_table", "plan", "provider_for", "register_in",
-           "same_columns"]
+__all__ = ["BUILDER_OPTIONS", "MAX_FILES", "MAX_GROUPS", "NO_ROW_FILTER", "as_table", "plan", "provider_for",
+           "register_in", "same_columns", "scanned_dirs", "without_row_filter"]
