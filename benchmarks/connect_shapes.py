@@ -10,8 +10,11 @@ kinds; the medians and their ratio (Connect / classic) are printed as a Markdown
 plain Parquet (the one file a point query needs, no Delta: Spark Connect's own cost per SQL statement or DataFrame
 read) and each shape's ratio over it (what deltakernel adds on Connect beyond what Spark Connect itself costs).
 
-Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N] [--only "text|text"]``
-(`--only`: run only the shapes whose name contains one of the `|`-separated texts).
+Usage: ``.venv/bin/python benchmarks/connect_shapes.py [--repeat N] [--files N] [--only "text|text"] [--cpu]``
+(`--only`: run only the shapes whose name contains one of the `|`-separated texts; `--cpu`: also the CPU each query
+costs the Spark JVM - utime + stime of its process from `/proc/<pid>/stat`, the server's parsing, analysis and
+execution - and this Python process, medians per kind: counts that move less with the machine's load than wall
+times).
 """
 
 from __future__ import annotations
@@ -144,12 +147,28 @@ def timed(fn: Any) -> float:
     return time.perf_counter() - start
 
 
+def jvm_cpu(pid: int) -> float:
+    """CPU seconds (user + system, every thread) the process `pid` has used so far."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
+def measured(fn: Any, pid: int | None) -> tuple[float, float, float]:
+    """(wall seconds, JVM CPU seconds, this process's CPU seconds) of one query; CPU 0 without `pid`."""
+    jvm, py = (jvm_cpu(pid), time.process_time()) if pid else (0.0, 0.0)
+    wall = timed(fn)
+    return (wall, jvm_cpu(pid) - jvm, time.process_time() - py) if pid else (wall, 0.0, 0.0)
+
+
 def main() -> None:
     global KEY, ONE_FILE
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--files", type=int, default=300)
     ap.add_argument("--only", default="", help="|-separated texts: run the shapes whose name contains one (default: all)")
+    ap.add_argument("--cpu", action="store_true", help="also the JVM's and this process's CPU per query")
     args = ap.parse_args()
     from bench_spark_connect import sessions
 
@@ -161,6 +180,7 @@ def main() -> None:
     _copy_key_file(path, work / "one")
     classic, remote = sessions()
     remote.conf.set("spark.sql.session.timeZone", "UTC")
+    pid = int(classic._jvm.java.lang.ProcessHandle.current().pid()) if args.cpu else None
     try:
         runs: dict[str, dict[str, Any]] = {}
         for kind, spark in (("classic", classic), ("connect", remote)):
@@ -180,6 +200,8 @@ def main() -> None:
         only = [x for x in args.only.split("|") if x]
         times: dict[str, dict[str, list[float]]] = {name: {"classic": [], "connect": []} for name in runs["classic"]
                                                     if not only or any(x in name for x in only)}
+        cpu: dict[str, dict[str, list[tuple[float, float]]]] = {name: {"classic": [], "connect": []}
+                                                                for name in times}
         for name in times:
             for rep in range(args.repeat + 1):
                 for kind in ("classic", "connect") if rep % 2 == 0 else ("connect", "classic"):
@@ -187,9 +209,10 @@ def main() -> None:
                         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
                     else:
                         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-                    t = timed(runs[kind][name])
+                    t, jvm, py = measured(runs[kind][name], pid)
                     if rep:
                         times[name][kind].append(t)
+                        cpu[name][kind].append((jvm, py))
             print(f"{name}: done", file=sys.stderr)
         print(f"Point query on a {args.files}-file table ({args.files * ROWS:,} rows), median of {args.repeat}:\n")
         ratios = {name: statistics.median(k["connect"]) / statistics.median(k["classic"]) for name, k in times.items()}
@@ -200,6 +223,14 @@ def main() -> None:
             base = ratios.get(_baseline(name))
             norm = f"{ratios[name] / base:.2f}x" if base and not name.startswith("baseline") else "-"
             print(f"| {name} | {a * 1000:.0f} | {b * 1000:.0f} | {b / a:.2f}x | {norm} |")
+        if pid:
+            print(f"\nCPU per query, median of {args.repeat} (JVM: the Spark server's process; Python: this one):\n")
+            print("| shape | JVM classic (ms) | JVM Connect (ms) | Python classic (ms) | Python Connect (ms) |")
+            print("|---|---:|---:|---:|---:|")
+            for name, kinds in cpu.items():
+                med = {k: [statistics.median(c[i] for c in v) * 1000 for i in (0, 1)] for k, v in kinds.items()}
+                print(f"| {name} | {med['classic'][0]:.0f} | {med['connect'][0]:.0f} | {med['classic'][1]:.0f} | "
+                      f"{med['connect'][1]:.0f} |")
     finally:
         for kind, spark in (("classic", classic), ("connect", remote)):
             try:

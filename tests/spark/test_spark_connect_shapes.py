@@ -314,17 +314,39 @@ def test_temporary_views_made_by_sql(cspark, source, oracle, catalog_table, tmp_
             same_rows(df.collect(), cspark.sql(q.format(v=f"({body.format(t='dkc_shapes_oracle')})")).collect())
         df = cspark.sql("SELECT id FROM dkc_shapes_sv2 WHERE id = 1120")
         assert kept(df) == [1] and [r.id for r in df.collect()] == [1120]
+        assert _statements(cspark, df) == 1  # both views spliced: one statement, its scans at the top level
+        # a CTE inside the view; spliced unless the statement defines the same name around it
+        cspark.sql("CREATE OR REPLACE TEMPORARY VIEW dkc_shapes_sv3 AS WITH c AS (SELECT id, s, part FROM "
+                   f"{ref}) SELECT * FROM c WHERE id >= 100")
+        for q, statements in [("SELECT * FROM dkc_shapes_sv3 WHERE id = 1134", 1),
+                              ("WITH c AS (SELECT 1 AS k) SELECT sv.* FROM c JOIN dkc_shapes_sv3 sv ON sv.id = 1134", 2)]:
+            df = cspark.sql(q)
+            assert kept(df) == [1] and [r.s for r in df.collect()] == ["k001134"], q
+            assert _statements(cspark, df) == statements, q
+        # a view reading a non-Delta relation too: a reference of its own, Spark resolves what it reads
+        _other(cspark).createOrReplaceTempView("dkc_shapes_other")
+        cspark.sql("CREATE OR REPLACE TEMPORARY VIEW dkc_shapes_sv4 AS SELECT t.id, o.name FROM "
+                   f"{ref} t JOIN dkc_shapes_other o ON t.id = o.k")
+        df = cspark.sql("SELECT * FROM dkc_shapes_sv4 WHERE id = 1134")
+        assert kept(df) == [1] and [tuple(r) for r in df.collect()] == [(1134, "x")]
+        assert _statements(cspark, df) == 2
         # spark.table(v): read as SQL over v (the router), its files chosen by the chained condition
         df = cspark.table("dkc_shapes_sv").where("id = 1134")
         assert kept(df) == [1] and df.count() == 1
     finally:
-        cspark.catalog.dropTempView("dkc_shapes_sv2")
-        cspark.catalog.dropTempView("dkc_shapes_sv")
+        for v in ("dkc_shapes_sv4", "dkc_shapes_other", "dkc_shapes_sv3", "dkc_shapes_sv2", "dkc_shapes_sv"):
+            cspark.catalog.dropTempView(v)
     from deltakernel.spark.scan.connect_plan import text_view
 
     assert text_view(cspark, "dkc_shapes_sv") is None  # forgotten with the view
     with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):
         cspark.sql("SELECT * FROM dkc_shapes_sv WHERE id = 1").collect()
+
+
+def _statements(cspark, df) -> int:
+    """How many SQL statements `df`'s plan sends: 1 with every view spliced, one more per view expanded as a
+    nested reference (a statement of its own, parsed and analysed apart by the server)."""
+    return len(_relations(df._plan.to_proto(cspark.client).root, "sql"))
 
 
 def test_temporary_view_made_by_sql_reads_the_latest_version(cspark, source, tmp_path):

@@ -11,7 +11,9 @@ algorithm:
    itself (its latest plan cached for Spark); a view is expanded when anything inside it must be rewritten (its
    text, with the statement's conjuncts on it, rewritten in its own database), else the tables inside it are cached;
    everything else becomes a temporary view over the table's frame (`reader.read` / the latest plan), named by
-   what it reads so a DataFrame returned earlier keeps reading what it read;
+   what it reads so a DataFrame returned earlier keeps reading what it read; where the frames travel with the
+   statement (`RelationKind.scoped`), a view reading only rewritten Delta uses is spliced into the statement as a
+   derived table of its rewritten text (`_expand`: Spark parses and analyses one statement, not two);
 3. a permanent view definition (`CREATE VIEW`, `ALTER VIEW ... AS`) is stored by Spark as written, so it may only
    name Delta catalog tables: paths, time travel, change feeds and recorded temporary views are refused;
 4. splice the view names into the text (right to left, spans exclusive at `stop`).
@@ -49,6 +51,9 @@ MAX_VIEW_DEPTH = 16  # views expanded inside views, at most
 MAX_VIEWS = 256  # views of plain queries kept per session where views are per predicate (`RelationKind.bounded`)
 _views_lock = threading.Lock()
 _depth: contextvars.ContextVar[int] = contextvars.ContextVar("dk_view_depth", default=0)
+#: the relation names (CTEs) defined around the text being rewritten when it is a view spliced into a statement:
+#: a view spliced inside it must define none of them either (`_splices`)
+_scope: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("dk_view_scope", default=frozenset())
 #: the table frames a statement read, by (location, read options): recorded while a statement is rewritten, and
 #: required when it is planned again with conditions on its output (`replanner`: the same versions)
 _pinned: contextvars.ContextVar[_Pins | None] = contextvars.ContextVar("dk_pinned_tables", default=None)
@@ -100,6 +105,9 @@ class RelationUse:
     node: Any = None  # the parser's node of the reference (for the kind's condition analysis)
     conditions: list[str] = field(default_factory=list)  # conjuncts filtering this use's rows alone (Spark SQL)
     closed: bool = False  # a view whose text reads only Delta relations and CTEs (`RelationKind.statement_key`)
+    #: the relation names a view's text defines (its CTEs and those of the views it reads, lower case): it is
+    #: spliced into a statement only where none of them is defined around it too (`_splices`)
+    names: frozenset[str] = frozenset()
 
     @property
     def label(self) -> str:
@@ -123,6 +131,7 @@ class Found:
     defines_view: bool = False  # CREATE VIEW / ALTER VIEW AS: Spark stores the text
     persists: bool = False  # the statement keeps referring to the views it reads (a temp view, a cached table)
     state: Any = None  # the kind's parse of the statement (for `push_conditions`, `after`)
+    names: frozenset[str] = frozenset()  # the relation names the statement defines (its CTEs, lower case)
 
 
 class RelationKind(Protocol):
@@ -360,17 +369,19 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found,
     bases = [_table_frame(spark, u) if u.ref is not None else None for u in rewritten]
     kind.push_conditions(found, rewritten, bases)
     frames: set[str] = set()
-    names: list[str] = []
+    names: list[str] = []  # what replaces each use: a view name, or a spliced view's derived table
     scoped = kind.scoped and not found.persists
     relations: dict[str, Any] = {}
     registered = False
+    outer = found.names | _scope.get()
     for use, base in zip(rewritten, bases):
         if use.view is not None:
-            name, frame, inner_registered = _expand(spark, use, kind, passthrough, found.persists)
-            names.append(name)
-            if frame is not None:
-                relations[name] = frame
-            registered = registered or frame is None or inner_registered
+            done = _expand(spark, use, kind, passthrough, found.persists, outer)
+            names.append(done.text)
+            if done.frame is not None:
+                relations[done.text] = done.frame
+            relations.update(done.relations)
+            registered = registered or (done.frame is None and not done.spliced) or done.registered
             continue
         if use.frame_view is not None:
             from ..scan.scan_conditions import with_scan_conditions
@@ -391,7 +402,7 @@ def rewrite(spark: Any, text: str, kind: RelationKind, found: Found,
                 kind.register(name, frame)
                 registered = True
     if kind.bounded and not scoped:
-        _keep_views(spark, names, found.persists)
+        _keep_views(spark, names, found.persists)  # never spliced: splicing needs a scoped statement
     out = text
     for use, name in sorted(zip(rewritten, names), key=lambda p: p[0].start, reverse=True):
         replacement = name if use.alias is None else f"{name} AS {quote(use.alias)}"
@@ -424,14 +435,51 @@ def _refuse_pinned(uses: list[RelationUse]) -> None:
                                       "'/path') and name it in the view, or use CREATE TEMPORARY VIEW")
 
 
+@dataclass
+class _Expansion:
+    """What a view use becomes: `text` replaces its name in the statement - the name of a view over its rewritten
+    text (`frame`: that text's lazy frame travelling with the statement; None: registered as a temporary view
+    here), or that text itself as a derived table (`spliced`; the relations it reads then travel with the
+    statement: `relations`). `registered`: the text names temporary views registered here."""
+
+    text: str
+    frame: Any = None
+    relations: dict[str, Any] = field(default_factory=dict)
+    registered: bool = False
+    spliced: bool = False
+
+
+#: how a view's text is wrapped when conditions or a column list apply to it (newlines: a trailing `--` comment)
+_VIEW = ("SELECT * FROM (\n", "\n) AS __dk_view")
+
+
+def _splices(use: RelationUse, kind: RelationKind, outer: frozenset[str]) -> bool:
+    """May a view's rewritten text replace its name in the statement as a derived table? Only when every relation
+    it reads is a Delta use rewritten to a relation travelling with the statement (`closed`, and nothing in it
+    resolved by Spark as written) - so the only names left in the text are its relations' and its own CTEs' - and
+    none of its CTE names is also defined around it (`outer`: Spark's CTE precedence policy would decide which one
+    a name in it reads)."""
+
+    def rewritten(u: RelationUse) -> bool:
+        return all(rewritten(i) for i in u.inner) if u.view is not None else rewrites(u, kind)
+
+    return use.closed and not (use.names & outer) and rewritten(use)
+
+
 def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Callable[..., Any],
-            persists: bool) -> tuple[str, Any, bool]:
-    """A view's text (with the statement's conjuncts on the view around it: they skip files) rewritten to read in
-    the view's own database: (the name it gets in the statement, its frame to carry with the statement, or None
-    when registered as a temporary view here, whether its text names views registered here). A scoped kind
-    qualifies the text's names with that database and the frame travels with the statement (no round trip);
-    otherwise the text runs with the session switched to that database and is registered as a temporary view
-    before switching back (Spark resolves its names then)."""
+            persists: bool, outer: frozenset[str] = frozenset()) -> _Expansion:
+    """A view's text rewritten to read in the view's own database, the statement's conjuncts on the view around it
+    (they choose its tables' files).
+
+    A scoped kind qualifies the text's names with that database, and a closed view (`_splices`) is **spliced**:
+    its rewritten text, without those conjuncts (the statement applies them), replaces its name as a derived
+    table, and its relations travel with the statement - Spark parses and analyses one statement (a nested
+    reference, `SQL(statement, [SQL(view text, [scans])])`, is a second statement on the server; measured
+    ~120 ms of Spark CPU per point query, docs/decisions.md "Connect: a closed view spliced into the statement").
+    Other scoped views travel as that nested reference. Otherwise the text runs with the session switched to
+    the view's database and is registered as a temporary view before switching back (Spark resolves its names
+    then). `outer`: the CTE names defined around the use (the statement's, and those of views it is spliced
+    into)."""
     view = use.view
     assert view is not None
     depth = _depth.get()
@@ -450,11 +498,14 @@ def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Calla
                 switch, scoped = True, False
             else:
                 text = qualified
+    splice = scoped and _splices(use, kind, outer)
     alias = f"({', '.join(quote(c) for c in view.columns)})" if scoped and view.renames and view.columns else ""
-    if use.conditions or alias:  # the view's column list as the alias's: the conditions name its columns
-        where = " WHERE " + " AND ".join(f"({c})" for c in use.conditions) if use.conditions else ""
-        text = f"SELECT * FROM ({text}) AS __dk_view{alias}{where}"
+    where = " WHERE " + " AND ".join(f"({c})" for c in use.conditions) if use.conditions else ""
+    wrapped = bool(where or alias)  # the view's column list as the alias's: the conditions name its columns
+    if wrapped:
+        text = f"{_VIEW[0]}{text}{_VIEW[1]}{alias}{where}"
     token = _depth.set(depth + 1)
+    scope = _scope.set(outer if splice else frozenset())  # a nested reference is a statement of its own
     if switch:
         spark.catalog.setCurrentDatabase(view.database)
     try:
@@ -463,6 +514,11 @@ def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Calla
             found.persists = True
         done = rewrite(spark, text, kind, found, passthrough) if found is not None else None
         rewritten = done.text if done is not None else text
+        if splice and done is not None:
+            head, tail = (_VIEW[0], _VIEW[1] + where) if wrapped and not alias else ("", where)
+            if rewritten.startswith(head) and rewritten.endswith(tail):
+                body = rewritten[len(head):len(rewritten) - len(tail)]
+                return _Expansion(f"(\n{body}\n)", None, done.relations, done.registered, True)
         name = view_name(("view", view.db, view.table, rewritten), "__delta_view_")
         frame = kind.query(rewritten, done.relations if done is not None else {}) if scoped \
             else passthrough(rewritten)
@@ -473,8 +529,9 @@ def _expand(spark: Any, use: RelationUse, kind: RelationKind, passthrough: Calla
     finally:
         if switch:
             spark.catalog.setCurrentDatabase(current)
+        _scope.reset(scope)
         _depth.reset(token)
-    return name, frame if scoped else None, done is not None and done.registered
+    return _Expansion(name, frame if scoped else None, {}, done is not None and done.registered)
 
 
 def _keep_views(spark: Any, names: list[str], pinned: bool) -> None:

@@ -95,7 +95,7 @@ class ConnectRelations:
             use.start, use.stop = use.start + offset, use.stop + offset
         view = _view_kind(tree) if not offset else None  # EXPLAIN CREATE VIEW creates nothing
         return Found(uses, defines_view=view == "permanent", persists=isinstance(tree, (exp.Create, exp.Cache)),
-                     state=(tree, text, view, bool(offset)))
+                     state=(tree, text, view, bool(offset)), names=frozenset(_cte_names(tree)))
 
     def push_conditions(self, found: Found, uses: list[RelationUse], bases: list[Any]) -> None:
         """Each use's conjuncts from the whole statement (CTEs, derived tables, unions, joins: `pushdown.py`);
@@ -381,8 +381,9 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
         inner: list[RelationUse] = []
         ref: DeltaRef | None = None
         closed = False
+        names: frozenset[str] = frozenset()
         if recorded is None and stored is not None:  # a temporary view shadows catalog names
-            view, (inner, closed) = stored, _view_uses(spark, stored, run_sql, depth, True)
+            view, (inner, closed, names) = stored, _view_uses(spark, stored, run_sql, depth, True)
             if not inner:
                 continue
         elif recorded is None:
@@ -399,7 +400,7 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
                     continue
                 view = StoredView(entry.db, entry.table, entry.view_text, entry.view_database,
                                   list(entry.view_columns) if entry.view_columns else None, entry.view_renames)
-                inner, closed = _view_uses(spark, view, run_sql, depth, False)
+                inner, closed, names = _view_uses(spark, view, run_sql, depth, False)
                 if not inner:
                     continue
         use = T.table_use(text, table, toks)
@@ -408,7 +409,7 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
         if recorded is not None or view is not None:
             uses.append(RelationUse(use.start, use.stop, None, {}, None if use.alias else (view.table if view else
                                     parts[0]), view=view, inner=inner, frame_view=recorded, name=parts[0],
-                                    node=table, closed=closed))
+                                    node=table, closed=closed, names=names))
             continue
         assert ref is not None
         opts: dict[str, str] = {}
@@ -431,19 +432,21 @@ def find_uses(spark: Any, text: str, tree: Any, run_sql: Any, database: str | No
 
 
 def _view_uses(spark: Any, view: StoredView, run_sql: Any, depth: int,
-               temporary: bool) -> tuple[list[RelationUse], bool]:
-    """The Delta uses of a view's text (none when it reads no Delta table, or cannot be read), and whether the
-    text reads nothing else (`statement_keys.reads_only`)."""
+               temporary: bool) -> tuple[list[RelationUse], bool, frozenset[str]]:
+    """The Delta uses of a view's text (none when it reads no Delta table, or cannot be read), whether the
+    text reads nothing else (`statement_keys.reads_only`), and the CTE names it and the views it reads define.
+    The text's tree is shared (`text_plans.shared_tree`: a view's text is read by every statement using it)."""
     from .statement_keys import reads_only
 
     if depth >= MAX_VIEW_DEPTH:
-        return [], False
+        return [], False, frozenset()
     try:
-        tree = T.parse(view.text)
+        tree = T.shared_tree(view.text)
     except DeltaSqlSyntaxError:
-        return [], False
+        return [], False, frozenset()
     uses = find_uses(spark, view.text, tree, run_sql, view.database, depth + 1, temporary)
-    return uses, reads_only(tree, [u.node for u in uses])
+    names = frozenset(_cte_names(tree)).union(*(u.names for u in uses))
+    return uses, reads_only(tree, [u.node for u in uses]), names
 
 
 def _columns(spark: Any, use: RelationUse, base: Any) -> list[str] | None:

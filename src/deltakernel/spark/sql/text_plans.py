@@ -25,6 +25,43 @@ def parse(text: str) -> Any:
     return S.parse_one(text, DeltaSqlSyntaxError, head(text))
 
 
+class _Trees:
+    """sqlglot trees of texts parsed again and again - a view's stored text is read by every statement using it
+    (`relations_connect`) - by text: an LRU of `SIZE`. The trees are shared, so their readers never modify them
+    (they copy first: `pushdown.py`, `statement_keys.shape`)."""
+
+    SIZE = 128
+
+    def __init__(self) -> None:
+        import threading
+        from collections import OrderedDict
+
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, Any] = OrderedDict()
+
+    def get(self, text: str) -> Any:
+        with self._lock:
+            tree = self._items.get(text)
+            if tree is not None:
+                self._items.move_to_end(text)
+                return tree
+        tree = parse(text)  # outside the lock; a failure is not kept (raised again when asked again)
+        with self._lock:
+            self._items[text] = tree
+            self._items.move_to_end(text)
+            while len(self._items) > self.SIZE:
+                self._items.popitem(last=False)
+        return tree
+
+
+_TREES = _Trees()
+
+
+def shared_tree(text: str) -> Any:
+    """`parse(text)`, kept per text (`_Trees`): callers must not modify the tree."""
+    return _TREES.get(text)
+
+
 def table_parts(table: Any) -> list[str] | None:
     """Name parts of a sqlglot Table (`delta`.`/p` is [delta, /p]); None for a table function or subquery."""
     from sqlglot import exp
@@ -114,7 +151,7 @@ def qualify_tables(text: str, database: str) -> str | None:
     from sqlglot import exp
 
     try:
-        tree = parse(text)
+        tree = shared_tree(text)  # a view's text, qualified for every statement reading it
     except DeltaSqlSyntaxError:
         return None
     ctes = {c.alias.lower() for c in tree.find_all(exp.CTE) if c.alias}
@@ -177,6 +214,6 @@ def strip_qualifier(node: Any, qualifiers: set[tuple[str, ...]], columns: set[st
     return node.transform(fix) if quals else node
 
 
-__all__ = ["TableUse", "closing", "dialect", "has_subquery", "parse", "qualify_tables", "query_text", "sql_text",
-           "strip_qualifier",
+__all__ = ["TableUse", "closing", "dialect", "has_subquery", "parse", "qualify_tables", "query_text", "shared_tree",
+           "sql_text", "strip_qualifier",
            "table_parts", "table_use", "tokens", "using_text"]
