@@ -148,7 +148,7 @@ def test_shared_trees_are_kept_per_text_and_bounded():
     text = "SELECT id FROM dk_shared_tree_view_text"
     first = T.shared_tree(text)
     assert T.shared_tree(text) is first
-    for i in range(T._Trees.SIZE):
+    for i in range(T.shared_tree.cache_info().maxsize):
         T.shared_tree(f"SELECT {i} FROM dk_shared_tree_other")
     assert T.shared_tree(text) is not first  # evicted, parsed again
     with pytest.raises(Exception):

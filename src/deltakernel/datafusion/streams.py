@@ -18,12 +18,6 @@ from typing import Any
 import pyarrow as pa
 
 
-def batches(df: Any) -> Iterator[pa.RecordBatch]:
-    """`df`'s result batches (pyarrow), all its partitions executed concurrently."""
-    for batch in df.execute_stream():
-        yield batch.to_pyarrow()
-
-
 def reader(df: Any) -> pa.RecordBatchReader:
     """`df`'s result as a `pyarrow.RecordBatchReader` (see the module docstring for why not `from_stream`).
     Execution starts here (planning errors raise now); errors while reading raise from the reader."""
@@ -36,4 +30,4 @@ def reader(df: Any) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(df.schema(), pull())
 
 
-__all__ = ["batches", "reader"]
+__all__ = ["reader"]

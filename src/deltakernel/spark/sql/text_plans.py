@@ -11,6 +11,7 @@ cut out by tokens, so they mean exactly what the user wrote.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,41 +26,12 @@ def parse(text: str) -> Any:
     return S.parse_one(text, DeltaSqlSyntaxError, head(text))
 
 
-class _Trees:
-    """sqlglot trees of texts parsed again and again - a view's stored text is read by every statement using it
-    (`relations_connect`) - by text: an LRU of `SIZE`. The trees are shared, so their readers never modify them
-    (they copy first: `pushdown.py`, `statement_keys.shape`)."""
-
-    SIZE = 128
-
-    def __init__(self) -> None:
-        import threading
-        from collections import OrderedDict
-
-        self._lock = threading.Lock()
-        self._items: OrderedDict[str, Any] = OrderedDict()
-
-    def get(self, text: str) -> Any:
-        with self._lock:
-            tree = self._items.get(text)
-            if tree is not None:
-                self._items.move_to_end(text)
-                return tree
-        tree = parse(text)  # outside the lock; a failure is not kept (raised again when asked again)
-        with self._lock:
-            self._items[text] = tree
-            self._items.move_to_end(text)
-            while len(self._items) > self.SIZE:
-                self._items.popitem(last=False)
-        return tree
-
-
-_TREES = _Trees()
-
-
+@functools.lru_cache(maxsize=128)
 def shared_tree(text: str) -> Any:
-    """`parse(text)`, kept per text (`_Trees`): callers must not modify the tree."""
-    return _TREES.get(text)
+    """`parse(text)`, kept per text (an LRU of 128; a parse error is not kept): a view's stored text is read by
+    every statement using it (`relations_connect`). The trees are shared, so callers never modify them (they copy
+    first: `pushdown.py`, `statement_keys.shape`)."""
+    return parse(text)
 
 
 def table_parts(table: Any) -> list[str] | None:
